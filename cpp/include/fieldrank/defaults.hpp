@@ -1,0 +1,87 @@
+// The one table of default parameters. Python reads it as fieldrank.DEFAULTS; no number
+// here is retyped anywhere else.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+#include <string>
+
+namespace fieldrank {
+namespace defaults {
+
+// Locked values from the write-ups (SPEC §2, §3, §6).
+inline constexpr double cfsr_w = 0.90;       // blend weight of the reconstruction coefficient
+inline constexpr double cfsr_lam = 0.005;    // ridge weight λ
+inline constexpr std::int64_t pool_p = 150;  // prefilter depth P
+inline constexpr std::int64_t cfsr_iters = 80;  // projected-gradient iterations T
+inline constexpr std::int64_t cfsr_k = 50;   // CFS-R leg depth m
+inline constexpr double cfsr_tol = 0.0;      // early stop on the projected-gradient norm; 0 = off
+inline constexpr double cfs_sigma = 0.40;    // kernel width σ
+inline constexpr double cfs_beta = 0.20;     // field weight β
+inline constexpr double cfs_eps = 1e-6;      // log floor ε
+inline constexpr std::int64_t cfs_k = 50;    // CFS-long leg depth
+inline constexpr double rrf_k0 = 60.0;       // RRF rank offset k₀
+inline constexpr std::int64_t final_k = 10;  // results returned by a hybrid query
+
+// Baselines and Ring: not locked by the write-ups; fitted on the tuning split.
+inline constexpr double mmr_mu = 0.5;        // relevance weight μ of MMR
+inline constexpr std::int64_t mmr_k = 10;
+inline constexpr double ring_alpha = 0.3;    // neighbour weight α of a Ring lap
+inline constexpr std::int64_t ring_laps = 3; // survival laps L
+inline constexpr std::int64_t ring_k = 10;
+inline constexpr std::int64_t ring_pool_factor = 2;  // Ring's pool is the prefilter top-(factor·k)
+inline constexpr std::uint64_t ring_seed = 0;
+inline constexpr double ring_ablation_bump = 0.02;   // the archived constant per-lap bump
+
+// Numerics.
+inline constexpr double lambda_max_rel_tol = 1e-6;   // λ_max(G) by Lanczos, relative residual bound
+inline constexpr std::int64_t lambda_max_max_steps = 64;
+inline constexpr double min_row_norm_sq = 1e-24;     // below this a row counts as zero-norm
+
+// Threads: batches smaller than this run on the calling thread.
+inline constexpr std::int64_t parallel_min_batch = 2;
+
+}  // namespace defaults
+
+// The table as (name, value) pairs for the bindings to expose; integers stay integers.
+struct DefaultEntry {
+    const char* name;
+    double real_value;
+    std::int64_t int_value;
+    bool is_integer;
+};
+
+inline std::vector<DefaultEntry> default_table() {
+    using namespace defaults;
+    auto real = [](const char* n, double v) { return DefaultEntry{n, v, 0, false}; };
+    auto integer = [](const char* n, std::int64_t v) { return DefaultEntry{n, 0.0, v, true}; };
+    return {
+        real("w", cfsr_w),
+        real("lam", cfsr_lam),
+        integer("p", pool_p),
+        integer("iters", cfsr_iters),
+        integer("cfsr_k", cfsr_k),
+        real("tol", cfsr_tol),
+        real("sigma", cfs_sigma),
+        real("beta", cfs_beta),
+        real("eps", cfs_eps),
+        integer("cfs_k", cfs_k),
+        real("k0", rrf_k0),
+        integer("k", final_k),
+        real("mu", mmr_mu),
+        integer("mmr_k", mmr_k),
+        real("alpha", ring_alpha),
+        integer("laps", ring_laps),
+        integer("ring_k", ring_k),
+        integer("ring_pool_factor", ring_pool_factor),
+        integer("seed", static_cast<std::int64_t>(ring_seed)),
+        real("ring_ablation_bump", ring_ablation_bump),
+        real("lambda_max_rel_tol", lambda_max_rel_tol),
+        integer("lambda_max_max_steps", lambda_max_max_steps),
+        real("min_row_norm_sq", min_row_norm_sq),
+        integer("parallel_min_batch", parallel_min_batch),
+    };
+}
+
+}  // namespace fieldrank

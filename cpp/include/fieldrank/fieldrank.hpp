@@ -1,0 +1,11 @@
+// Umbrella header: every operator family of the fieldrank core.
+#pragma once
+
+#include "cfs.hpp"
+#include "cfsr.hpp"
+#include "defaults.hpp"
+#include "mmr.hpp"
+#include "prefilter.hpp"
+#include "ring.hpp"
+#include "rrf.hpp"
+#include "types.hpp"

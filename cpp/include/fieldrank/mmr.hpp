@@ -1,0 +1,74 @@
+// MMR, Maximal Marginal Relevance (Carbonell & Goldstein 1998; SPEC §4): the diversity
+// baseline the field operators are compared with.
+#pragma once
+
+#include <algorithm>
+#include <vector>
+
+#include "cfs.hpp"
+#include "defaults.hpp"
+#include "errors.hpp"
+#include "kernels.hpp"
+#include "prefilter.hpp"
+#include "types.hpp"
+
+namespace fieldrank {
+
+inline void check_mmr_params(Index k, double mu) {
+    require_positive("k", k);
+    require_unit_interval("mu", mu);
+}
+
+// Scores are the MMR objective at each pick. They fall monotonically while similarities are
+// non-negative; a candidate anti-correlated with every pick can score above an earlier pick.
+inline Ranking mmr_on_pool(const Pool& pool, Index k, double mu) {
+    const Index n = pool.ids.size();
+    const Index m = std::min(k, n);
+    const float relevance = static_cast<float>(mu);
+    const float redundancy = 1.0f - relevance;
+    VectorXf max_sim = VectorXf::Zero(n);  // the max term is 0 while nothing is picked
+    VectorXf value = relevance * pool.sims;
+    VectorXf column(n);
+    std::vector<char> picked(static_cast<std::size_t>(n), 0);
+    Ranking out;
+    out.ids.resize(m);
+    out.scores.resize(m);
+    for (Index t = 0; t < m; ++t) {
+        const Index pick = best_unpicked(value, picked, pool.ids);
+        picked[static_cast<std::size_t>(pick)] = 1;
+        out.ids[t] = pool.ids[pick];
+        out.scores[t] = value[pick];
+        if (t + 1 == m) break;
+        kernels::dot_rows(pool.vectors.data(), n, pool.vectors.cols(), pool.vectors.row(pick).data(), column.data());
+        max_sim = t == 0 ? column : VectorXf(max_sim.cwiseMax(column));
+        value = relevance * pool.sims - redundancy * max_sim;
+    }
+    return out;
+}
+
+inline Ranking mmr(const MatrixRef& E, const VectorRef& q, Index k, Index p, double mu,
+                   const OptionalIds& subset = std::nullopt) {
+    check_corpus_call(E, q, subset);
+    require_positive("p", p);
+    check_mmr_params(k, mu);
+    return mmr_on_pool(pool_from_corpus(E, q, p, subset), k, mu);
+}
+
+inline Ranking mmr_pool(const IdRef& ids, const MatrixRef& C, const VectorRef& q, Index k, double mu,
+                        const OptionalVector& sims = std::nullopt) {
+    check_mmr_params(k, mu);
+    return mmr_on_pool(pool_from_caller(ids, C, q, sims), k, mu);
+}
+
+inline BatchRanking mmr_batch(const MatrixRef& E, const MatrixRef& Q, Index k, Index p, double mu,
+                              const OptionalIds& subset, Index n_threads) {
+    check_batch(E, Q, subset);
+    require_positive("p", p);
+    check_mmr_params(k, mu);
+    const Index width = std::min<Index>(k, std::min<Index>(p, candidate_count(E, subset)));
+    return run_ranking_batch(Q, n_threads, width, [&](const VectorRef& q) {
+        return mmr_on_pool(pool_from_corpus(E, q, p, subset), k, mu);
+    });
+}
+
+}  // namespace fieldrank

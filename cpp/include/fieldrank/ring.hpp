@@ -1,0 +1,120 @@
+// Ring (SPEC §5): survival laps. Every live candidate is re-scored against the query and the
+// mean of its live neighbours; the weakest are dropped until exactly k remain.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <numeric>
+#include <vector>
+
+#include "defaults.hpp"
+#include "errors.hpp"
+#include "kernels.hpp"
+#include "prefilter.hpp"
+#include "types.hpp"
+
+namespace fieldrank {
+
+struct RingParams {
+    double alpha = defaults::ring_alpha;
+    Index laps = defaults::ring_laps;
+    std::uint64_t seed = defaults::ring_seed;
+    bool ablation = false;  // the archived rule: every live score gets the same bump per lap
+};
+
+inline void check_ring_params(Index k, const RingParams& params) {
+    require_positive("k", k);
+    require_unit_interval("alpha", params.alpha);
+    require_positive("laps", params.laps);
+}
+
+// splitmix64's finaliser; the numpy reference implements the same arithmetic on uint64.
+inline std::uint64_t splitmix64(std::uint64_t x) {
+    x += 0x9E3779B97F4A7C15ULL;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+    return x ^ (x >> 31);
+}
+
+// The seeded draw that orders exactly tied candidates on a lap.
+inline std::uint64_t tie_key(std::uint64_t seed, Index lap, Index id) {
+    return splitmix64(splitmix64(splitmix64(seed) ^ static_cast<std::uint64_t>(lap)) ^ static_cast<std::uint64_t>(id));
+}
+
+inline Index ring_pool_depth(Index k) { return k * defaults::ring_pool_factor; }
+
+inline Ranking ring_on_pool(const Pool& pool, Index k, const RingParams& params) {
+    const Index n = pool.ids.size();
+    const Index d = pool.vectors.cols();
+    const Index keep = std::min(k, n);
+    RowMatrixXf cosines(n, n);
+    for (Index i = 0; i < n; ++i)
+        for (Index j = 0; j <= i; ++j)
+            cosines(i, j) = cosines(j, i) = kernels::dot(pool.vectors.row(i).data(), pool.vectors.row(j).data(), d);
+
+    const float alpha = static_cast<float>(params.alpha);
+    const float bump = static_cast<float>(defaults::ring_ablation_bump);
+    std::vector<Index> live(static_cast<std::size_t>(n));
+    std::iota(live.begin(), live.end(), Index{0});
+    std::vector<float> score(static_cast<std::size_t>(n), 0.0f);
+    std::vector<std::uint64_t> key(static_cast<std::size_t>(n), 0);
+    for (Index lap = 0; lap < params.laps; ++lap) {
+        const Index alive = static_cast<Index>(live.size());
+        for (const Index i : live) {
+            float value;
+            if (params.ablation) {
+                value = pool.sims[i] + bump * static_cast<float>(lap + 1);
+            } else {
+                float neighbour_sum = 0.0f;
+                for (const Index j : live)
+                    if (j != i) neighbour_sum += cosines(i, j);
+                const float neighbour_mean = alive > 1 ? neighbour_sum / static_cast<float>(alive - 1) : 0.0f;
+                value = (1.0f - alpha) * pool.sims[i] + alpha * neighbour_mean;
+            }
+            score[static_cast<std::size_t>(i)] = value;
+            key[static_cast<std::size_t>(i)] = tie_key(params.seed, lap, pool.ids[i]);
+        }
+        std::sort(live.begin(), live.end(), [&](Index a, Index b) {
+            const float sa = score[static_cast<std::size_t>(a)], sb = score[static_cast<std::size_t>(b)];
+            return sa > sb || (sa == sb && key[static_cast<std::size_t>(a)] < key[static_cast<std::size_t>(b)]);
+        });
+        const Index remaining_laps = params.laps - lap;
+        const Index drop = (alive - keep + remaining_laps - 1) / remaining_laps;  // ceil((n - k) / (L - lap))
+        live.resize(static_cast<std::size_t>(alive - drop));
+    }
+    if (static_cast<Index>(live.size()) != keep) fail("ring: internal error, ", live.size(), " survivors for k = ", keep);
+    Ranking out;
+    out.ids.resize(keep);
+    out.scores.resize(keep);
+    for (Index t = 0; t < keep; ++t) {
+        out.ids[t] = pool.ids[live[static_cast<std::size_t>(t)]];
+        out.scores[t] = score[static_cast<std::size_t>(live[static_cast<std::size_t>(t)])];
+    }
+    return out;
+}
+
+inline Ranking ring(const MatrixRef& E, const VectorRef& q, Index k, const RingParams& params,
+                    const OptionalIds& subset = std::nullopt) {
+    check_corpus_call(E, q, subset);
+    check_ring_params(k, params);
+    return ring_on_pool(pool_from_corpus(E, q, ring_pool_depth(k), subset), k, params);
+}
+
+inline Ranking ring_pool(const IdRef& ids, const MatrixRef& C, const VectorRef& q, Index k, const RingParams& params,
+                         const OptionalVector& sims = std::nullopt) {
+    check_ring_params(k, params);
+    return ring_on_pool(pool_from_caller(ids, C, q, sims), k, params);
+}
+
+inline BatchRanking ring_batch(const MatrixRef& E, const MatrixRef& Q, Index k, const RingParams& params,
+                               const OptionalIds& subset, Index n_threads) {
+    check_batch(E, Q, subset);
+    check_ring_params(k, params);
+    const Index width = std::min<Index>(k, candidate_count(E, subset));
+    return run_ranking_batch(Q, n_threads, width, [&](const VectorRef& q) {
+        return ring_on_pool(pool_from_corpus(E, q, ring_pool_depth(k), subset), k, params);
+    });
+}
+
+}  // namespace fieldrank

@@ -1,0 +1,62 @@
+"""fieldrank: fast in-process retrieval over long conversational memory.
+
+The operators (prefilter, CFS-R, CFS, MMR, Ring, weighted RRF) run in a C++/Eigen core; their
+numpy twins live in :mod:`fieldrank.reference`. ``DEFAULTS`` is the core's table of defaults.
+"""
+
+from __future__ import annotations
+
+from . import _core
+from ._results import Ranking, Reconstruction
+from .operators import (
+    cfs, cfs_batch, cfs_pool,
+    cfsr, cfsr_batch, cfsr_pool,
+    mmr, mmr_batch, mmr_pool,
+    prefilter, prefilter_batch, prefilter_pool,
+    ring, ring_batch, ring_pool,
+    rrf, rrf_batch,
+)
+
+__version__ = "0.1.0"
+
+DEFAULTS = dict(_core.DEFAULTS)
+
+
+def build_info() -> dict:
+    """Compiler, flags, Eigen version and kernel variant of the native core."""
+    return dict(_core.BUILD_INFO)
+
+
+def tie_key(seed: int, lap: int, ids):
+    """Ring's seeded tie draw for each id (same values as :func:`fieldrank.reference.tie_key`)."""
+    import numpy as np
+
+    return np.array([_core.tie_key(seed, lap, int(i)) for i in np.atleast_1d(ids)], dtype=np.uint64)
+
+
+# Heavier layers load on first use so that `import fieldrank` stays fast.
+_LAZY = {}
+
+__all__ = [
+    "DEFAULTS", "Ranking", "Reconstruction", "build_info", "tie_key",
+    "prefilter", "prefilter_batch", "prefilter_pool",
+    "cfsr", "cfsr_batch", "cfsr_pool",
+    "cfs", "cfs_batch", "cfs_pool",
+    "mmr", "mmr_batch", "mmr_pool",
+    "ring", "ring_batch", "ring_pool",
+    "rrf", "rrf_batch",
+]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        module = importlib.import_module(_LAZY[name], __name__)
+        return getattr(module, name)
+    msg = f"module 'fieldrank' has no attribute {name!r}"
+    raise AttributeError(msg)
+
+
+def __dir__():
+    return sorted(set(__all__) | set(_LAZY))

@@ -1,0 +1,29 @@
+"""Result types shared by the native operators and the numpy reference."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+__all__ = ["Ranking", "Reconstruction"]
+
+
+class Ranking(NamedTuple):
+    """Ids best first and the scores that ordered them.
+
+    ``ids`` is int64: row positions of ``E`` for corpus calls, the caller's ids for pool calls.
+    ``scores`` is float32 from the native operators and float64 from the reference (RRF: float64
+    in both). Batch calls return 2-D ``(B, m)`` arrays, one row per query.
+    """
+
+    ids: np.ndarray
+    scores: np.ndarray
+
+
+class Reconstruction(NamedTuple):
+    """CFS-R's ranked ids, blended scores, and the raw coefficient ``a`` of each returned id."""
+
+    ids: np.ndarray
+    scores: np.ndarray
+    coef: np.ndarray

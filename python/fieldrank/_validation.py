@@ -1,0 +1,339 @@
+"""The one place that converts or rejects input for the operators.
+
+Both :mod:`fieldrank` (native) and :mod:`fieldrank.reference` call these functions, so the two
+modules accept and reject exactly the same input with the same messages. Rules:
+
+* arrays must be real float32; float64, integer, bool, object or complex arrays raise
+  ``TypeError`` (no silent down-cast);
+* F-order or strided float32 arrays are copied once into C order (the native ``_core`` rejects
+  them, so this is the only copy the wrappers ever make);
+* shapes, values and parameters that are out of range raise ``ValueError`` naming the argument,
+  what was expected and what was given.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Optional, Sequence
+
+import numpy as np
+
+from . import _core
+
+DEFAULTS = _core.DEFAULTS
+_MIN_ROW_NORM_SQ = DEFAULTS["min_row_norm_sq"]
+
+
+def _describe(x: object) -> str:
+    if isinstance(x, np.ndarray):
+        return f"array of dtype {x.dtype} and shape {x.shape}"
+    return f"{type(x).__name__}"
+
+
+def float32_array(x: object, name: str, ndim: int) -> np.ndarray:
+    """Return ``x`` as a C-ordered float32 array of rank ``ndim`` (copying only F-order/strided input)."""
+    if not isinstance(x, np.ndarray):
+        if isinstance(x, (list, tuple)):
+            x = np.asarray(x)
+            if x.dtype.kind in "iuf" and x.dtype != np.float32:
+                x = x.astype(np.float32)
+        else:
+            msg = f"{name} must be a float32 numpy array, got {_describe(x)}"
+            raise TypeError(msg)
+    if x.dtype != np.float32:
+        msg = f"{name} must have dtype float32, got {x.dtype} (convert once with {name}.astype(np.float32))"
+        raise TypeError(msg)
+    if x.ndim != ndim:
+        msg = f"{name} must be a {ndim}-D array, got {x.ndim}-D with shape {x.shape}"
+        raise ValueError(msg)
+    if not x.flags.c_contiguous:
+        x = np.ascontiguousarray(x)
+    return x
+
+
+def corpus(E: object, name: str = "E") -> np.ndarray:
+    """A (N, d) corpus or pool matrix with N >= 1 and d >= 1."""
+    E = float32_array(E, name, 2)
+    if E.shape[0] == 0:
+        msg = f"{name} must have at least one row, got shape {E.shape}"
+        raise ValueError(msg)
+    if E.shape[1] == 0:
+        msg = f"{name} must have at least one column, got shape {E.shape}"
+        raise ValueError(msg)
+    return E
+
+
+def check_rows_finite_nonzero(E: np.ndarray, name: str = "E") -> None:
+    """Reject NaN/inf anywhere and zero-norm rows (the native kernels do this inside their scoring pass)."""
+    finite = np.isfinite(E)
+    if not finite.all():
+        row, column = np.argwhere(~finite)[0]
+        msg = f"{name} must be finite, got {E[row, column]} at row {row}, column {column}"
+        raise ValueError(msg)
+    norms_sq = np.einsum("ij,ij->i", E, E, dtype=np.float64)
+    bad = np.flatnonzero(~np.isfinite(norms_sq) | (norms_sq < _MIN_ROW_NORM_SQ))
+    if bad.size:
+        msg = (
+            f"{name} rows must have a non-zero, finite norm (L2-normalised rows expected); "
+            f"row {bad[0]} has squared norm {norms_sq[bad[0]]}"
+        )
+        raise ValueError(msg)
+
+
+def query(q: object, dim: int, name: str = "q", corpus_name: str = "E") -> np.ndarray:
+    """A (d,) query: finite and of non-zero norm."""
+    q = float32_array(q, name, 1)
+    if q.shape[0] != dim:
+        msg = f"{name} must have length {dim} to match {corpus_name}.shape[1], got length {q.shape[0]}"
+        raise ValueError(msg)
+    _check_vectors_finite_nonzero(q[None, :], name)
+    return q
+
+
+def queries(Q: object, dim: int, name: str = "Q", corpus_name: str = "E") -> np.ndarray:
+    """A (B, d) batch of queries; B may be 0."""
+    Q = float32_array(Q, name, 2)
+    if Q.shape[1] != dim:
+        msg = f"{name} must have {dim} columns to match {corpus_name}.shape[1], got shape {Q.shape}"
+        raise ValueError(msg)
+    _check_vectors_finite_nonzero(Q, name)
+    return Q
+
+
+def _check_vectors_finite_nonzero(X: np.ndarray, name: str) -> None:
+    finite = np.isfinite(X)
+    if not finite.all():
+        row, column = np.argwhere(~finite)[0]
+        where = f"position {column}" if X.shape[0] == 1 else f"row {row}, column {column}"
+        msg = f"{name} must be finite, got {X[row, column]} at {where}"
+        raise ValueError(msg)
+    zero = np.flatnonzero(~np.any(X != 0, axis=1))
+    if zero.size:
+        where = "" if X.shape[0] == 1 else f" (row {zero[0]})"
+        msg = f"{name} must have a non-zero norm, got the zero vector{where}"
+        raise ValueError(msg)
+
+
+def positive_int(value: object, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        msg = f"{name} must be an int, got {type(value).__name__}"
+        raise TypeError(msg)
+    if value <= 0:
+        msg = f"{name} must be a positive integer, got {value}"
+        raise ValueError(msg)
+    return int(value)
+
+
+def non_negative_int(value: object, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        msg = f"{name} must be an int, got {type(value).__name__}"
+        raise TypeError(msg)
+    if value < 0:
+        msg = f"{name} must be an integer >= 0, got {value}"
+        raise ValueError(msg)
+    return int(value)
+
+
+def _real(value: object, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        msg = f"{name} must be a real number, got {type(value).__name__}"
+        raise TypeError(msg)
+    return float(value)
+
+
+def unit_interval(value: object, name: str) -> float:
+    v = _real(value, name)
+    if not 0.0 <= v <= 1.0:
+        msg = f"{name} must lie in [0, 1], got {value}"
+        raise ValueError(msg)
+    return v
+
+
+def positive_real(value: object, name: str) -> float:
+    v = _real(value, name)
+    if not (v > 0.0 and np.isfinite(v)):
+        msg = f"{name} must be a finite number > 0, got {value}"
+        raise ValueError(msg)
+    return v
+
+
+def non_negative_real(value: object, name: str) -> float:
+    v = _real(value, name)
+    if not (v >= 0.0 and np.isfinite(v)):
+        msg = f"{name} must be a finite number >= 0, got {value}"
+        raise ValueError(msg)
+    return v
+
+
+def flag(value: object, name: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        msg = f"{name} must be a bool, got {type(value).__name__}"
+        raise TypeError(msg)
+    return bool(value)
+
+
+def id_array(x: object, name: str) -> np.ndarray:
+    """A 1-D C-ordered int64 array (any integer dtype is converted once)."""
+    if isinstance(x, (list, tuple, range)):
+        x = np.asarray(x, dtype=np.int64) if len(x) else np.empty(0, dtype=np.int64)
+    if not isinstance(x, np.ndarray):
+        msg = f"{name} must be a 1-D integer numpy array, got {_describe(x)}"
+        raise TypeError(msg)
+    if x.dtype.kind not in "iu":
+        msg = f"{name} must have an integer dtype, got {x.dtype}"
+        raise TypeError(msg)
+    if x.ndim != 1:
+        msg = f"{name} must be a 1-D array, got {x.ndim}-D with shape {x.shape}"
+        raise ValueError(msg)
+    return np.ascontiguousarray(x, dtype=np.int64)
+
+
+def _first_repeat(ids: np.ndarray) -> Optional[int]:
+    ordered = np.sort(ids)
+    repeats = ordered[1:][ordered[1:] == ordered[:-1]]
+    return int(repeats[0]) if repeats.size else None
+
+
+def subset(x: object, n_rows: int) -> Optional[np.ndarray]:
+    """Optional row restriction: unique ids in [0, n_rows)."""
+    if x is None:
+        return None
+    ids = id_array(x, "subset")
+    if ids.size == 0:
+        msg = "subset must hold at least one id, got an empty array"
+        raise ValueError(msg)
+    low, high = int(ids.min()), int(ids.max())
+    if low < 0 or high >= n_rows:
+        msg = f"subset ids must lie in [0, {n_rows}), got ids from {low} to {high}"
+        raise ValueError(msg)
+    repeat = _first_repeat(ids)
+    if repeat is not None:
+        msg = f"subset ids must be unique, got {repeat} more than once"
+        raise ValueError(msg)
+    return ids
+
+
+def pool(ids: object, C: object, q: object, sims: object = None):
+    """A caller's pool: unique ids, their vectors C (P, d), the query, optional cosines."""
+    C = corpus(C, "C")
+    ids = id_array(ids, "ids")
+    if ids.shape[0] != C.shape[0]:
+        msg = f"ids must have one id per row of C: expected length {C.shape[0]}, got {ids.shape[0]}"
+        raise ValueError(msg)
+    repeat = _first_repeat(ids)
+    if repeat is not None:
+        msg = f"ids must be unique within a pool, got {repeat} more than once"
+        raise ValueError(msg)
+    q = query(q, C.shape[1], "q", "C")
+    check_rows_finite_nonzero(C, "C")
+    if sims is not None:
+        sims = float32_array(sims, "sims", 1)
+        if sims.shape[0] != C.shape[0]:
+            msg = f"sims must have one value per row of C: expected length {C.shape[0]}, got {sims.shape[0]}"
+            raise ValueError(msg)
+        if not np.isfinite(sims).all():
+            position = int(np.flatnonzero(~np.isfinite(sims))[0])
+            msg = f"sims must be finite, got {sims[position]} at position {position}"
+            raise ValueError(msg)
+    return ids, C, q, sims
+
+
+def rankings(x: object, name: str = "rankings") -> list:
+    """A sequence of 1-D integer id arrays, each without repeats."""
+    if isinstance(x, np.ndarray) or not isinstance(x, Sequence):
+        msg = f"{name} must be a list of 1-D integer id arrays, got {_describe(x)}"
+        raise TypeError(msg)
+    out = []
+    for leg, ranking in enumerate(x):
+        ids = id_array(ranking, f"{name}[{leg}]")
+        repeat = _first_repeat(ids)
+        if repeat is not None:
+            msg = f"{name}[{leg}] must not repeat an id, got {repeat} twice"
+            raise ValueError(msg)
+        out.append(ids)
+    return out
+
+
+def weights(x: object, n_rankings: int) -> list:
+    """Per-ranking RRF weights (None: all 1.0): finite, >= 0, one per ranking."""
+    if x is None:
+        return [1.0] * n_rankings
+    values = np.asarray(x, dtype=np.float64) if not isinstance(x, np.ndarray) else x
+    if values.dtype.kind not in "iuf":
+        msg = f"weights must be real numbers, got dtype {values.dtype}"
+        raise TypeError(msg)
+    values = values.astype(np.float64).ravel()
+    if values.shape[0] != n_rankings:
+        msg = f"weights must have one weight per ranking: expected length {n_rankings}, got {values.shape[0]}"
+        raise ValueError(msg)
+    bad = np.flatnonzero(~np.isfinite(values) | (values < 0))
+    if bad.size:
+        msg = f"weights must be finite and >= 0, got {values[bad[0]]} at position {bad[0]}"
+        raise ValueError(msg)
+    return values.tolist()
+
+
+def seed(value: object) -> int:
+    return non_negative_int(value, "seed")
+
+
+# Parameter groups, shared by the native wrappers and the reference so both check alike.
+
+
+def corpus_call(E: object, q: object, subset_ids: object):
+    E = corpus(E)
+    q = query(q, E.shape[1])
+    return E, q, subset(subset_ids, E.shape[0])
+
+
+def batch_call(E: object, Q: object, subset_ids: object, n_threads: object):
+    E = corpus(E)
+    Q = queries(Q, E.shape[1])
+    threads = n_threads_value(n_threads)
+    return E, Q, subset(subset_ids, E.shape[0]), threads
+
+
+def n_threads_value(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        msg = f"n_threads must be an int (0 or less: all cores), got {type(value).__name__}"
+        raise TypeError(msg)
+    return int(value)
+
+
+def cfsr_params(k, w, lam, iters, tol, fista):
+    return (
+        positive_int(k, "k"),
+        unit_interval(w, "w"),
+        non_negative_real(lam, "lam"),
+        positive_int(iters, "iters"),
+        non_negative_real(tol, "tol"),
+        flag(fista, "fista"),
+    )
+
+
+def cfs_params(k, sigma, beta, eps):
+    return (
+        positive_int(k, "k"),
+        positive_real(sigma, "sigma"),
+        non_negative_real(beta, "beta"),
+        positive_real(eps, "eps"),
+    )
+
+
+def mmr_params(k, mu):
+    return positive_int(k, "k"), unit_interval(mu, "mu")
+
+
+def ring_params(k, alpha, laps, seed_value, ablation):
+    return (
+        positive_int(k, "k"),
+        unit_interval(alpha, "alpha"),
+        positive_int(laps, "laps"),
+        seed(seed_value),
+        flag(ablation, "ablation"),
+    )
+
+
+def rrf_args(ranking_lists, weight_values, k, k0):
+    legs = rankings(ranking_lists)
+    return legs, weights(weight_values, len(legs)), positive_int(k, "k"), non_negative_real(k0, "k0")

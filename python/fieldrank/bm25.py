@@ -1,0 +1,672 @@
+"""Lexical leg: BM25 on the ``bm25s`` sparse-matrix library.
+
+The scoring itself is done by ``bm25s`` (eager sparse BM25, numpy backend); this module
+only fixes the tokenizer (lower-casing, English stop words, Snowball stemming through
+PyStemmer), keeps the BM25 parameters in one frozen dataclass, and turns the per-document
+score vector of ``bm25s`` into rankings with the package's rules.
+
+Ranking rules
+-------------
+* **Only documents sharing a query term are ranked.** A lexical leg has no evidence for a
+  document without term overlap, so such documents are never returned, even when fewer
+  than ``k`` documents remain. A document whose score is not positive (for ``"robertson"``
+  and ``"atire"`` a term in very many documents can have idf 0) carries no evidence either
+  and is also left out. For ``"bm25l"`` and ``"bm25+"`` every document receives a constant
+  non-occurrence score, so :meth:`BM25Index.scores` is positive everywhere; the overlap rule
+  still applies to :meth:`BM25Index.top`.
+* **Ties:** higher score first; equal scores -> lower document id first (the tie rule of
+  ``docs/design.md``).
+* **Subsets:** ``subset`` (int64 ids or a boolean mask of length N) restricts the ranking;
+  nothing outside it is returned. It is applied by numpy masking of the ``bm25s`` score
+  vector, so there are no Python loops over documents.
+* A query without any known token (empty, only stop words, or only out-of-vocabulary terms)
+  gives empty arrays, not an error.
+
+Batches
+-------
+:meth:`BM25Index.top_batch` tokenizes all queries in one ``bm25s.tokenize`` call and
+computes each query with exactly the code of :meth:`BM25Index.top` (one query per thread),
+so its results are bit-identical to the single form for any ``n_threads``.
+``bm25s.BM25.retrieve`` is not used for the selection: it breaks ties arbitrarily
+(``argpartition`` then a reversed ``argsort``), returns zero-score documents to fill ``k``,
+and refuses ``k`` larger than the corpus.
+
+Persistence
+-----------
+:meth:`BM25Index.save` writes the ``bm25s`` index with ``bm25s``'s own ``save``
+(``.npy`` arrays written with ``allow_pickle=False`` and JSON vocabulary/parameters) plus
+``fieldrank_bm25.json`` with :class:`BM25Params`. :meth:`BM25Index.load` reads the arrays
+with ``allow_pickle=False`` (nothing is unpickled) and validates the parameters.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import operator
+import os
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any, Union
+
+import bm25s
+import numpy as np
+import Stemmer
+
+__all__ = [
+    "BM25_METHODS",
+    "DEFAULT_PARAMS",
+    "PARAMS_FILENAME",
+    "BM25Index",
+    "BM25Params",
+]
+
+
+def __dir__() -> list[str]:
+    return list(__all__)
+
+
+#: Scoring variants of ``bm25s`` (``method``); the single list used for validation.
+BM25_METHODS: tuple[str, ...] = ("robertson", "atire", "bm25l", "bm25+", "lucene")
+
+# The BM25 numbers of the package live here (SPEC.md section 7), not in the native core.
+DEFAULT_K1 = 1.5
+DEFAULT_B = 0.75
+#: Additive ``delta`` of the BM25L / BM25+ variants (ignored by the others); bm25s's default.
+DEFAULT_DELTA = 0.5
+DEFAULT_METHOD = "lucene"
+DEFAULT_STOPWORDS = "en"
+DEFAULT_STEMMER_LANGUAGE = "english"
+DEFAULT_LOWERCASE = True
+
+B_MIN = 0.0
+B_MAX = 1.0
+
+#: File written next to the bm25s files by :meth:`BM25Index.save`.
+PARAMS_FILENAME = "fieldrank_bm25.json"
+FORMAT_NAME = "fieldrank.bm25"
+FORMAT_VERSION = 1
+#: Parameters of the bm25s ``params.index.json`` checked against :class:`BM25Params` on load.
+_BM25S_PARAMS_FILENAME = "params.index.json"
+_BM25S_CHECKED_PARAMS = ("k1", "b", "delta", "method")
+
+_SCORE_DTYPE = np.float32
+_ID_DTYPE = np.int64
+#: bm25s backend: plain numpy, so scores do not depend on whether numba is installed.
+_BM25S_BACKEND = "numpy"
+#: Batches with fewer queries than this run on the calling thread (thread start-up costs more).
+_MIN_QUERIES_FOR_THREADS = 2
+
+SubsetLike = Union[np.ndarray, Sequence[int]]
+#: ``(ids, scores)``: int64 document ids and float32 scores, best first.
+IdsScores = tuple[np.ndarray, np.ndarray]
+
+
+def _check_real(name: str, value: object) -> float:
+    """Return ``value`` as float; ``TypeError`` unless it is a real number (bool excluded)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        msg = f"BM25Params.{name} must be a real number, got {type(value).__name__}"
+        raise TypeError(msg)
+    return float(value)
+
+
+@dataclass(frozen=True)
+class BM25Params:
+    """Parameters of the BM25 leg (scoring variant and tokenizer).
+
+    Parameters
+    ----------
+    k1 : float, default 1.5
+        Term-frequency saturation, finite and > 0.
+    b : float, default 0.75
+        Length normalisation, in [0, 1].
+    method : str, default "lucene"
+        bm25s scoring variant, one of :data:`BM25_METHODS`.
+    stopwords : str or None, default "en"
+        Stop-word list name understood by ``bm25s.tokenize`` (``"en"``, ``"english"``,
+        ``"de"``, ...), or None for no stop-word removal.
+    stemmer_language : str or None, default "english"
+        PyStemmer (Snowball) algorithm, one of ``Stemmer.algorithms()``, or None for no
+        stemming.
+    lowercase : bool, default True
+        Lower-case text before tokenizing (stop words are matched after this step).
+    delta : float, default 0.5
+        Additive constant of ``"bm25l"`` and ``"bm25+"``, finite and >= 0; ignored by the
+        other methods.
+
+    Raises
+    ------
+    ValueError
+        If a value is out of range; the message names the field.
+    TypeError
+        If a field has the wrong type.
+    """
+
+    k1: float = DEFAULT_K1
+    b: float = DEFAULT_B
+    method: str = DEFAULT_METHOD
+    stopwords: str | None = DEFAULT_STOPWORDS
+    stemmer_language: str | None = DEFAULT_STEMMER_LANGUAGE
+    lowercase: bool = DEFAULT_LOWERCASE
+    delta: float = DEFAULT_DELTA
+
+    def __post_init__(self) -> None:
+        k1 = _check_real("k1", self.k1)
+        if not (math.isfinite(k1) and k1 > 0):
+            msg = f"BM25Params.k1 must be finite and > 0, got {self.k1!r}"
+            raise ValueError(msg)
+        b = _check_real("b", self.b)
+        if not (B_MIN <= b <= B_MAX):
+            msg = f"BM25Params.b must be in [{B_MIN}, {B_MAX}], got {self.b!r}"
+            raise ValueError(msg)
+        delta = _check_real("delta", self.delta)
+        if not (math.isfinite(delta) and delta >= 0):
+            msg = f"BM25Params.delta must be finite and >= 0, got {self.delta!r}"
+            raise ValueError(msg)
+        if self.method not in BM25_METHODS:
+            msg = f"BM25Params.method must be one of {BM25_METHODS}, got {self.method!r}"
+            raise ValueError(msg)
+        if not isinstance(self.lowercase, bool):
+            msg = f"BM25Params.lowercase must be a bool, got {type(self.lowercase).__name__}"
+            raise TypeError(msg)
+        self._check_stopwords()
+        self._check_stemmer_language()
+        # Store plain floats so that equality, hashing and JSON round trips are exact.
+        object.__setattr__(self, "k1", k1)
+        object.__setattr__(self, "b", b)
+        object.__setattr__(self, "delta", delta)
+
+    def _check_stopwords(self) -> None:
+        if self.stopwords is None:
+            return
+        if not isinstance(self.stopwords, str):
+            msg = f"BM25Params.stopwords must be a str or None, got {type(self.stopwords).__name__}"
+            raise TypeError(msg)
+        try:
+            # bm25s resolves the list name before looking at any text.
+            bm25s.tokenize([], stopwords=self.stopwords, show_progress=False)
+        except ValueError as exc:
+            msg = f"BM25Params.stopwords {self.stopwords!r} is not a bm25s stop-word list: {exc}"
+            raise ValueError(msg) from None
+
+    def _check_stemmer_language(self) -> None:
+        if self.stemmer_language is None:
+            return
+        if not isinstance(self.stemmer_language, str):
+            msg = (
+                "BM25Params.stemmer_language must be a str or None, "
+                f"got {type(self.stemmer_language).__name__}"
+            )
+            raise TypeError(msg)
+        algorithms = tuple(Stemmer.algorithms())
+        if self.stemmer_language not in algorithms:
+            msg = (
+                f"BM25Params.stemmer_language must be one of {algorithms} or None, "
+                f"got {self.stemmer_language!r}"
+            )
+            raise ValueError(msg)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the parameters as a JSON-serialisable dict."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> BM25Params:
+        """Build validated parameters from :meth:`to_dict` output.
+
+        Raises
+        ------
+        ValueError
+            If a key is unknown or a value is invalid.
+        """
+        if not isinstance(data, dict):
+            msg = f"BM25 params must be a JSON object, got {type(data).__name__}"
+            raise ValueError(msg)
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            msg = f"unknown BM25Params field(s) {unknown}; expected a subset of {sorted(known)}"
+            raise ValueError(msg)
+        return cls(**data)
+
+
+#: The default parameters (k1 = 1.5, b = 0.75, lucene, English stop words and stemmer).
+DEFAULT_PARAMS = BM25Params()
+
+
+def _check_k(k: object) -> int:
+    if isinstance(k, bool):
+        msg = f"k must be a positive integer, got {k!r}"
+        raise TypeError(msg)
+    try:
+        k_int = operator.index(k)  # type: ignore[arg-type]
+    except TypeError:
+        msg = f"k must be a positive integer, got {type(k).__name__}"
+        raise TypeError(msg) from None
+    if k_int <= 0:
+        msg = f"k must be > 0, got {k_int}"
+        raise ValueError(msg)
+    return k_int
+
+
+def _check_query(query: object, name: str = "query") -> str:
+    if not isinstance(query, str):
+        msg = f"{name} must be a str, got {type(query).__name__}"
+        raise TypeError(msg)
+    return query
+
+
+def _check_texts(texts: object, name: str) -> list[str]:
+    if isinstance(texts, (str, bytes)) or not isinstance(texts, Sequence):
+        msg = f"{name} must be a sequence of str, got {type(texts).__name__}"
+        raise TypeError(msg)
+    out = list(texts)
+    for i, text in enumerate(out):
+        if not isinstance(text, str):
+            msg = f"{name}[{i}] must be a str, got {type(text).__name__}"
+            raise TypeError(msg)
+    return out
+
+
+def _empty_ranking() -> IdsScores:
+    return np.empty(0, dtype=_ID_DTYPE), np.empty(0, dtype=_SCORE_DTYPE)
+
+
+def _select_top(ids: np.ndarray, scores: np.ndarray, k: int) -> IdsScores:
+    """Top ``k`` of ``(ids, scores)``: score descending, ties by lower id.
+
+    ``np.argpartition`` narrows to the candidates scoring at least the k-th best value (all
+    of its ties kept), then ``np.lexsort`` on ``(id, -score)`` fixes the order.
+    """
+    if ids.size > k:
+        kth_best = scores[np.argpartition(scores, ids.size - k)[ids.size - k]]
+        keep = scores >= kth_best
+        ids, scores = ids[keep], scores[keep]
+    order = np.lexsort((ids, -scores))[:k]
+    return ids[order].astype(_ID_DTYPE, copy=False), scores[order].astype(_SCORE_DTYPE, copy=False)
+
+
+class BM25Index:
+    """BM25 index over a fixed list of texts (document id = position in ``texts``).
+
+    Parameters
+    ----------
+    texts : Sequence[str]
+        The documents; at least one, and together they must contain at least one token
+        that survives tokenization (otherwise there is nothing to index).
+    params : BM25Params, default DEFAULT_PARAMS
+        Scoring variant and tokenizer settings.
+
+    Raises
+    ------
+    TypeError
+        If ``texts`` is not a sequence of str or ``params`` is not a :class:`BM25Params`.
+    ValueError
+        If ``texts`` is empty or has no indexable token.
+
+    Notes
+    -----
+    Thread-safety: after construction the index is read-only; ``scores``/``top`` may be
+    called from several threads.
+    """
+
+    def __init__(self, texts: Sequence[str], params: BM25Params = DEFAULT_PARAMS) -> None:
+        if not isinstance(params, BM25Params):
+            msg = f"params must be a BM25Params, got {type(params).__name__}"
+            raise TypeError(msg)
+        docs = _check_texts(texts, "texts")
+        if not docs:
+            msg = "texts must contain at least one document, got 0"
+            raise ValueError(msg)
+        self._params = params
+        self._stemmer = self._make_stemmer(params)
+        corpus_tokens = bm25s.tokenize(
+            docs,
+            lower=params.lowercase,
+            stopwords=params.stopwords,
+            stemmer=self._stemmer,
+            return_ids=True,
+            show_progress=False,
+        )
+        if not corpus_tokens.vocab:
+            msg = (
+                f"texts ({len(docs)} documents) contain no token after tokenization "
+                f"(lowercase={params.lowercase}, stopwords={params.stopwords!r}); nothing to index"
+            )
+            raise ValueError(msg)
+        retriever = bm25s.BM25(
+            k1=params.k1,
+            b=params.b,
+            delta=params.delta,
+            method=params.method,
+            backend=_BM25S_BACKEND,
+        )
+        retriever.index(corpus_tokens, show_progress=False)
+        self._retriever = retriever
+        self._n_docs = len(docs)
+
+    # ------------------------------------------------------------------ helpers
+    @staticmethod
+    def _make_stemmer(params: BM25Params) -> Stemmer.Stemmer | None:
+        if params.stemmer_language is None:
+            return None
+        return Stemmer.Stemmer(params.stemmer_language)
+
+    def _tokenize(self, queries: list[str]) -> list[list[str]]:
+        """Tokenize queries exactly as the corpus was (one ``bm25s.tokenize`` call)."""
+        if not queries:
+            return []
+        return bm25s.tokenize(
+            queries,
+            lower=self._params.lowercase,
+            stopwords=self._params.stopwords,
+            stemmer=self._stemmer,
+            return_ids=False,
+            show_progress=False,
+        )
+
+    def _token_ids(self, tokens: list[str]) -> np.ndarray:
+        """Vocabulary ids of the known tokens (bm25s ``get_tokens_ids``)."""
+        ids = self._retriever.get_tokens_ids(tokens)
+        return np.asarray(ids, dtype=self._retriever.int_dtype)
+
+    def _scores_from_ids(self, token_ids: np.ndarray) -> np.ndarray:
+        if token_ids.size == 0:
+            return np.zeros(self._n_docs, dtype=_SCORE_DTYPE)
+        scores = self._retriever.get_scores_from_ids(token_ids)
+        return np.asarray(scores, dtype=_SCORE_DTYPE)
+
+    def _overlap_mask(self, token_ids: np.ndarray) -> np.ndarray:
+        """Boolean mask of documents containing at least one of ``token_ids``.
+
+        Reads the posting lists (CSC columns) of the bm25s matrix; loops over query terms,
+        not documents.
+        """
+        matrix = self._retriever.scores
+        indptr, indices = matrix["indptr"], matrix["indices"]
+        hit = np.zeros(self._n_docs, dtype=bool)
+        postings = [indices[indptr[t] : indptr[t + 1]] for t in np.unique(token_ids)]
+        hit[np.concatenate(postings)] = True
+        return hit
+
+    def _subset_mask(self, subset: SubsetLike | None, name: str = "subset") -> np.ndarray | None:
+        """Validate ``subset`` and return it as a boolean mask of length N (None: all)."""
+        if subset is None:
+            return None
+        arr = np.asarray(subset)
+        n = self._n_docs
+        if arr.dtype == np.bool_:
+            if arr.shape != (n,):
+                msg = f"{name} as a boolean mask must have shape ({n},), got {arr.shape}"
+                raise ValueError(msg)
+            return arr
+        if arr.size == 0:
+            return np.zeros(n, dtype=bool)
+        if not np.issubdtype(arr.dtype, np.integer):
+            msg = (
+                f"{name} must hold integer document ids or be a boolean mask, "
+                f"got dtype {arr.dtype}"
+            )
+            raise TypeError(msg)
+        if arr.ndim != 1:
+            msg = f"{name} ids must be 1-D, got shape {arr.shape}"
+            raise ValueError(msg)
+        lo, hi = int(arr.min()), int(arr.max())
+        if lo < 0 or hi >= n:
+            msg = f"{name} ids must be in [0, {n}), got values in [{lo}, {hi}]"
+            raise ValueError(msg)
+        mask = np.zeros(n, dtype=bool)
+        mask[arr] = True
+        n_unique = int(np.count_nonzero(mask))
+        if n_unique != arr.size:
+            msg = f"{name} ids must be unique, got {arr.size} ids of which {n_unique} distinct"
+            raise ValueError(msg)
+        return mask
+
+    def _rank(self, token_ids: np.ndarray, k: int, mask: np.ndarray | None) -> IdsScores:
+        """The single-query ranking shared by :meth:`top` and :meth:`top_batch`."""
+        if token_ids.size == 0:
+            return _empty_ranking()
+        scores = self._scores_from_ids(token_ids)
+        eligible = scores > 0
+        if self._retriever.nonoccurrence_array is not None:
+            # bm25l / bm25+ add a constant to every document: test term overlap explicitly.
+            # For the other methods a document without overlap scores exactly 0.
+            eligible &= self._overlap_mask(token_ids)
+        if mask is not None:
+            eligible &= mask
+        ids = np.flatnonzero(eligible)
+        return _select_top(ids, scores[ids], k)
+
+    # ------------------------------------------------------------------ public API
+    def __len__(self) -> int:
+        return self._n_docs
+
+    def __repr__(self) -> str:
+        return f"BM25Index(n_docs={self._n_docs}, vocab={self.vocab_size}, params={self._params!r})"
+
+    @property
+    def params(self) -> BM25Params:
+        """The :class:`BM25Params` this index was built with."""
+        return self._params
+
+    @property
+    def vocab_size(self) -> int:
+        """Number of distinct (stemmed) terms in the index."""
+        # bm25s adds an empty-string token to its vocabulary; it is not a term.
+        return len(self._retriever.vocab_dict) - ("" in self._retriever.vocab_dict)
+
+    def tokenize(self, query: str) -> list[str]:
+        """Tokens of ``query`` as the index sees them (lower-cased, stop words removed, stemmed).
+
+        Tokens not in the vocabulary are included; they do not contribute to scores.
+        """
+        return self._tokenize([_check_query(query)])[0]
+
+    def scores(self, query: str) -> np.ndarray:
+        """BM25 score of every document for ``query``.
+
+        Parameters
+        ----------
+        query : str
+            Raw query text; tokenized like the corpus.
+
+        Returns
+        -------
+        np.ndarray
+            float32, shape (N,): ``bm25s.BM25.get_scores`` of the tokenized query. All zeros
+            if no query token is in the vocabulary. For ``"bm25l"``/``"bm25+"`` documents
+            without overlap get the constant non-occurrence score.
+        """
+        tokens = self._tokenize([_check_query(query)])[0]
+        return self._scores_from_ids(self._token_ids(tokens))
+
+    def top(self, query: str, k: int, *, subset: SubsetLike | None = None) -> IdsScores:
+        """Top ``k`` documents for ``query``.
+
+        Parameters
+        ----------
+        query : str
+            Raw query text.
+        k : int
+            Maximum number of documents, > 0. Fewer are returned when fewer documents share
+            a term with the query (see the module notes); ``k > N`` is not an error.
+        subset : np.ndarray, optional
+            Allowed documents: unique int ids in [0, N) or a boolean mask of shape (N,).
+            Nothing outside it is returned.
+
+        Returns
+        -------
+        ids : np.ndarray
+            int64, shape (m,), m <= k, sorted by score descending, ties by lower id.
+        scores : np.ndarray
+            float32, shape (m,), all > 0.
+
+        Raises
+        ------
+        TypeError
+            If ``query`` is not a str, ``k`` not an integer, or ``subset`` of another dtype.
+        ValueError
+            If ``k <= 0`` or ``subset`` has ids out of range, duplicated, or a mask of the
+            wrong length.
+        """
+        k = _check_k(k)
+        mask = self._subset_mask(subset)
+        tokens = self._tokenize([_check_query(query)])[0]
+        return self._rank(self._token_ids(tokens), k, mask)
+
+    def top_batch(
+        self,
+        queries: Sequence[str],
+        k: int,
+        *,
+        subset: SubsetLike | None = None,
+        subsets: Sequence[SubsetLike | None] | None = None,
+        n_threads: int = 0,
+    ) -> list[IdsScores]:
+        """Top ``k`` documents of each query; equal to ``[top(q, k, ...) for q in queries]``.
+
+        All queries are tokenized in one ``bm25s.tokenize`` call; each query is then scored
+        by bm25s and selected with the code of :meth:`top`, one query per thread.
+
+        Parameters
+        ----------
+        queries : Sequence[str]
+            Raw query texts.
+        k : int
+            Maximum number of documents per query, > 0.
+        subset : np.ndarray, optional
+            One subset (ids or mask, as in :meth:`top`) applied to every query.
+        subsets : Sequence of (np.ndarray or None), optional
+            One subset per query (None: no restriction for that query); same length as
+            ``queries``. Mutually exclusive with ``subset``.
+        n_threads : int, default 0
+            Worker threads; ``<= 0`` means ``os.cpu_count()``. Results do not depend on it.
+
+        Returns
+        -------
+        list of (ids, scores)
+            One ``(int64 ids, float32 scores)`` pair per query, as :meth:`top` returns.
+
+        Raises
+        ------
+        TypeError, ValueError
+            As :meth:`top`; also ``ValueError`` if both ``subset`` and ``subsets`` are given
+            or ``subsets`` has the wrong length.
+        """
+        k = _check_k(k)
+        batch = _check_texts(queries, "queries")
+        if isinstance(n_threads, bool) or not isinstance(n_threads, numbers.Integral):
+            msg = f"n_threads must be an int, got {type(n_threads).__name__}"
+            raise TypeError(msg)
+        if subset is not None and subsets is not None:
+            msg = "pass either subset (shared) or subsets (one per query), not both"
+            raise ValueError(msg)
+        if subsets is None:
+            shared = self._subset_mask(subset)
+            masks: list[np.ndarray | None] = [shared] * len(batch)
+        else:
+            if isinstance(subsets, np.ndarray) or not isinstance(subsets, Sequence):
+                msg = (
+                    "subsets must be a sequence with one entry per query, "
+                    f"got {type(subsets).__name__}"
+                )
+                raise TypeError(msg)
+            if len(subsets) != len(batch):
+                msg = f"subsets must have one entry per query ({len(batch)}), got {len(subsets)}"
+                raise ValueError(msg)
+            masks = [self._subset_mask(s, f"subsets[{i}]") for i, s in enumerate(subsets)]
+
+        token_ids = [self._token_ids(tokens) for tokens in self._tokenize(batch)]
+
+        def run(i: int) -> IdsScores:
+            return self._rank(token_ids[i], k, masks[i])
+
+        workers = int(n_threads) if n_threads > 0 else (os.cpu_count() or 1)
+        workers = min(workers, len(batch))
+        if workers <= 1 or len(batch) < _MIN_QUERIES_FOR_THREADS:
+            return [run(i) for i in range(len(batch))]
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            return list(pool.map(run, range(len(batch))))
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, directory: str | os.PathLike[str]) -> None:
+        """Write the index to ``directory`` (created if needed).
+
+        bm25s's ``save`` writes its arrays as ``.npy`` with ``allow_pickle=False`` and its
+        vocabulary and parameters as JSON; :data:`PARAMS_FILENAME` records
+        :class:`BM25Params`. The texts themselves are not stored.
+        """
+        path = Path(directory)
+        path.mkdir(parents=True, exist_ok=True)
+        self._retriever.save(path, allow_pickle=False, show_progress=False)
+        meta = {
+            "format": FORMAT_NAME,
+            "format_version": FORMAT_VERSION,
+            "n_docs": self._n_docs,
+            "bm25s_version": bm25s.__version__,
+            "params": self._params.to_dict(),
+        }
+        (path / PARAMS_FILENAME).write_text(json.dumps(meta, indent=2), encoding="utf-8")
+
+    @classmethod
+    def load(cls, directory: str | os.PathLike[str]) -> BM25Index:
+        """Read an index written by :meth:`save`.
+
+        Nothing is unpickled: the arrays are read with ``allow_pickle=False``.
+
+        Raises
+        ------
+        FileNotFoundError
+            If a file is missing.
+        ValueError
+            If the metadata is not a fieldrank BM25 index of this format version, the
+            parameters are invalid, or they disagree with the bm25s files.
+        """
+        path = Path(directory)
+        meta = json.loads((path / PARAMS_FILENAME).read_text(encoding="utf-8"))
+        if not isinstance(meta, dict) or meta.get("format") != FORMAT_NAME:
+            msg = f"{path / PARAMS_FILENAME} is not a {FORMAT_NAME} file"
+            raise ValueError(msg)
+        if meta.get("format_version") != FORMAT_VERSION:
+            msg = f"format_version must be {FORMAT_VERSION}, got {meta.get('format_version')!r}"
+            raise ValueError(msg)
+        params = BM25Params.from_dict(meta.get("params"))
+        n_docs = meta.get("n_docs")
+        if isinstance(n_docs, bool) or not isinstance(n_docs, int) or n_docs <= 0:
+            msg = f"n_docs must be a positive int, got {n_docs!r}"
+            raise ValueError(msg)
+
+        stored = json.loads((path / _BM25S_PARAMS_FILENAME).read_text(encoding="utf-8"))
+        for name in _BM25S_CHECKED_PARAMS:
+            if stored.get(name) != getattr(params, name):
+                msg = (
+                    f"params.{name} = {getattr(params, name)!r} in {PARAMS_FILENAME} disagrees "
+                    f"with {stored.get(name)!r} in {_BM25S_PARAMS_FILENAME}"
+                )
+                raise ValueError(msg)
+        if stored.get("num_docs") != n_docs:
+            msg = (
+                f"n_docs = {n_docs!r} disagrees with num_docs = "
+                f"{stored.get('num_docs')!r} in {_BM25S_PARAMS_FILENAME}"
+            )
+            raise ValueError(msg)
+
+        retriever = bm25s.BM25.load(
+            path,
+            allow_pickle=False,
+            mmap=False,
+            load_corpus=False,
+            load_vocab=True,
+            backend=_BM25S_BACKEND,
+            show_progress=False,
+        )
+        obj = cls.__new__(cls)
+        obj._params = params
+        obj._stemmer = cls._make_stemmer(params)
+        obj._retriever = retriever
+        obj._n_docs = n_docs
+        return obj

@@ -1,0 +1,365 @@
+"""Pure-numpy reference of every operator: the readable spec and the test oracle.
+
+Each function has the name, signature and return type of its native twin in :mod:`fieldrank`,
+so ``import fieldrank.reference as fr`` can replace ``import fieldrank as fr`` in user code.
+Inputs are validated by the same ``_validation`` module; arithmetic is float64. This module is
+never used as a silent fallback for the native one.
+"""
+
+from __future__ import annotations
+
+from typing import List, Optional, Sequence
+
+import numpy as np
+
+from . import _core
+from . import _validation as _v
+from ._results import Ranking, Reconstruction
+
+__all__ = [
+    "prefilter", "prefilter_batch", "prefilter_pool",
+    "cfsr", "cfsr_batch", "cfsr_pool",
+    "cfs", "cfs_batch", "cfs_pool",
+    "mmr", "mmr_batch", "mmr_pool",
+    "ring", "ring_batch", "ring_pool",
+    "rrf", "rrf_batch", "tie_key",
+]
+
+_D = _core.DEFAULTS
+_MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+# --------------------------------------------------------------------------- helpers
+
+def _order(scores: np.ndarray, ids: np.ndarray, limit: int) -> np.ndarray:
+    """Positions sorted by the tie rule: higher score first, equal scores -> lower id first."""
+    return np.lexsort((ids, -scores))[:limit]
+
+
+def _corpus_pool(E: np.ndarray, q: np.ndarray, p: int, subset: Optional[np.ndarray]):
+    """The prefilter's top-p: (ids, float64 vectors, float64 cosines)."""
+    rows = np.arange(E.shape[0], dtype=np.int64) if subset is None else subset
+    vectors = E[rows].astype(np.float64)
+    sims = vectors @ q.astype(np.float64)
+    top = _order(sims, rows, p)
+    return rows[top], vectors[top], sims[top]
+
+
+def _caller_pool(ids, C, q, sims):
+    ids, C, q, sims = _v.pool(ids, C, q, sims)
+    vectors = C.astype(np.float64)
+    cosines = vectors @ q.astype(np.float64) if sims is None else sims.astype(np.float64)
+    return ids, vectors, cosines
+
+
+def _batch(single, Q: np.ndarray, width: int, with_coef: bool = False):
+    ids = np.full((Q.shape[0], width), -1, dtype=np.int64)
+    scores = np.zeros((Q.shape[0], width), dtype=np.float64)
+    coef = np.zeros((Q.shape[0], width), dtype=np.float64)
+    for b in range(Q.shape[0]):
+        result = single(Q[b])
+        ids[b], scores[b] = result.ids, result.scores
+        if with_coef:
+            coef[b] = result.coef
+    if with_coef:
+        return Reconstruction(ids, scores, coef)
+    return Ranking(ids, scores)
+
+
+def _candidates(E: np.ndarray, subset: Optional[np.ndarray]) -> int:
+    return E.shape[0] if subset is None else subset.shape[0]
+
+
+# --------------------------------------------------------------------------- prefilter
+
+def prefilter(E: np.ndarray, q: np.ndarray, p: int = _D["p"], *, subset: Optional[np.ndarray] = None) -> Ranking:
+    """Cosine top-``p`` of the rows of ``E`` for ``q`` (SPEC §1)."""
+    E, q, subset = _v.corpus_call(E, q, subset)
+    p = _v.positive_int(p, "p")
+    _v.check_rows_finite_nonzero(E if subset is None else E[subset])
+    ids, _, sims = _corpus_pool(E, q, p, subset)
+    return Ranking(ids, sims)
+
+
+def prefilter_batch(E: np.ndarray, Q: np.ndarray, p: int = _D["p"], *, subset: Optional[np.ndarray] = None,
+                    n_threads: int = 0) -> Ranking:
+    """:func:`prefilter` for every row of ``Q``."""
+    E, Q, subset, _ = _v.batch_call(E, Q, subset, n_threads)
+    p = _v.positive_int(p, "p")
+    _v.check_rows_finite_nonzero(E if subset is None else E[subset])
+    return _batch(lambda q: prefilter(E, q, p, subset=subset), Q, min(p, _candidates(E, subset)))
+
+
+def prefilter_pool(ids: np.ndarray, C: np.ndarray, q: np.ndarray, p: int = _D["p"]) -> Ranking:
+    """Cosine top-``p`` of a caller's pool."""
+    ids, vectors, sims = _caller_pool(ids, C, q, None)
+    top = _order(sims, ids, _v.positive_int(p, "p"))
+    return Ranking(ids[top], sims[top])
+
+
+# --------------------------------------------------------------------------- CFS-R
+
+def _lambda_max(G: np.ndarray) -> float:
+    return float(np.linalg.eigvalsh(G)[-1])
+
+
+def _cfsr_on_pool(ids, C, r, k, w, lam, iters, tol, fista) -> Reconstruction:
+    """Projected gradient on ½‖q − Cᵀa‖² + ½λ‖a‖², a ≥ 0, in Gram form (SPEC §2)."""
+    G = C @ C.T
+    step = 1.0 / (_lambda_max(G) + lam)
+    a = np.zeros(len(ids))
+    momentum = a.copy()
+    t_current = 1.0
+    for _ in range(iters):
+        point = momentum if fista else a
+        gradient = G @ point + lam * point - r
+        if tol > 0.0:
+            projected = np.where(point > 0.0, gradient, np.minimum(gradient, 0.0))
+            if np.linalg.norm(projected) <= tol:
+                break
+        if fista:
+            previous = a
+            a = np.maximum(0.0, point - step * gradient)
+            t_next = (1.0 + np.sqrt(1.0 + 4.0 * t_current * t_current)) / 2.0
+            momentum = a + ((t_current - 1.0) / t_next) * (a - previous)
+            t_current = t_next
+        else:
+            a = np.maximum(0.0, a - step * gradient)
+    a_max = a.max()
+    a_norm = a / a_max if a_max > 0 else np.zeros_like(a)
+    span = r.max() - r.min()
+    r_norm = (r - r.min()) / span if span > 0 else np.ones_like(r)
+    score = w * a_norm + (1.0 - w) * r_norm
+    top = _order(score, ids, k)
+    return Reconstruction(ids[top], score[top], a[top])
+
+
+def cfsr(E: np.ndarray, q: np.ndarray, k: int = _D["cfsr_k"], *, p: int = _D["p"], w: float = _D["w"],
+         lam: float = _D["lam"], iters: int = _D["iters"], tol: float = _D["tol"], fista: bool = False,
+         subset: Optional[np.ndarray] = None) -> Reconstruction:
+    """CFS-R (SPEC §2) with the exact λ_max of the Gram matrix."""
+    E, q, subset = _v.corpus_call(E, q, subset)
+    k, w, lam, iters, tol, fista = _v.cfsr_params(k, w, lam, iters, tol, fista)
+    p = _v.positive_int(p, "p")
+    _v.check_rows_finite_nonzero(E if subset is None else E[subset])
+    ids, C, r = _corpus_pool(E, q, p, subset)
+    return _cfsr_on_pool(ids, C, r, k, w, lam, iters, tol, fista)
+
+
+def cfsr_batch(E: np.ndarray, Q: np.ndarray, k: int = _D["cfsr_k"], *, p: int = _D["p"], w: float = _D["w"],
+               lam: float = _D["lam"], iters: int = _D["iters"], tol: float = _D["tol"], fista: bool = False,
+               subset: Optional[np.ndarray] = None, n_threads: int = 0) -> Reconstruction:
+    """:func:`cfsr` for every row of ``Q``."""
+    E, Q, subset, _ = _v.batch_call(E, Q, subset, n_threads)
+    k, w, lam, iters, tol, fista = _v.cfsr_params(k, w, lam, iters, tol, fista)
+    p = _v.positive_int(p, "p")
+    width = min(k, p, _candidates(E, subset))
+    return _batch(lambda q: cfsr(E, q, k, p=p, w=w, lam=lam, iters=iters, tol=tol, fista=fista, subset=subset),
+                  Q, width, with_coef=True)
+
+
+def cfsr_pool(ids: np.ndarray, C: np.ndarray, q: np.ndarray, k: int = _D["cfsr_k"], *, w: float = _D["w"],
+              lam: float = _D["lam"], iters: int = _D["iters"], tol: float = _D["tol"], fista: bool = False,
+              sims: Optional[np.ndarray] = None) -> Reconstruction:
+    """CFS-R over a caller's pool."""
+    ids, vectors, cosines = _caller_pool(ids, C, q, sims)
+    return _cfsr_on_pool(ids, vectors, cosines, *_v.cfsr_params(k, w, lam, iters, tol, fista))
+
+
+# --------------------------------------------------------------------------- greedy pickers
+
+def _best_unpicked(value: np.ndarray, picked: np.ndarray, ids: np.ndarray) -> int:
+    candidates = np.flatnonzero(~picked)
+    return int(candidates[_order(value[candidates], ids[candidates], 1)[0]])
+
+
+def _cfs_on_pool(ids, C, f, k, sigma, beta, eps) -> Ranking:
+    """Greedy argmax of log(max(f, ε)) − β Σ_s K_σ(c, s), the field kept as a running sum (SPEC §3)."""
+    m = min(k, len(ids))
+    base = np.log(np.maximum(f, eps))
+    field = np.zeros(len(ids))
+    value = base.copy()
+    picked = np.zeros(len(ids), dtype=bool)
+    out_ids, out_scores = np.empty(m, dtype=np.int64), np.empty(m)
+    for t in range(m):
+        pick = _best_unpicked(value, picked, ids)
+        picked[pick] = True
+        out_ids[t], out_scores[t] = ids[pick], value[pick]
+        distance_sq = np.maximum(0.0, 2.0 - 2.0 * (C @ C[pick]))
+        field += np.exp(-distance_sq / (2.0 * sigma * sigma))
+        value = base - beta * field
+    return Ranking(out_ids, out_scores)
+
+
+def cfs(E: np.ndarray, q: np.ndarray, k: int = _D["cfs_k"], *, p: int = _D["p"], sigma: float = _D["sigma"],
+        beta: float = _D["beta"], eps: float = _D["eps"], subset: Optional[np.ndarray] = None) -> Ranking:
+    """CFS (SPEC §3) over the prefilter top-``p``."""
+    E, q, subset = _v.corpus_call(E, q, subset)
+    k, sigma, beta, eps = _v.cfs_params(k, sigma, beta, eps)
+    p = _v.positive_int(p, "p")
+    _v.check_rows_finite_nonzero(E if subset is None else E[subset])
+    ids, C, f = _corpus_pool(E, q, p, subset)
+    return _cfs_on_pool(ids, C, f, k, sigma, beta, eps)
+
+
+def cfs_batch(E: np.ndarray, Q: np.ndarray, k: int = _D["cfs_k"], *, p: int = _D["p"], sigma: float = _D["sigma"],
+              beta: float = _D["beta"], eps: float = _D["eps"], subset: Optional[np.ndarray] = None,
+              n_threads: int = 0) -> Ranking:
+    """:func:`cfs` for every row of ``Q``."""
+    E, Q, subset, _ = _v.batch_call(E, Q, subset, n_threads)
+    k, sigma, beta, eps = _v.cfs_params(k, sigma, beta, eps)
+    p = _v.positive_int(p, "p")
+    width = min(k, p, _candidates(E, subset))
+    return _batch(lambda q: cfs(E, q, k, p=p, sigma=sigma, beta=beta, eps=eps, subset=subset), Q, width)
+
+
+def cfs_pool(ids: np.ndarray, C: np.ndarray, q: np.ndarray, k: int = _D["cfs_k"], *, sigma: float = _D["sigma"],
+             beta: float = _D["beta"], eps: float = _D["eps"], sims: Optional[np.ndarray] = None) -> Ranking:
+    """CFS over a caller's pool."""
+    ids, vectors, cosines = _caller_pool(ids, C, q, sims)
+    return _cfs_on_pool(ids, vectors, cosines, *_v.cfs_params(k, sigma, beta, eps))
+
+
+def _mmr_on_pool(ids, C, sims, k, mu) -> Ranking:
+    """Greedy argmax of μ·cos(q, c) − (1 − μ)·max_s cos(c, s); the max term is 0 while S is empty."""
+    m = min(k, len(ids))
+    max_sim = np.zeros(len(ids))
+    value = mu * sims
+    picked = np.zeros(len(ids), dtype=bool)
+    out_ids, out_scores = np.empty(m, dtype=np.int64), np.empty(m)
+    for t in range(m):
+        pick = _best_unpicked(value, picked, ids)
+        picked[pick] = True
+        out_ids[t], out_scores[t] = ids[pick], value[pick]
+        column = C @ C[pick]
+        max_sim = column if t == 0 else np.maximum(max_sim, column)
+        value = mu * sims - (1.0 - mu) * max_sim
+    return Ranking(out_ids, out_scores)
+
+
+def mmr(E: np.ndarray, q: np.ndarray, k: int = _D["mmr_k"], *, p: int = _D["p"], mu: float = _D["mu"],
+        subset: Optional[np.ndarray] = None) -> Ranking:
+    """MMR (SPEC §4) over the prefilter top-``p``."""
+    E, q, subset = _v.corpus_call(E, q, subset)
+    k, mu = _v.mmr_params(k, mu)
+    p = _v.positive_int(p, "p")
+    _v.check_rows_finite_nonzero(E if subset is None else E[subset])
+    ids, C, sims = _corpus_pool(E, q, p, subset)
+    return _mmr_on_pool(ids, C, sims, k, mu)
+
+
+def mmr_batch(E: np.ndarray, Q: np.ndarray, k: int = _D["mmr_k"], *, p: int = _D["p"], mu: float = _D["mu"],
+              subset: Optional[np.ndarray] = None, n_threads: int = 0) -> Ranking:
+    """:func:`mmr` for every row of ``Q``."""
+    E, Q, subset, _ = _v.batch_call(E, Q, subset, n_threads)
+    k, mu = _v.mmr_params(k, mu)
+    p = _v.positive_int(p, "p")
+    width = min(k, p, _candidates(E, subset))
+    return _batch(lambda q: mmr(E, q, k, p=p, mu=mu, subset=subset), Q, width)
+
+
+def mmr_pool(ids: np.ndarray, C: np.ndarray, q: np.ndarray, k: int = _D["mmr_k"], *, mu: float = _D["mu"],
+             sims: Optional[np.ndarray] = None) -> Ranking:
+    """MMR over a caller's pool."""
+    ids, vectors, cosines = _caller_pool(ids, C, q, sims)
+    return _mmr_on_pool(ids, vectors, cosines, *_v.mmr_params(k, mu))
+
+
+# --------------------------------------------------------------------------- Ring
+
+def _splitmix64(x: np.ndarray) -> np.ndarray:
+    x = (x + np.uint64(0x9E3779B97F4A7C15)) & _MASK64
+    x = ((x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)) & _MASK64
+    x = ((x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)) & _MASK64
+    return x ^ (x >> np.uint64(31))
+
+
+def tie_key(seed: int, lap: int, ids: np.ndarray) -> np.ndarray:
+    """Ring's seeded tie draw, identical to the native ``tie_key`` (splitmix64 of seed, lap, id)."""
+    with np.errstate(over="ignore"):
+        seeded = _splitmix64(np.array([seed], dtype=np.uint64))
+        lapped = _splitmix64(seeded ^ np.uint64(lap))
+        return _splitmix64(lapped ^ np.asarray(ids).astype(np.uint64))
+
+
+def _ring_on_pool(ids, C, sims, k, alpha, laps, seed, ablation) -> Ranking:
+    """Survival laps (SPEC §5): re-score, drop the lowest ceil((n − k)/(L − ℓ)), until k remain."""
+    keep = min(k, len(ids))
+    cosines = C @ C.T
+    live = np.arange(len(ids))
+    bump = _D["ring_ablation_bump"]
+    score = np.zeros(len(ids))
+    key = np.zeros(len(ids), dtype=np.uint64)
+    for lap in range(laps):
+        alive = len(live)
+        if ablation:
+            score[live] = sims[live] + bump * (lap + 1)
+        else:
+            block = cosines[np.ix_(live, live)]
+            neighbour_sum = block.sum(axis=1) - np.diag(block)
+            neighbour_mean = neighbour_sum / (alive - 1) if alive > 1 else np.zeros(alive)
+            score[live] = (1.0 - alpha) * sims[live] + alpha * neighbour_mean
+        key[live] = tie_key(seed, lap, ids[live])
+        live = live[np.lexsort((key[live], -score[live]))]
+        remaining_laps = laps - lap
+        drop = -(-(alive - keep) // remaining_laps)
+        live = live[: alive - drop]
+    assert len(live) == keep  # an internal invariant, not input validation
+    return Ranking(ids[live], score[live])
+
+
+def ring(E: np.ndarray, q: np.ndarray, k: int = _D["ring_k"], *, alpha: float = _D["alpha"], laps: int = _D["laps"],
+         seed: int = _D["seed"], ablation: bool = False, subset: Optional[np.ndarray] = None) -> Ranking:
+    """Ring survival laps (SPEC §5) over the prefilter top-(2k)."""
+    E, q, subset = _v.corpus_call(E, q, subset)
+    k, alpha, laps, seed, ablation = _v.ring_params(k, alpha, laps, seed, ablation)
+    _v.check_rows_finite_nonzero(E if subset is None else E[subset])
+    ids, C, sims = _corpus_pool(E, q, k * _D["ring_pool_factor"], subset)
+    return _ring_on_pool(ids, C, sims, k, alpha, laps, seed, ablation)
+
+
+def ring_batch(E: np.ndarray, Q: np.ndarray, k: int = _D["ring_k"], *, alpha: float = _D["alpha"],
+               laps: int = _D["laps"], seed: int = _D["seed"], ablation: bool = False,
+               subset: Optional[np.ndarray] = None, n_threads: int = 0) -> Ranking:
+    """:func:`ring` for every row of ``Q``."""
+    E, Q, subset, _ = _v.batch_call(E, Q, subset, n_threads)
+    k, alpha, laps, seed, ablation = _v.ring_params(k, alpha, laps, seed, ablation)
+    width = min(k, _candidates(E, subset))
+    return _batch(lambda q: ring(E, q, k, alpha=alpha, laps=laps, seed=seed, ablation=ablation, subset=subset),
+                  Q, width)
+
+
+def ring_pool(ids: np.ndarray, C: np.ndarray, q: np.ndarray, k: int = _D["ring_k"], *, alpha: float = _D["alpha"],
+              laps: int = _D["laps"], seed: int = _D["seed"], ablation: bool = False,
+              sims: Optional[np.ndarray] = None) -> Ranking:
+    """Ring over a caller's whole pool."""
+    ids, vectors, cosines = _caller_pool(ids, C, q, sims)
+    return _ring_on_pool(ids, vectors, cosines, *_v.ring_params(k, alpha, laps, seed, ablation))
+
+
+# --------------------------------------------------------------------------- RRF
+
+def _rrf(legs, weight_values, k, k0) -> Ranking:
+    fused: dict = {}
+    for leg, ranking in enumerate(legs):
+        for rank, doc in enumerate(ranking.tolist(), start=1):
+            fused[doc] = fused.get(doc, 0.0) + weight_values[leg] / (k0 + float(rank))
+    ids = np.fromiter(fused.keys(), dtype=np.int64, count=len(fused))
+    scores = np.fromiter(fused.values(), dtype=np.float64, count=len(fused))
+    top = _order(scores, ids, k)
+    return Ranking(ids[top], scores[top])
+
+
+def rrf(rankings: Sequence[np.ndarray], weights: Optional[Sequence[float]] = None, k: int = _D["k"], *,
+        k0: float = _D["k0"]) -> Ranking:
+    """Weighted reciprocal rank fusion (SPEC §6)."""
+    return _rrf(*_v.rrf_args(rankings, weights, k, k0))
+
+
+def rrf_batch(rankings: Sequence[Sequence[np.ndarray]], weights: Optional[Sequence[float]] = None,
+              k: int = _D["k"], *, k0: float = _D["k0"]) -> List[Ranking]:
+    """:func:`rrf` for every query."""
+    if isinstance(rankings, np.ndarray) or not isinstance(rankings, Sequence):
+        msg = f"rankings must be a list (one entry per query) of lists of id arrays, got {type(rankings).__name__}"
+        raise TypeError(msg)
+    return [rrf(legs, weights, k, k0=k0) for legs in rankings]

@@ -1,0 +1,452 @@
+"""Tests of the BM25 lexical leg (``fieldrank.bm25``) on bm25s."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+
+import bm25s
+import numpy as np
+import pytest
+import Stemmer
+
+from fieldrank.bm25 import (
+    BM25_METHODS,
+    DEFAULT_PARAMS,
+    PARAMS_FILENAME,
+    BM25Index,
+    BM25Params,
+)
+
+SEED = 20240611
+N_DOCS = 97  # odd corpus size
+DOC_LEN_RANGE = (1, 12)
+N_QUERIES = 25
+QUERY_LEN_RANGE = (1, 5)
+K = 10
+THREAD_COUNTS = (1, 2, 0)
+# Vocabulary of the synthetic corpus: content words, inflections and stop words.
+WORDS = (
+    "cat", "cats", "dog", "dogs", "run", "runs", "running", "ran", "paint", "painted",
+    "painting", "garden", "gardens", "support", "group", "groups", "camping", "camp",
+    "music", "violin", "the", "a", "of", "and", "to", "is", "was", "we", "she", "it",
+)
+OUT_OF_VOCABULARY = "zyzzyva"
+HYPOTHESIS_EXAMPLES = 60
+
+
+def _random_texts(rng: np.random.Generator, n: int, length_range: tuple[int, int]) -> list[str]:
+    lo, hi = length_range
+    return [" ".join(rng.choice(WORDS, size=int(rng.integers(lo, hi + 1)))) for _ in range(n)]
+
+
+@pytest.fixture(scope="module")
+def corpus() -> list[str]:
+    return _random_texts(np.random.default_rng(SEED), N_DOCS, DOC_LEN_RANGE)
+
+
+@pytest.fixture(scope="module")
+def queries() -> list[str]:
+    rng = np.random.default_rng(SEED + 1)
+    return [*_random_texts(rng, N_QUERIES, QUERY_LEN_RANGE), "", "the of and", OUT_OF_VOCABULARY]
+
+
+@pytest.fixture(scope="module")
+def index(corpus: list[str]) -> BM25Index:
+    return BM25Index(corpus)
+
+
+Pair = tuple[np.ndarray, np.ndarray]
+
+
+def _assert_ranking_equal(a: Pair, b: Pair) -> None:
+    np.testing.assert_array_equal(a[0], b[0])
+    np.testing.assert_array_equal(a[1], b[1])
+    assert a[0].dtype == b[0].dtype == np.int64
+    assert a[1].dtype == b[1].dtype == np.float32
+
+
+# ---------------------------------------------------------------- parameters
+def test_default_params() -> None:
+    p = BM25Params()
+    assert (p.k1, p.b, p.method) == (1.5, 0.75, "lucene")
+    assert (p.stopwords, p.stemmer_language, p.lowercase) == ("en", "english", True)
+    assert p == DEFAULT_PARAMS
+    assert BM25_METHODS == ("robertson", "atire", "bm25l", "bm25+", "lucene")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        p.k1 = 2.0  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("k1", 0.0),
+        ("k1", -1.0),
+        ("k1", math.nan),
+        ("k1", math.inf),
+        ("b", -0.01),
+        ("b", 1.01),
+        ("b", math.nan),
+        ("method", "bm26"),
+        ("method", "Lucene"),
+        ("delta", -0.5),
+        ("stopwords", "klingon"),
+        ("stemmer_language", "klingon"),
+    ],
+    ids=lambda v: str(v),
+)
+def test_invalid_params_raise_value_error_naming_field(field: str, value: object) -> None:
+    with pytest.raises(ValueError, match=field):
+        BM25Params(**{field: value})
+
+
+@pytest.mark.parametrize(("field", "value"), [("k1", "1.5"), ("b", True), ("lowercase", 1)])
+def test_wrong_param_types_raise_type_error(field: str, value: object) -> None:
+    with pytest.raises(TypeError, match=field):
+        BM25Params(**{field: value})
+
+
+def test_method_error_lists_every_method() -> None:
+    with pytest.raises(ValueError, match="method") as info:
+        BM25Params(method="okapi")
+    for method in BM25_METHODS:
+        assert method in str(info.value)
+
+
+def test_boundary_params_are_valid() -> None:
+    BM25Params(b=0.0)
+    BM25Params(b=1.0)
+    BM25Params(stopwords=None, stemmer_language=None, lowercase=False)
+
+
+# ---------------------------------------------------------------- parity
+@pytest.mark.parametrize("method", BM25_METHODS)
+@pytest.mark.parametrize(("k1", "b"), [(1.5, 0.75), (0.9, 0.4), (2.0, 1.0)])
+def test_scores_equal_direct_bm25s(
+    corpus: list[str], queries: list[str], method: str, k1: float, b: float
+) -> None:
+    """Our wrapper passes params and tokenizer settings through: bm25s, called directly, agrees."""
+    params = BM25Params(k1=k1, b=b, method=method)
+    ours = BM25Index(corpus, params)
+
+    stemmer = Stemmer.Stemmer("english")
+    peer = bm25s.BM25(k1=k1, b=b, method=method)
+    settings = {"lower": True, "stopwords": "en", "stemmer": stemmer, "show_progress": False}
+    peer.index(bm25s.tokenize(corpus, **settings), show_progress=False)
+    for query in queries:
+        tokens = bm25s.tokenize([query], return_ids=False, **settings)[0]
+        known = [t for t in tokens if t in peer.vocab_dict]
+        expected = peer.get_scores(known) if known else np.zeros(len(corpus), dtype=np.float32)
+        got = ours.scores(query)
+        assert got.dtype == np.float32
+        assert got.shape == (len(corpus),)
+        np.testing.assert_array_equal(got, expected)
+
+
+# Tiny corpus without stop words so that lengths are easy to count: dl = number of words.
+HAND_CORPUS = (
+    "apple banana apple",
+    "banana cherry",
+    "cherry melon",
+    "melon kiwi grape",
+    "grape lemon",
+)
+HAND_QUERY = "apple"
+HAND_DOC = 0
+HAND_TF = 2
+HAND_DF = 1
+
+
+def _hand_tf_part(tf: float, dl: float, avgdl: float, k1: float, b: float) -> float:
+    return tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))
+
+
+@pytest.mark.parametrize("method", ["lucene", "robertson"])
+def test_hand_computed_bm25(method: str) -> None:
+    params = BM25Params(method=method)
+    index = BM25Index(list(HAND_CORPUS), params)
+    n = len(HAND_CORPUS)
+    lengths = [len(text.split()) for text in HAND_CORPUS]
+    avgdl = sum(lengths) / n
+    dl = lengths[HAND_DOC]
+    if method == "lucene":
+        idf = math.log(1 + (n - HAND_DF + 0.5) / (HAND_DF + 0.5))
+    else:  # robertson; bm25s clamps the ratio at 1 (idf >= 0), not reached here
+        idf = math.log((n - HAND_DF + 0.5) / (HAND_DF + 0.5))
+    classic = idf * _hand_tf_part(HAND_TF, dl, avgdl, params.k1, params.b)
+    # bm25s (like Lucene >= 8, LUCENE-8563) leaves out the constant factor (k1 + 1) of the
+    # numerator: the ranking is unchanged, the score is the classic value / (k1 + 1).
+    expected = classic / (params.k1 + 1)
+    scores = index.scores(HAND_QUERY)
+    assert scores[HAND_DOC] == pytest.approx(expected, rel=1e-6)
+    np.testing.assert_array_equal(np.flatnonzero(scores), [HAND_DOC])
+
+
+# ---------------------------------------------------------------- tokenizer
+def test_stemming_matches_inflections() -> None:
+    index = BM25Index(["she runs every morning", "he paints walls", "quiet evening"])
+    ids, scores = index.top("running", K)
+    np.testing.assert_array_equal(ids, [0])
+    assert scores[0] > 0
+    assert index.tokenize("Running") == index.tokenize("runs")
+
+
+def test_no_stemmer_keeps_inflections_apart() -> None:
+    params = BM25Params(stemmer_language=None)
+    index = BM25Index(["she runs every morning", "he paints walls"], params)
+    assert index.top("running", K)[0].size == 0
+
+
+def test_stop_words_ignored(index: BM25Index) -> None:
+    np.testing.assert_array_equal(index.scores("the cat of a dog"), index.scores("cat dog"))
+    assert index.top("the of and a", K)[0].size == 0
+
+
+def test_lowercase_flag() -> None:
+    texts = ["Cat sat", "dog sat"]
+    assert BM25Index(texts).top("cat", K)[0].tolist() == [0]
+    assert BM25Index(texts, BM25Params(lowercase=False)).top("cat", K)[0].size == 0
+
+
+# ---------------------------------------------------------------- ranking rules
+@pytest.mark.parametrize("query", ["", "   ", "the of and", OUT_OF_VOCABULARY, "!!! ??"])
+def test_query_without_known_tokens_is_empty(index: BM25Index, query: str) -> None:
+    ids, scores = index.top(query, K)
+    assert ids.shape == scores.shape == (0,)
+    assert ids.dtype == np.int64
+    assert scores.dtype == np.float32
+    assert not index.scores(query).any()
+    assert [(r[0].size, r[1].size) for r in index.top_batch([query, query], K)] == [(0, 0), (0, 0)]
+
+
+def test_only_overlapping_documents_are_returned(index: BM25Index, corpus: list[str]) -> None:
+    ids, scores = index.top("violin", len(corpus) + 5)  # k > N is not an error
+    expected = [i for i, text in enumerate(corpus) if "violin" in text.split()]
+    assert sorted(ids.tolist()) == expected
+    assert np.all(scores > 0)
+    assert np.all(np.diff(scores) <= 0)
+
+
+@pytest.mark.parametrize("method", ["bm25l", "bm25+"])
+def test_nonoccurrence_methods_still_rank_only_overlap(method: str) -> None:
+    texts = ["cat sat", "dog sat", "bird flew", "fish swam"]
+    index = BM25Index(texts, BM25Params(method=method))
+    assert np.all(index.scores("cat") > 0)  # bm25s adds the non-occurrence score everywhere
+    ids, _ = index.top("cat", K)
+    np.testing.assert_array_equal(ids, [0])
+
+
+def test_ties_break_by_lower_id() -> None:
+    filler = "violin music"
+    texts = [filler] * 9
+    tied = (7, 1, 4, 8)
+    for i in tied:
+        texts[i] = "garden camp"
+    index = BM25Index(texts)
+    ids, scores = index.top("garden", K)
+    np.testing.assert_array_equal(ids, sorted(tied))
+    assert np.unique(scores).size == 1
+    ids_k2, _ = index.top("garden", 2)
+    np.testing.assert_array_equal(ids_k2, sorted(tied)[:2])
+
+
+def test_higher_score_first_then_id() -> None:
+    texts = ["garden music", "garden garden garden", "garden music", "music"]
+    ids, scores = BM25Index(texts).top("garden", K)
+    assert ids[0] == 1
+    np.testing.assert_array_equal(ids[1:], [0, 2])
+    assert scores[0] > scores[1] == scores[2]
+
+
+# ---------------------------------------------------------------- subsets
+def _filtered_reference(index: BM25Index, query: str, k: int, allowed: np.ndarray) -> Pair:
+    """The full ranking, restricted to ``allowed`` afterwards and cut at k."""
+    ids, scores = index.top(query, len(index))
+    keep = allowed[ids]
+    return ids[keep][:k], scores[keep][:k]
+
+
+def test_subset_never_leaks(index: BM25Index, queries: list[str]) -> None:
+    hypothesis = pytest.importorskip("hypothesis")
+    st = pytest.importorskip("hypothesis.strategies")
+    n = len(index)
+
+    @hypothesis.settings(
+        max_examples=HYPOTHESIS_EXAMPLES, deadline=None, derandomize=True, database=None
+    )
+    @hypothesis.given(
+        members=st.lists(st.integers(0, n - 1), unique=True, max_size=n),
+        query=st.sampled_from(queries),
+        k=st.integers(1, n + 1),
+        as_mask=st.booleans(),
+    )
+    def check(members: list[int], query: str, k: int, as_mask: bool) -> None:
+        allowed = np.zeros(n, dtype=bool)
+        allowed[members] = True
+        subset = allowed if as_mask else np.asarray(members, dtype=np.int64)
+        got = index.top(query, k, subset=subset)
+        assert allowed[got[0]].all()
+        _assert_ranking_equal(got, _filtered_reference(index, query, k, allowed))
+
+    check()
+
+
+def test_empty_subset_gives_empty(index: BM25Index) -> None:
+    assert index.top("cat", K, subset=np.empty(0, dtype=np.int64))[0].size == 0
+    assert index.top("cat", K, subset=np.zeros(len(index), dtype=bool))[0].size == 0
+
+
+@pytest.mark.parametrize(
+    ("subset", "error"),
+    [
+        (np.array([0, N_DOCS]), ValueError),
+        (np.array([-1, 2]), ValueError),
+        (np.array([3, 3]), ValueError),
+        (np.zeros(N_DOCS - 1, dtype=bool), ValueError),
+        (np.array([[0, 1]]), ValueError),
+        (np.array([0.0, 1.0]), TypeError),
+    ],
+    ids=["too-high", "negative", "duplicate", "short-mask", "2-d", "float"],
+)
+def test_invalid_subset_raises(
+    index: BM25Index, subset: np.ndarray, error: type[Exception]
+) -> None:
+    with pytest.raises(error, match="subset"):
+        index.top("cat", K, subset=subset)
+
+
+# ---------------------------------------------------------------- batch
+@pytest.mark.parametrize("n_threads", THREAD_COUNTS)
+@pytest.mark.parametrize("k", [1, K, N_DOCS + 1])
+def test_batch_equals_single(index: BM25Index, queries: list[str], n_threads: int, k: int) -> None:
+    batch = index.top_batch(queries, k, n_threads=n_threads)
+    assert len(batch) == len(queries)
+    for query, got in zip(queries, batch):
+        _assert_ranking_equal(got, index.top(query, k))
+
+
+@pytest.mark.parametrize("n_threads", THREAD_COUNTS)
+def test_batch_with_subsets_equals_single(
+    index: BM25Index, queries: list[str], n_threads: int
+) -> None:
+    rng = np.random.default_rng(SEED + 2)
+    shared = np.sort(rng.choice(len(index), size=len(index) // 2, replace=False)).astype(np.int64)
+    for got, query in zip(index.top_batch(queries, K, subset=shared, n_threads=n_threads), queries):
+        _assert_ranking_equal(got, index.top(query, K, subset=shared))
+
+    per_query = [rng.random(len(index)) < rng.random() for _ in queries]
+    per_query[0] = None
+    batch = index.top_batch(queries, K, subsets=per_query, n_threads=n_threads)
+    for got, query, subset in zip(batch, queries, per_query):
+        _assert_ranking_equal(got, index.top(query, K, subset=subset))
+
+
+def test_batch_argument_errors(index: BM25Index, queries: list[str]) -> None:
+    mask = np.ones(len(index), dtype=bool)
+    with pytest.raises(ValueError, match="subsets"):
+        index.top_batch(queries, K, subsets=[mask])
+    with pytest.raises(ValueError, match="subset"):
+        index.top_batch(queries, K, subset=mask, subsets=[mask] * len(queries))
+    with pytest.raises(TypeError, match="queries"):
+        index.top_batch("cat dog", K)
+    assert index.top_batch([], K) == []
+
+
+# ---------------------------------------------------------------- input checks
+@pytest.mark.parametrize(
+    ("k", "error"), [(0, ValueError), (-3, ValueError), (1.5, TypeError), (True, TypeError)]
+)
+def test_invalid_k(index: BM25Index, k: object, error: type[Exception]) -> None:
+    with pytest.raises(error, match="k"):
+        index.top("cat", k)  # type: ignore[arg-type]
+    with pytest.raises(error, match="k"):
+        index.top_batch(["cat"], k)  # type: ignore[arg-type]
+
+
+def test_invalid_texts() -> None:
+    with pytest.raises(ValueError, match="texts"):
+        BM25Index([])
+    with pytest.raises(ValueError, match="texts"):
+        BM25Index(["the", "of a"])
+    with pytest.raises(TypeError, match="texts"):
+        BM25Index("a single string")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"texts\[1\]"):
+        BM25Index(["cat", 3])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match="params"):
+        BM25Index(["cat"], params={"k1": 1.2})  # type: ignore[arg-type]
+
+
+def test_len_and_params(index: BM25Index, corpus: list[str]) -> None:
+    assert len(index) == len(corpus)
+    assert index.params == DEFAULT_PARAMS
+    custom = BM25Params(k1=1.2, b=0.5, method="atire")
+    assert BM25Index(corpus, custom).params is custom
+
+
+# ---------------------------------------------------------------- persistence
+@pytest.mark.parametrize(
+    "params",
+    [DEFAULT_PARAMS, BM25Params(k1=1.2, b=0.3, method="bm25+", stemmer_language=None)],
+    ids=["default", "bm25+"],
+)
+def test_save_load_round_trip(
+    tmp_path, corpus: list[str], queries: list[str], params: BM25Params
+) -> None:
+    original = BM25Index(corpus, params)
+    original.save(tmp_path / "idx")
+    loaded = BM25Index.load(tmp_path / "idx")
+    assert loaded.params == params
+    assert len(loaded) == len(original)
+    for query in queries:
+        np.testing.assert_array_equal(loaded.scores(query), original.scores(query))
+        _assert_ranking_equal(loaded.top(query, K), original.top(query, K))
+    # Every array is a plain numeric .npy, readable without pickle.
+    arrays = sorted((tmp_path / "idx").glob("*.npy"))
+    assert arrays
+    for path in arrays:
+        assert np.load(path, allow_pickle=False).dtype != object
+
+
+def test_load_refuses_pickled_arrays(tmp_path, corpus: list[str]) -> None:
+    BM25Index(corpus).save(tmp_path)
+    data_file = next(tmp_path.glob("data*.npy"))
+    np.save(data_file, np.array([{"payload": 1}], dtype=object), allow_pickle=True)
+    with pytest.raises(ValueError, match="pickle"):
+        BM25Index.load(tmp_path)
+
+
+def _rewrite_meta(directory, **changes) -> None:
+    path = directory / PARAMS_FILENAME
+    meta = json.loads(path.read_text(encoding="utf-8"))
+    for key, value in changes.items():
+        if key == "params":
+            meta["params"].update(value)
+        else:
+            meta[key] = value
+    path.write_text(json.dumps(meta), encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("changes", "match"),
+    [
+        ({"params": {"k1": -1.0}}, "k1"),
+        ({"params": {"method": "bm26"}}, "method"),
+        ({"params": {"b": 0.5}}, "b"),  # valid, but disagrees with the bm25s files
+        ({"params": {"extra": 1}}, "extra"),
+        ({"format_version": 99}, "format_version"),
+        ({"n_docs": 3}, "n_docs"),
+        ({"format": "other"}, "fieldrank.bm25"),
+    ],
+    ids=["k1", "method", "b-mismatch", "unknown-field", "version", "n_docs", "format"],
+)
+def test_load_validates_params(tmp_path, corpus: list[str], changes: dict, match: str) -> None:
+    BM25Index(corpus).save(tmp_path)
+    _rewrite_meta(tmp_path, **changes)
+    with pytest.raises(ValueError, match=match):
+        BM25Index.load(tmp_path)
+
+
+def test_load_missing_directory(tmp_path) -> None:
+    with pytest.raises(FileNotFoundError):
+        BM25Index.load(tmp_path / "absent")
