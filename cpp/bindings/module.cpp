@@ -10,4 +10,5 @@ PYBIND11_MODULE(_core, m) {
     register_mmr(m);
     register_ring(m);
     register_rrf(m);
+    register_quantized(m);
 }

@@ -1,5 +1,6 @@
 #include <fieldrank/defaults.hpp>
 #include <fieldrank/parallel.hpp>
+#include <fieldrank/simd.hpp>
 
 #include "common.hpp"
 
@@ -29,7 +30,20 @@ void register_info(py::module_& m) {
     info["build_type"] = FIELDRANK_BUILD_TYPE;
     info["eigen_version"] = std::to_string(EIGEN_WORLD_VERSION) + "." + std::to_string(EIGEN_MAJOR_VERSION) + "." +
                             std::to_string(EIGEN_MINOR_VERSION);
+    py::list flags;
+    for (const auto& line : fieldrank::simd::variant_flags()) flags.append(line);
+    info["variant_flags"] = flags;
     m.attr("BUILD_INFO") = info;
+
+    // The kernel variant is chosen here, at import: the best one this CPU runs, or FIELDRANK_KERNEL.
+    fieldrank::simd::initialize_kernels();
+    m.def("kernel_variant", &fieldrank::simd::kernel_variant, "Name of the kernel variant in use.");
+    m.def("set_kernel_variant", &fieldrank::simd::set_kernel_variant, "variant"_a,
+          "Switch the kernel variant for every later call (ValueError if unknown or not runnable here).");
+    m.def("compiled_kernel_variants", &fieldrank::simd::compiled_variants, "Kernel variants in this build.");
+    m.def("supported_kernel_variants", &fieldrank::simd::supported_variants,
+          "Kernel variants this build contains and this CPU can run, best last.");
+    m.def("cpu_features", &fieldrank::simd::cpu_features, "CPU features the dispatcher detected.");
 
     m.def("hardware_threads", &fieldrank::resolve_threads, "n_threads"_a = 0,
           "Threads a call with this n_threads uses (0 or less: all cores).");

@@ -11,6 +11,7 @@
 #include "errors.hpp"
 #include "kernels.hpp"
 #include "prefilter.hpp"
+#include "simd.hpp"
 #include "types.hpp"
 
 namespace fieldrank {
@@ -28,41 +29,49 @@ inline void check_cfs_params(Index k, const CfsParams& params) {
     require_positive_real("eps", params.eps);
 }
 
-// Index of the best unpicked candidate by value, ties to the lower id.
-inline Index best_unpicked(const VectorXf& value, const std::vector<char>& picked, const IdVector& ids) {
+// Index of the best unpicked candidate among the first n by value, ties to the lower id.
+inline Index best_unpicked(const VectorXf& value, const std::vector<char>& picked, const IdVector& ids, Index n) {
     Index best = -1;
-    for (Index i = 0; i < value.size(); ++i) {
+    for (Index i = 0; i < n; ++i) {
         if (picked[static_cast<std::size_t>(i)]) continue;
         if (best < 0 || value[i] > value[best] || (value[i] == value[best] && ids[i] < ids[best])) best = i;
     }
     return best;
 }
 
+inline Index best_unpicked(const VectorXf& value, const std::vector<char>& picked, const IdVector& ids) {
+    return best_unpicked(value, picked, ids, value.size());
+}
+
+// Vectors are zero-padded to a multiple of 16 so that the field update runs over whole vectors.
 inline Ranking cfs_on_pool(const Pool& pool, Index k, const CfsParams& params) {
+    const simd::KernelTable& kernels = simd::kernels();
     const Index n = pool.ids.size();
+    const Index d = pool.dim();
+    const Index ld = detail::pad16(n);
     const Index m = std::min(k, n);
     const float eps = static_cast<float>(params.eps);
     const float beta = static_cast<float>(params.beta);
     const float inv_two_sigma_sq = static_cast<float>(1.0 / (2.0 * params.sigma * params.sigma));
-    const VectorXf base = pool.sims.cwiseMax(eps).array().log().matrix();
-    VectorXf field = VectorXf::Zero(n);
+    VectorXf base = VectorXf::Zero(ld);
+    base.head(n) = pool.sims.cwiseMax(eps).array().log().matrix();
+    VectorXf field = VectorXf::Zero(ld);
     VectorXf value = base;
-    VectorXf column(n);
+    VectorXf column = VectorXf::Zero(ld);
     std::vector<char> picked(static_cast<std::size_t>(n), 0);
     Ranking out;
     out.ids.resize(m);
     out.scores.resize(m);
     for (Index t = 0; t < m; ++t) {
-        const Index pick = best_unpicked(value, picked, pool.ids);
+        const Index pick = best_unpicked(value, picked, pool.ids, n);
         picked[static_cast<std::size_t>(pick)] = 1;
         out.ids[t] = pool.ids[pick];
         out.scores[t] = value[pick];
         if (t + 1 == m) break;
         // One kernel column per pick keeps the summed field current at O(P·d).
-        kernels::dot_rows(pool.vectors.data(), n, pool.vectors.cols(), pool.vectors.row(pick).data(), column.data());
-        const auto distance_sq = (2.0f - 2.0f * column.array()).cwiseMax(0.0f);
-        field.array() += (-distance_sq * inv_two_sigma_sq).exp();
-        value = base - beta * field;
+        kernels.score_f32(pool.rows(), pool.stride(), nullptr, n, d, pool.row(pick), d, 1, column.data(), ld,
+                          nullptr);
+        kernels.cfs_update(column.data(), base.data(), ld, inv_two_sigma_sq, beta, field.data(), value.data());
     }
     return out;
 }
@@ -87,9 +96,8 @@ inline BatchRanking cfs_batch(const MatrixRef& E, const MatrixRef& Q, Index k, I
     require_positive("p", p);
     check_cfs_params(k, params);
     const Index width = std::min<Index>(k, std::min<Index>(p, candidate_count(E, subset)));
-    return run_ranking_batch(Q, n_threads, width, [&](const VectorRef& q) {
-        return cfs_on_pool(pool_from_corpus(E, q, p, subset), k, params);
-    });
+    return run_ranking_batch(E, Q, p, subset, n_threads, width,
+                             [&](const Pool& pool) { return cfs_on_pool(pool, k, params); });
 }
 
 }  // namespace fieldrank

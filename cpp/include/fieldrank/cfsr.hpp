@@ -2,7 +2,6 @@
 // query from its candidates by projected gradient in Gram form, blended with cosine.
 #pragma once
 
-#include <Eigen/Eigenvalues>
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -10,6 +9,7 @@
 #include "defaults.hpp"
 #include "errors.hpp"
 #include "prefilter.hpp"
+#include "simd.hpp"
 #include "topk.hpp"
 #include "types.hpp"
 
@@ -31,93 +31,210 @@ inline void check_cfsr_params(Index k, const CfsrParams& params) {
     require_non_negative_real("tol", params.tol);
 }
 
-// G = C Cᵀ, computed once on the lower triangle and mirrored (the Gram matrix is symmetric).
-inline RowMatrixXf gram(const RowMatrixXf& C) {
-    RowMatrixXf G = RowMatrixXf::Zero(C.rows(), C.rows());
-    G.selfadjointView<Eigen::Lower>().rankUpdate(C);
-    G.triangularView<Eigen::StrictlyUpper>() = G.transpose();
-    return G;
+// Largest eigenvalue of the (n_t × n_t) symmetric tridiagonal T = tridiag(beta, alpha, beta),
+// known to lie in [lower, upper] and expected about `guess` above lower. Each evaluation runs
+// the LDLᵀ recurrence of T - xI: when every pivot q_k is positive, x lies above all eigenvalues
+// (Sturm), and g = p'(x)/p(x) gives the Newton step of p(x) = det(xI - T) from above, which
+// never overshoots the largest root. The search first steps up from `lower` by a growing
+// `guess` until it is above the root (Lanczos Ritz values creep up, so one step usually does),
+// then takes Newton steps from above, bisecting whenever Newton would not halve the bracket.
+// Returns the upper end of the final bracket (relative width 1e-14).
+inline double tridiagonal_max_eigenvalue(const double* alpha, const double* beta, Index n_t, double lower,
+                                         double upper, double guess) {
+    double lo = std::min(lower, upper);
+    double hi = upper;
+    double g_hi = 0.0;  // not yet evaluated at hi
+    double step_up = std::max(guess, 1e-14 * std::abs(lo));
+    double x = std::min(lo + step_up, hi);
+    bool bisected = false;
+    for (int evaluation = 0; evaluation < 200; ++evaluation) {
+        double q = x - alpha[0];
+        bool above = q > 0.0;
+        double g = 1.0 / q;
+        double g_prev = 0.0;
+        for (Index k = 1; k < n_t && above; ++k) {
+            const double b2 = beta[k - 1] * beta[k - 1];
+            const double q_next = (x - alpha[k]) - b2 / q;
+            const double g_next = (1.0 + (x - alpha[k]) * g - b2 * g_prev / q) / q_next;
+            g_prev = g;
+            g = g_next;
+            q = q_next;
+            above = q > 0.0;
+        }
+        above = above && std::isfinite(g) && g > 0.0;
+        const double bracket = hi - lo;
+        double progress = 0.0;
+        if (above) {
+            progress = hi - x;
+            hi = x;
+            g_hi = g;
+        } else if (x < hi) {
+            lo = x;
+        } else {
+            break;  // the upper bound itself is (to rounding) the root
+        }
+        const double tolerance = 1e-14 * std::abs(hi);
+        if (hi - lo <= tolerance) break;
+        if (g_hi == 0.0) {  // still below the root: step up further
+            step_up *= 4.0;
+            x = std::min(lo + step_up, hi);
+            continue;
+        }
+        const double newton = hi - 1.0 / g_hi;
+        if (hi - newton <= tolerance) break;
+        const double middle = 0.5 * (lo + hi);
+        // Newton from above, unless it is crawling (far above a cluster of roots): then bisect once.
+        const bool crawling = above && progress < 0.1 * bracket;
+        if (newton <= lo || (crawling && !bisected)) {
+            x = middle;
+            bisected = true;
+        } else {
+            x = newton;
+            bisected = false;
+        }
+    }
+    return hi;
 }
 
-// Largest eigenvalue of the symmetric positive semi-definite G by Lanczos with full
-// reorthogonalisation, stopped when the Ritz residual bound falls under rel_tol·θ. Converges in
-// far fewer products than power iteration when the top eigenvalues are close.
-inline double lambda_max(const RowMatrixXf& G, double rel_tol, Index max_steps) {
-    const Index n = G.rows();
+// |last component| of the unit eigenvector of T for its largest eigenvalue theta, by two steps
+// of inverse iteration with a shift just above theta: T - σI is then negative definite, so the
+// tridiagonal solve needs no pivoting.
+inline double tridiagonal_last_component(const double* alpha, const double* beta, Index n_t, double theta,
+                                         std::vector<double>& work) {
+    if (n_t == 1) return 1.0;
+    const double sigma = theta + 1e-12 * std::max(std::abs(theta), 1e-300);
+    work.assign(static_cast<std::size_t>(3 * n_t), 0.0);
+    double* y = work.data();
+    double* c = y + n_t;
+    double* m = c + n_t;
+    for (Index i = 0; i < n_t; ++i) y[i] = 1.0;
+    for (int pass = 0; pass < 2; ++pass) {
+        m[0] = alpha[0] - sigma;
+        c[0] = beta[0] / m[0];
+        y[0] /= m[0];
+        for (Index i = 1; i < n_t; ++i) {
+            m[i] = (alpha[i] - sigma) - beta[i - 1] * c[i - 1];
+            if (i + 1 < n_t) c[i] = beta[i] / m[i];
+            y[i] = (y[i] - beta[i - 1] * y[i - 1]) / m[i];
+        }
+        for (Index i = n_t - 2; i >= 0; --i) y[i] -= c[i] * y[i + 1];
+        double norm = 0.0;
+        for (Index i = 0; i < n_t; ++i) norm += y[i] * y[i];
+        norm = std::sqrt(norm);
+        if (!(norm > 0.0) || !std::isfinite(norm)) return 1.0;  // cannot judge: report not converged
+        for (Index i = 0; i < n_t; ++i) y[i] /= norm;
+    }
+    return std::abs(y[n_t - 1]);
+}
+
+// Largest eigenvalue of the symmetric positive semi-definite G (n × n, zero-padded to ldg) by
+// Lanczos with full reorthogonalisation in double, stopped when the Ritz residual bound
+// |β_j s_j| falls under rel_tol·θ (the eigenvalue error is then far smaller). The Ritz value and
+// the residual come from Newton's method and inverse iteration on the tridiagonal, O(j) per step.
+// Real pools converge in ~5 steps, random ones in ~10.
+inline double lambda_max(const simd::KernelTable& kernels, const float* G, Index ldg, Index n, double rel_tol,
+                         Index max_steps) {
     const Index steps = std::min<Index>(n, max_steps);
-    const RowMatrixXd Gd = G.cast<double>();
-    RowMatrixXd basis(steps, n);
-    VectorXd alpha(steps), beta(steps);
-    VectorXd v = VectorXd::Ones(n) / std::sqrt(static_cast<double>(n));
-    double theta = Gd.diagonal().maxCoeff();
+    std::vector<double> basis(static_cast<std::size_t>(steps * ldg), 0.0);
+    std::vector<double> u(static_cast<std::size_t>(ldg), 0.0);
+    std::vector<double> coefficients(static_cast<std::size_t>(steps));
+    std::vector<double> alpha(static_cast<std::size_t>(steps)), beta(static_cast<std::size_t>(steps));
+    std::vector<double> work;
+    for (Index i = 0; i < n; ++i) basis[static_cast<std::size_t>(i)] = 1.0 / std::sqrt(static_cast<double>(n));
+    double theta = 0.0;
+    double diagonal_max = 0.0;
+    double increment = 0.0;  // growth of the largest Ritz value over the last step
     for (Index j = 0; j < steps; ++j) {
-        basis.row(j) = v.transpose();
-        VectorXd u = Gd * v;
-        alpha[j] = v.dot(u);
-        // Full reorthogonalisation against every earlier basis vector, twice for stability.
+        const double* v = basis.data() + j * ldg;
+        kernels.matvec_f64(G, ldg, n, v, u.data());
+        const double a = kernels.dot_f64(v, u.data(), ldg);
+        alpha[static_cast<std::size_t>(j)] = a;
+        // Full reorthogonalisation against every basis vector, twice (classical Gram-Schmidt).
         for (int pass = 0; pass < 2; ++pass) {
-            const VectorXd coeffs = basis.topRows(j + 1) * u;
-            u.noalias() -= basis.topRows(j + 1).transpose() * coeffs;
+            for (Index k = 0; k <= j; ++k)
+                coefficients[static_cast<std::size_t>(k)] = kernels.dot_f64(basis.data() + k * ldg, u.data(), ldg);
+            for (Index k = 0; k <= j; ++k)
+                kernels.axpy_f64(-coefficients[static_cast<std::size_t>(k)], basis.data() + k * ldg, u.data(), ldg);
         }
-        beta[j] = u.norm();
-        Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> tri;
-        Eigen::MatrixXd T = Eigen::MatrixXd::Zero(j + 1, j + 1);
-        for (Index i = 0; i <= j; ++i) {
-            T(i, i) = alpha[i];
-            if (i > 0) T(i, i - 1) = T(i - 1, i) = beta[i - 1];
+        const double b = std::sqrt(kernels.dot_f64(u.data(), u.data(), ldg));
+        beta[static_cast<std::size_t>(j)] = b;
+        // The largest Ritz value lies above the last one and every diagonal entry, and grows by at
+        // most β_(j-1) per step (Weyl).
+        diagonal_max = j == 0 ? a : std::max(diagonal_max, a);
+        if (j == 0) {
+            theta = a;
+        } else {
+            const double lower = std::max(theta, diagonal_max);
+            const double upper = (std::max(theta, a) + beta[static_cast<std::size_t>(j - 1)]) * (1.0 + 1e-12);
+            const double previous = theta;
+            theta = tridiagonal_max_eigenvalue(alpha.data(), beta.data(), j + 1, lower, upper, increment);
+            increment = theta - previous;
         }
-        tri.compute(T);
-        theta = tri.eigenvalues()[j];
-        const double residual = std::abs(beta[j] * tri.eigenvectors()(j, j));
-        if (residual <= rel_tol * std::abs(theta) || beta[j] <= rel_tol * std::abs(theta) || j + 1 == steps) break;
-        v = u / beta[j];
+        const double scale = std::abs(theta);
+        if (b <= rel_tol * scale || j + 1 == steps) break;
+        const double residual = b * tridiagonal_last_component(alpha.data(), beta.data(), j + 1, theta, work);
+        if (residual <= rel_tol * scale) break;
+        double* next = basis.data() + (j + 1) * ldg;
+        for (Index i = 0; i < ldg; ++i) next[i] = u[static_cast<std::size_t>(i)] / b;
     }
     return theta;
 }
 
 // The reconstruction on a pool: returns the top k of the pool by the blended score and the
-// raw coefficient a of each returned candidate.
+// raw coefficient a of each returned candidate. G lives in an (ldg × ldg) zero-padded buffer,
+// ldg a multiple of 16, so every element-wise kernel runs over whole vectors.
 inline Reconstruction cfsr_on_pool(const Pool& pool, Index k, const CfsrParams& params) {
+    const simd::KernelTable& kernels = simd::kernels();
     const Index n = pool.ids.size();
-    const RowMatrixXf G = gram(pool.vectors);
+    const Index d = pool.dim();
+    const Index ldg = detail::pad16(n);
+    std::vector<float> G(static_cast<std::size_t>(ldg * ldg), 0.0f);
+    kernels.gram(pool.rows(), pool.stride(), n, d, G.data(), ldg);
+    const double top = lambda_max(kernels, G.data(), ldg, n, defaults::lambda_max_rel_tol, defaults::lambda_max_max_steps);
     const float lam = static_cast<float>(params.lam);
-    const float step = static_cast<float>(
-        1.0 / (lambda_max(G, defaults::lambda_max_rel_tol, defaults::lambda_max_max_steps) + params.lam));
-    const VectorXf& r = pool.sims;
+    const float step = static_cast<float>(1.0 / (top + params.lam));
 
-    VectorXf a = VectorXf::Zero(n);
-    VectorXf gradient(n);
+    VectorXf r = VectorXf::Zero(ldg);
+    r.head(n) = pool.sims;
+    VectorXf a = VectorXf::Zero(ldg);
+    VectorXf next = VectorXf::Zero(ldg);
+    VectorXf gradient = VectorXf::Zero(ldg);
     VectorXf previous = a;   // FISTA: the last iterate
     VectorXf momentum = a;   // FISTA: the extrapolated point
+    std::vector<Index> scratch(static_cast<std::size_t>(ldg));
     double t_current = 1.0;
     for (Index t = 0; t < params.iters; ++t) {
         const VectorXf& point = params.fista ? momentum : a;
-        gradient.noalias() = G * point;
-        gradient += lam * point - r;
+        kernels.pg_step(G.data(), ldg, n, point.data(), r.data(), lam, step, gradient.data(), next.data(),
+                        scratch.data());
         if (params.tol > 0.0) {
             // Norm of the projected gradient: the optimality gap of the bound-constrained problem.
-            const float pg_norm_sq = (point.array() > 0.0f)
-                                         .select(gradient.array(), gradient.array().min(0.0f))
-                                         .matrix()
-                                         .squaredNorm();
-            if (std::sqrt(static_cast<double>(pg_norm_sq)) <= params.tol) break;
+            double pg_norm_sq = 0.0;
+            for (Index i = 0; i < n; ++i) {
+                const double g = point[i] > 0.0f ? gradient[i] : std::min(gradient[i], 0.0f);
+                pg_norm_sq += g * g;
+            }
+            if (std::sqrt(pg_norm_sq) <= params.tol) break;
         }
         if (params.fista) {
-            previous = a;
-            a = (point - step * gradient).cwiseMax(0.0f);
+            previous.swap(a);
+            a.swap(next);
             const double t_next = (1.0 + std::sqrt(1.0 + 4.0 * t_current * t_current)) / 2.0;
             momentum = a + static_cast<float>((t_current - 1.0) / t_next) * (a - previous);
             t_current = t_next;
         } else {
-            a = (a - step * gradient).cwiseMax(0.0f);
+            a.swap(next);
         }
     }
 
-    const float a_max = a.maxCoeff();
-    const VectorXf a_norm = a_max > 0.0f ? VectorXf(a / a_max) : VectorXf(VectorXf::Zero(n));
-    const float r_min = r.minCoeff();
-    const float r_span = r.maxCoeff() - r_min;
-    const VectorXf r_norm = r_span > 0.0f ? VectorXf((r.array() - r_min) / r_span) : VectorXf(VectorXf::Ones(n));
+    const VectorXf a_pool = a.head(n);
+    const VectorXf& r_pool = pool.sims;
+    const float a_max = a_pool.maxCoeff();
+    const VectorXf a_norm = a_max > 0.0f ? VectorXf(a_pool / a_max) : VectorXf(VectorXf::Zero(n));
+    const float r_min = r_pool.minCoeff();
+    const float r_span = r_pool.maxCoeff() - r_min;
+    const VectorXf r_norm =
+        r_span > 0.0f ? VectorXf((r_pool.array() - r_min) / r_span) : VectorXf(VectorXf::Ones(n));
     const float w = static_cast<float>(params.w);
     const VectorXf score = w * a_norm + (1.0f - w) * r_norm;
 
@@ -130,7 +247,7 @@ inline Reconstruction cfsr_on_pool(const Pool& pool, Index k, const CfsrParams& 
     for (Index i = 0; i < m; ++i) {
         out.ids[i] = pool.ids[order[i]];
         out.scores[i] = score[order[i]];
-        out.coef[i] = a[order[i]];
+        out.coef[i] = a_pool[order[i]];
     }
     return out;
 }
@@ -159,8 +276,11 @@ inline BatchReconstruction cfsr_batch(const MatrixRef& E, const MatrixRef& Q, In
     out.ids.setConstant(Q.rows(), width, -1);
     out.scores.setZero(Q.rows(), width);
     out.coef.setZero(Q.rows(), width);
+    if (Q.rows() == 0) return out;
+    // One scan of E for the whole batch, then every pool in parallel (see run_ranking_batch).
+    auto tops = scan_topk(E, Q.data(), Q.outerStride(), Q.rows(), subset, p, n_threads);
     parallel_for(0, Q.rows(), n_threads, [&](Index b) {
-        const Reconstruction r = cfsr_on_pool(pool_from_corpus(E, VectorRef(Q.row(b).transpose()), p, subset), k, params);
+        const Reconstruction r = cfsr_on_pool(gather_pool(E, std::move(tops[static_cast<std::size_t>(b)])), k, params);
         out.ids.row(b) = r.ids.transpose();
         out.scores.row(b) = r.scores.transpose();
         out.coef.row(b) = r.coef.transpose();

@@ -42,6 +42,19 @@ inline constexpr double min_row_norm_sq = 1e-24;     // below this a row counts 
 // Threads: batches smaller than this run on the calling thread.
 inline constexpr std::int64_t parallel_min_batch = 2;
 
+// Reduced-precision prefilter: the quantized scan keeps the top (factor · p) rows, which are then
+// rescored exactly in fp32 (pool recall@150 >= 0.999 at this factor: docs/results/performance.md).
+inline constexpr std::int64_t quantized_rescore_factor = 4;
+inline constexpr std::int64_t int8_max_dim = 16384;  // int32 sums of d products of |x| <= 255·127 stay exact
+
+// Scan tuning (not user parameters): rows scored per kernel call (their scores sit in a small
+// block buffer, never an N-length array), queries scored together per pass over a block, and
+// the fewest rows a thread's chunk gets when one pass over E is split across threads.
+inline constexpr std::int64_t scan_block_rows = 128;
+inline constexpr std::int64_t scan_query_group = 16;
+inline constexpr std::int64_t scan_min_chunk_rows = 8192;
+inline constexpr std::int64_t scan_chunks_per_thread = 4;
+
 }  // namespace defaults
 
 // The table as (name, value) pairs for the bindings to expose; integers stay integers.
@@ -81,6 +94,8 @@ inline std::vector<DefaultEntry> default_table() {
         integer("lambda_max_max_steps", lambda_max_max_steps),
         real("min_row_norm_sq", min_row_norm_sq),
         integer("parallel_min_batch", parallel_min_batch),
+        integer("quantized_rescore_factor", quantized_rescore_factor),
+        integer("int8_max_dim", int8_max_dim),
     };
 }
 

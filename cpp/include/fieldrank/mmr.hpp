@@ -10,6 +10,7 @@
 #include "errors.hpp"
 #include "kernels.hpp"
 #include "prefilter.hpp"
+#include "simd.hpp"
 #include "types.hpp"
 
 namespace fieldrank {
@@ -22,26 +23,31 @@ inline void check_mmr_params(Index k, double mu) {
 // Scores are the MMR objective at each pick. They fall monotonically while similarities are
 // non-negative; a candidate anti-correlated with every pick can score above an earlier pick.
 inline Ranking mmr_on_pool(const Pool& pool, Index k, double mu) {
+    const simd::KernelTable& kernels = simd::kernels();
     const Index n = pool.ids.size();
+    const Index d = pool.dim();
+    const Index ld = detail::pad16(n);
     const Index m = std::min(k, n);
     const float relevance = static_cast<float>(mu);
     const float redundancy = 1.0f - relevance;
-    VectorXf max_sim = VectorXf::Zero(n);  // the max term is 0 while nothing is picked
-    VectorXf value = relevance * pool.sims;
-    VectorXf column(n);
+    VectorXf sims = VectorXf::Zero(ld);
+    sims.head(n) = pool.sims;
+    VectorXf max_sim = VectorXf::Zero(ld);  // the max term is 0 while nothing is picked
+    VectorXf value = relevance * sims;
+    VectorXf column = VectorXf::Zero(ld);
     std::vector<char> picked(static_cast<std::size_t>(n), 0);
     Ranking out;
     out.ids.resize(m);
     out.scores.resize(m);
     for (Index t = 0; t < m; ++t) {
-        const Index pick = best_unpicked(value, picked, pool.ids);
+        const Index pick = best_unpicked(value, picked, pool.ids, n);
         picked[static_cast<std::size_t>(pick)] = 1;
         out.ids[t] = pool.ids[pick];
         out.scores[t] = value[pick];
         if (t + 1 == m) break;
-        kernels::dot_rows(pool.vectors.data(), n, pool.vectors.cols(), pool.vectors.row(pick).data(), column.data());
-        max_sim = t == 0 ? column : VectorXf(max_sim.cwiseMax(column));
-        value = relevance * pool.sims - redundancy * max_sim;
+        kernels.score_f32(pool.rows(), pool.stride(), nullptr, n, d, pool.row(pick), d, 1, column.data(), ld,
+                          nullptr);
+        kernels.mmr_update(column.data(), sims.data(), ld, relevance, redundancy, t == 0, max_sim.data(), value.data());
     }
     return out;
 }
@@ -66,9 +72,8 @@ inline BatchRanking mmr_batch(const MatrixRef& E, const MatrixRef& Q, Index k, I
     require_positive("p", p);
     check_mmr_params(k, mu);
     const Index width = std::min<Index>(k, std::min<Index>(p, candidate_count(E, subset)));
-    return run_ranking_batch(Q, n_threads, width, [&](const VectorRef& q) {
-        return mmr_on_pool(pool_from_corpus(E, q, p, subset), k, mu);
-    });
+    return run_ranking_batch(E, Q, p, subset, n_threads, width,
+                             [&](const Pool& pool) { return mmr_on_pool(pool, k, mu); });
 }
 
 }  // namespace fieldrank

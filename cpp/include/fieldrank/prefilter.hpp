@@ -4,23 +4,35 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "defaults.hpp"
 #include "errors.hpp"
 #include "kernels.hpp"
 #include "parallel.hpp"
+#include "simd.hpp"
 #include "topk.hpp"
 #include "types.hpp"
 
 namespace fieldrank {
 
 // The candidates an operator reranks: ids, their vectors (one row each) and their cosines
-// with the query.
+// with the query. A pool gathered from E owns its rows (`vectors`); a caller's pool reads the
+// caller's C in place (no copy). Either way rows() points at n rows of dim() floats, stride().
 struct Pool {
     IdVector ids;
-    RowMatrixXf vectors;
+    RowMatrixXf vectors;  // owned rows; empty when the pool views the caller's C
     VectorXf sims;
+    const float* external = nullptr;
+    Index external_stride = 0;
+    Index external_dim = 0;
+
+    Index size() const { return ids.size(); }
+    const float* rows() const { return external != nullptr ? external : vectors.data(); }
+    Index stride() const { return external != nullptr ? external_stride : vectors.cols(); }
+    Index dim() const { return external != nullptr ? external_dim : vectors.cols(); }
+    const float* row(Index i) const { return rows() + i * stride(); }
 };
 
 inline void check_subset(const OptionalIds& subset, Index n_rows) {
@@ -52,30 +64,135 @@ inline void check_pool_ids(const IdRef& ids, const MatrixRef& C) {
 
 namespace detail {
 
-inline void check_scored_row(const MatrixRef& E, Index row, float score, float norm_sq) {
-    if (!std::isfinite(score) || !std::isfinite(norm_sq) || norm_sq < defaults::min_row_norm_sq)
-        explain_bad_row("E", E, row);
+inline Index pad16(Index n) { return (n + 15) / 16 * 16; }
+
+// Throws for the first bad row of a scored block: a NaN/inf value or a (near-)zero norm. The
+// kernels score and square-norm each row in one read, so this check costs no second pass over E.
+inline void check_scored_block(const MatrixRef& E, const char* name, const Index* ids, Index first_row, Index count,
+                               const float* dots, Index ld_dots, Index nq, const float* norms) {
+    constexpr float kMax = std::numeric_limits<float>::max();
+    const float min_norm = static_cast<float>(defaults::min_row_norm_sq);
+    bool ok = true;
+    for (Index i = 0; i < count; ++i) ok &= (norms[i] >= min_norm) & (norms[i] <= kMax);
+    for (Index b = 0; b < nq; ++b)
+        for (Index i = 0; i < count; ++i) ok &= std::abs(dots[b * ld_dots + i]) <= kMax;
+    if (ok) return;
+    for (Index i = 0; i < count; ++i) {
+        bool bad = !(norms[i] >= min_norm && norms[i] <= kMax);
+        for (Index b = 0; b < nq; ++b) bad |= !(std::abs(dots[b * ld_dots + i]) <= kMax);
+        if (bad) explain_bad_row(name, E, ids != nullptr ? ids[i] : first_row + i);
+    }
+}
+
+// Pushes a block of scores into a selector, comparing against its current worst first.
+inline void push_block(TopK<float>& best, const float* scores, const Index* ids, Index first_row, Index count) {
+    Index i = 0;
+    for (; i < count && !best.full(); ++i) best.push(scores[i], ids != nullptr ? ids[i] : first_row + i);
+    if (i == count || best.capacity() == 0) return;
+    float threshold = best.worst().score;
+    for (; i < count; ++i) {
+        if (scores[i] < threshold) continue;
+        best.push(scores[i], ids != nullptr ? ids[i] : first_row + i);
+        threshold = best.worst().score;
+    }
+}
+
+// Scores candidate positions [begin, end) of E (rows `ids[pos]`, or `pos` without ids) against
+// nq <= scan_query_group queries, checking every row and keeping each query's best in tops[b].
+inline void scan_range(const simd::KernelTable& kernels, const MatrixRef& E, const float* Q, Index ldq, Index nq,
+                       const Index* ids, Index begin, Index end, TopK<float>* tops) {
+    constexpr Index kBlock = defaults::scan_block_rows;
+    float dots[defaults::scan_query_group * defaults::scan_block_rows];
+    float norms[defaults::scan_block_rows];
+    const Index d = E.cols();
+    const Index stride = E.outerStride();
+    for (Index b0 = begin; b0 < end; b0 += kBlock) {
+        const Index count = std::min(kBlock, end - b0);
+        const Index* block_ids = ids != nullptr ? ids + b0 : nullptr;
+        const float* base = ids != nullptr ? E.data() : E.data() + b0 * stride;
+        kernels.score_f32(base, stride, block_ids, count, d, Q, ldq, nq, dots, kBlock, norms);
+        check_scored_block(E, "E", block_ids, b0, count, dots, kBlock, nq, norms);
+        for (Index b = 0; b < nq; ++b) push_block(tops[b], dots + b * kBlock, block_ids, b0, count);
+    }
 }
 
 }  // namespace detail
 
+inline Index candidate_count(const MatrixRef& E, const OptionalIds& subset) {
+    return subset ? static_cast<Index>(subset->size()) : static_cast<Index>(E.rows());
+}
+
+// The best `capacity` rows of E (or of the subset) for each of the nq queries (rows of Q with
+// stride ldq), best first. One pass over E serves a group of up to scan_query_group queries; the
+// rows are split into chunks across threads and each query's chunk results merged. Scores of a
+// (row, query) pair do not depend on the split and selection is a total order (score, then id),
+// so the result is identical for any n_threads and equal to the single-query scan.
+inline std::vector<std::vector<ScoredId<float>>> scan_topk(const MatrixRef& E, const float* Q, Index ldq, Index nq,
+                                                           const OptionalIds& subset, Index capacity,
+                                                           Index n_threads) {
+    const simd::KernelTable& kernels = simd::kernels();
+    const Index n = candidate_count(E, subset);
+    const Index* ids = subset ? subset->data() : nullptr;
+    capacity = std::min(capacity, n);
+    const Index group = defaults::scan_query_group;
+    const Index groups = (nq + group - 1) / group;
+    const Index workers = resolve_threads(n_threads);
+    Index chunks = 1;
+    if (workers > 1 && groups > 0) {
+        const Index wanted = (defaults::scan_chunks_per_thread * workers + groups - 1) / groups;
+        chunks = std::max<Index>(1, std::min<Index>(wanted, n / defaults::scan_min_chunk_rows));
+    }
+    const Index chunk_rows = (n + chunks - 1) / chunks;
+    std::vector<std::vector<std::vector<ScoredId<float>>>> partial(static_cast<std::size_t>(groups * chunks));
+    parallel_for(0, groups * chunks, n_threads, [&](Index task) {
+        const Index g = task / chunks;
+        const Index c = task % chunks;
+        const Index q0 = g * group;
+        const Index count = std::min(group, nq - q0);
+        std::vector<TopK<float>> tops;
+        tops.reserve(static_cast<std::size_t>(count));
+        for (Index b = 0; b < count; ++b) tops.emplace_back(capacity);
+        const Index begin = c * chunk_rows;
+        const Index end = std::min(n, begin + chunk_rows);
+        detail::scan_range(kernels, E, Q + q0 * ldq, ldq, count, ids, begin, end, tops.data());
+        auto& out = partial[static_cast<std::size_t>(task)];
+        out.reserve(static_cast<std::size_t>(count));
+        for (auto& top : tops) out.push_back(top.take_sorted());
+    });
+    std::vector<std::vector<ScoredId<float>>> result(static_cast<std::size_t>(nq));
+    for (Index b = 0; b < nq; ++b) {
+        const Index g = b / group;
+        const std::size_t slot = static_cast<std::size_t>(b - g * group);
+        if (chunks == 1) {
+            result[static_cast<std::size_t>(b)] = std::move(partial[static_cast<std::size_t>(g)][slot]);
+            continue;
+        }
+        TopK<float> merged(capacity);
+        for (Index c = 0; c < chunks; ++c)
+            for (const auto& item : partial[static_cast<std::size_t>(g * chunks + c)][slot]) merged.push(item.score, item.id);
+        result[static_cast<std::size_t>(b)] = merged.take_sorted();
+    }
+    return result;
+}
+
 // Calls visit(score, row) for every row of E (or of the subset), checking each row's values in
-// the same pass that scores it.
+// the same pass that scores it. Scores come from the active kernel variant, a block at a time.
 template <typename Visit>
 void score_rows(const MatrixRef& E, const VectorRef& q, const OptionalIds& subset, Visit visit) {
-    const Index d = E.cols();
-    const float* query = q.data();
-    auto score_one = [&](Index row) {
-        float score, norm_sq;
-        kernels::dot_and_norm(E.row(row).data(), query, d, score, norm_sq);
-        detail::check_scored_row(E, row, score, norm_sq);
-        visit(score, row);
-    };
-    if (subset) {
-        const IdRef& ids = *subset;
-        for (Index i = 0; i < ids.size(); ++i) score_one(ids[i]);
-    } else {
-        for (Index row = 0; row < E.rows(); ++row) score_one(row);
+    const simd::KernelTable& kernels = simd::kernels();
+    constexpr Index kBlock = defaults::scan_block_rows;
+    float dots[kBlock];
+    float norms[kBlock];
+    const Index n = candidate_count(E, subset);
+    const Index* ids = subset ? subset->data() : nullptr;
+    const Index stride = E.outerStride();
+    for (Index b0 = 0; b0 < n; b0 += kBlock) {
+        const Index count = std::min(kBlock, n - b0);
+        const Index* block_ids = ids != nullptr ? ids + b0 : nullptr;
+        const float* base = ids != nullptr ? E.data() : E.data() + b0 * stride;
+        kernels.score_f32(base, stride, block_ids, count, E.cols(), q.data(), E.cols(), 1, dots, kBlock, norms);
+        detail::check_scored_block(E, "E", block_ids, b0, count, dots, kBlock, 1, norms);
+        for (Index i = 0; i < count; ++i) visit(dots[i], block_ids != nullptr ? block_ids[i] : b0 + i);
     }
 }
 
@@ -90,15 +207,10 @@ inline Ranking to_ranking(std::vector<ScoredId<float>>&& items) {
     return result;
 }
 
-inline Index candidate_count(const MatrixRef& E, const OptionalIds& subset) {
-    return subset ? static_cast<Index>(subset->size()) : static_cast<Index>(E.rows());
-}
-
 // Unchecked core of prefilter, for operators that validated their arguments already.
 inline Ranking prefilter_unchecked(const MatrixRef& E, const VectorRef& q, Index p, const OptionalIds& subset) {
-    TopK<float> best(std::min<Index>(p, candidate_count(E, subset)));
-    score_rows(E, q, subset, [&](float score, Index row) { best.push(score, row); });
-    return to_ranking(best.take_sorted());
+    auto tops = scan_topk(E, q.data(), q.size(), 1, subset, p, 1);
+    return to_ranking(std::move(tops[0]));
 }
 
 inline Ranking prefilter(const MatrixRef& E, const VectorRef& q, Index p, const OptionalIds& subset = std::nullopt) {
@@ -107,61 +219,85 @@ inline Ranking prefilter(const MatrixRef& E, const VectorRef& q, Index p, const 
     return prefilter_unchecked(E, q, p, subset);
 }
 
+// Cosines of a caller's pool rows with q (sims[i] = C_i · q), checking every row in the same pass.
+inline VectorXf pool_cosines(const char* name, const MatrixRef& C, const VectorRef& q) {
+    const simd::KernelTable& kernels = simd::kernels();
+    VectorXf sims(C.rows());
+    VectorXf norms(C.rows());
+    kernels.score_f32(C.data(), C.outerStride(), nullptr, C.rows(), C.cols(), q.data(), C.cols(), 1, sims.data(),
+                      C.rows(), norms.data());
+    detail::check_scored_block(C, name, nullptr, 0, C.rows(), sims.data(), C.rows(), 1, norms.data());
+    return sims;
+}
+
 // Ranks a caller's pool (ids, vectors C) by cosine with q.
 inline Ranking prefilter_pool(const IdRef& ids, const MatrixRef& C, const VectorRef& q, Index p) {
     check_pool_ids(ids, C);
     require_query("q", q, C.cols(), "C");
     require_positive("p", p);
+    const VectorXf sims = pool_cosines("C", C, q);
     TopK<float> best(std::min<Index>(p, C.rows()));
-    VectorXf sims(C.rows());
-    kernels::dot_rows(C.data(), C.rows(), C.cols(), q.data(), sims.data());
-    for (Index i = 0; i < C.rows(); ++i) {
-        if (!std::isfinite(sims[i]) || C.row(i).squaredNorm() < defaults::min_row_norm_sq) explain_bad_row("C", C, i);
-        best.push(sims[i], ids[i]);
-    }
+    for (Index i = 0; i < C.rows(); ++i) best.push(sims[i], ids[i]);
     return to_ranking(best.take_sorted());
+}
+
+// The rows of a ranking gathered from E, with their cosines: the pool an operator reranks.
+inline Pool gather_pool(const MatrixRef& E, std::vector<ScoredId<float>>&& top) {
+    Pool pool;
+    const Index m = static_cast<Index>(top.size());
+    pool.ids.resize(m);
+    pool.sims.resize(m);
+    pool.vectors.resize(m, E.cols());
+    for (Index i = 0; i < m; ++i) {
+        const auto& item = top[static_cast<std::size_t>(i)];
+        pool.ids[i] = item.id;
+        pool.sims[i] = item.score;
+        pool.vectors.row(i) = E.row(item.id);
+    }
+    return pool;
 }
 
 // The prefilter's top-p rows of E, gathered, with their cosines.
 inline Pool pool_from_corpus(const MatrixRef& E, const VectorRef& q, Index p, const OptionalIds& subset) {
-    Ranking top = prefilter_unchecked(E, q, p, subset);
-    Pool pool;
-    pool.vectors.resize(top.ids.size(), E.cols());
-    for (Index i = 0; i < top.ids.size(); ++i) pool.vectors.row(i) = E.row(top.ids[i]);
-    pool.ids = std::move(top.ids);
-    pool.sims = std::move(top.scores);
-    return pool;
+    auto tops = scan_topk(E, q.data(), q.size(), 1, subset, p, 1);
+    return gather_pool(E, std::move(tops[0]));
 }
 
-// A caller-supplied pool, checked. Cosines are computed unless given.
+// A caller-supplied pool, checked: one pass over C computes the cosines and checks every row.
+// Cosines are the caller's when given. The pool views C; C must outlive it.
 inline Pool pool_from_caller(const IdRef& ids, const MatrixRef& C, const VectorRef& q, const OptionalVector& sims) {
     check_pool_ids(ids, C);
     require_query("q", q, C.cols(), "C");
-    check_rows_finite_nonzero("C", C, defaults::min_row_norm_sq);
     Pool pool;
     pool.ids = ids;
-    pool.vectors = C;
+    pool.external = C.data();
+    pool.external_stride = C.outerStride();
+    pool.external_dim = C.cols();
+    VectorXf cosines = pool_cosines("C", C, q);
     if (sims) {
         if (sims->size() != C.rows()) fail("sims must have one value per row of C: expected length ", C.rows(), ", got ", sims->size());
         for (Index i = 0; i < sims->size(); ++i)
             if (!std::isfinite((*sims)[i])) fail("sims must be finite, got ", (*sims)[i], " at position ", i);
         pool.sims = *sims;
     } else {
-        pool.sims.resize(C.rows());
-        kernels::dot_rows(pool.vectors.data(), C.rows(), C.cols(), q.data(), pool.sims.data());
+        pool.sims = std::move(cosines);
     }
     return pool;
 }
 
-// Runs a single-query operator over every row of Q; each row is computed by one thread with the
-// single-query code, so the batch equals the single form for any thread count.
-template <typename Single>
-BatchRanking run_ranking_batch(const MatrixRef& Q, Index n_threads, Index width, Single single) {
+// Runs a single-query operator on every query's pool: one scan_topk over E for the whole batch
+// (threads split E's rows), then the pools in parallel, each by one thread with the single-query
+// code. The batch therefore equals the single form for any thread count.
+template <typename OnPool>
+BatchRanking run_ranking_batch(const MatrixRef& E, const MatrixRef& Q, Index p, const OptionalIds& subset,
+                               Index n_threads, Index width, OnPool on_pool) {
     BatchRanking out;
     out.ids.setConstant(Q.rows(), width, -1);
     out.scores.setZero(Q.rows(), width);
+    if (Q.rows() == 0) return out;
+    auto tops = scan_topk(E, Q.data(), Q.outerStride(), Q.rows(), subset, p, n_threads);
     parallel_for(0, Q.rows(), n_threads, [&](Index b) {
-        Ranking r = single(VectorRef(Q.row(b).transpose()));
+        Ranking r = on_pool(gather_pool(E, std::move(tops[static_cast<std::size_t>(b)])));
         out.ids.row(b).head(r.ids.size()) = r.ids.transpose();
         out.scores.row(b).head(r.scores.size()) = r.scores.transpose();
     });
@@ -180,8 +316,19 @@ inline BatchRanking prefilter_batch(const MatrixRef& E, const MatrixRef& Q, Inde
     check_batch(E, Q, subset);
     require_positive("p", p);
     const Index width = std::min<Index>(p, candidate_count(E, subset));
-    return run_ranking_batch(Q, n_threads, width,
-                             [&](const VectorRef& q) { return prefilter_unchecked(E, q, p, subset); });
+    BatchRanking out;
+    out.ids.setConstant(Q.rows(), width, -1);
+    out.scores.setZero(Q.rows(), width);
+    if (Q.rows() == 0) return out;
+    auto tops = scan_topk(E, Q.data(), Q.outerStride(), Q.rows(), subset, p, n_threads);
+    for (Index b = 0; b < Q.rows(); ++b) {
+        const auto& top = tops[static_cast<std::size_t>(b)];
+        for (Index i = 0; i < static_cast<Index>(top.size()); ++i) {
+            out.ids(b, i) = top[static_cast<std::size_t>(i)].id;
+            out.scores(b, i) = top[static_cast<std::size_t>(i)].score;
+        }
+    }
+    return out;
 }
 
 }  // namespace fieldrank

@@ -12,6 +12,7 @@
 #include "errors.hpp"
 #include "kernels.hpp"
 #include "prefilter.hpp"
+#include "simd.hpp"
 #include "types.hpp"
 
 namespace fieldrank {
@@ -46,12 +47,10 @@ inline Index ring_pool_depth(Index k) { return k * defaults::ring_pool_factor; }
 
 inline Ranking ring_on_pool(const Pool& pool, Index k, const RingParams& params) {
     const Index n = pool.ids.size();
-    const Index d = pool.vectors.cols();
+    const Index d = pool.dim();
     const Index keep = std::min(k, n);
     RowMatrixXf cosines(n, n);
-    for (Index i = 0; i < n; ++i)
-        for (Index j = 0; j <= i; ++j)
-            cosines(i, j) = cosines(j, i) = kernels::dot(pool.vectors.row(i).data(), pool.vectors.row(j).data(), d);
+    simd::kernels().gram(pool.rows(), pool.stride(), n, d, cosines.data(), n);
 
     const float alpha = static_cast<float>(params.alpha);
     const float bump = static_cast<float>(defaults::ring_ablation_bump);
@@ -112,9 +111,8 @@ inline BatchRanking ring_batch(const MatrixRef& E, const MatrixRef& Q, Index k, 
     check_batch(E, Q, subset);
     check_ring_params(k, params);
     const Index width = std::min<Index>(k, candidate_count(E, subset));
-    return run_ranking_batch(Q, n_threads, width, [&](const VectorRef& q) {
-        return ring_on_pool(pool_from_corpus(E, q, ring_pool_depth(k), subset), k, params);
-    });
+    return run_ranking_batch(E, Q, ring_pool_depth(k), subset, n_threads, width,
+                             [&](const Pool& pool) { return ring_on_pool(pool, k, params); });
 }
 
 }  // namespace fieldrank

@@ -43,6 +43,7 @@ public:
 
     // Worst kept score, for callers that skip work on items that cannot enter.
     bool full() const { return static_cast<Index>(heap_.size()) == capacity_; }
+    Index capacity() const { return capacity_; }
     const ScoredId<Score>& worst() const { return heap_.front(); }
 
     // Best first. Leaves the selector empty.

@@ -1,0 +1,62 @@
+// The table of hot kernels, one instance per instruction-set variant (see simd.hpp). This header
+// includes nothing but <cstdint>, so the variant translation units compiled with wider
+// instruction sets share no inline library code with the rest of the build.
+#pragma once
+
+#include <cstdint>
+
+namespace fieldrank {
+namespace simd {
+
+using Index = std::int64_t;
+
+struct KernelTable {
+    const char* name;
+
+    // dots[b * ld_dots + r] = row_r · Q_b for r < n, b < nq, where row_r = base + id(r) * stride and
+    // id(r) = ids ? ids[r] : r. When norms is not null, norms[r] = row_r · row_r as well.
+    void (*score_f32)(const float* base, Index stride, const Index* ids, Index n, Index d, const float* Q, Index ldq,
+                      Index nq, float* dots, Index ld_dots, float* norms);
+
+    // Lower triangle of G = C Cᵀ (n × n, row stride ldg), mirrored into the upper one. Entries are
+    // the same dot products score_f32 computes, so G is exactly symmetric.
+    void (*gram)(const float* C, Index ldc, Index n, Index d, float* G, Index ldg);
+
+    // One projected-gradient step of CFS-R from `point` (length ldg, zero-padded beyond n):
+    // grad_i = (G point)_i + lam point_i - r_i, a_out_i = max(0, point_i - step grad_i), i < ldg.
+    // (G point)_i = Σ_j point_j G_ji summed in ascending j over the non-zero point_j only (exact:
+    // a zero term adds nothing), so the cost follows the sparsity of the iterate; scratch holds
+    // ldg indices. Identical rows of G get bit-identical results.
+    void (*pg_step)(const float* G, Index ldg, Index n, const float* point, const float* r, float lam, float step,
+                    float* grad, float* a_out, Index* scratch);
+
+    // y = G v in double for the Lanczos estimate of λ_max (G float, row stride ldg; v, y double).
+    void (*matvec_f64)(const float* G, Index ldg, Index n, const double* v, double* y);
+
+    // Σ x_i y_i and y += alpha x over n doubles (n a multiple of 16): Lanczos reorthogonalisation.
+    double (*dot_f64)(const double* x, const double* y, Index n);
+    void (*axpy_f64)(double alpha, const double* x, double* y, Index n);
+
+    // CFS field update after a pick: field_i += exp(-max(0, 2 - 2 column_i) * inv_two_sigma_sq),
+    // value_i = base_i - beta * field_i.
+    void (*cfs_update)(const float* column, const float* base, Index n, float inv_two_sigma_sq, float beta,
+                       float* field, float* value);
+
+    // MMR update after a pick: max_sim = first ? column : max(max_sim, column),
+    // value_i = relevance * sims_i - redundancy * max_sim_i.
+    void (*mmr_update)(const float* column, const float* sims, Index n, float relevance, float redundancy, bool first,
+                       float* max_sim, float* value);
+
+    // out[r] ≈ row_r · q for bf16 rows (uint16 bit patterns), row_r = base + id(r) * stride.
+    void (*score_bf16)(const std::uint16_t* base, Index stride, const Index* ids, Index n, Index d, const float* q,
+                       float* out);
+
+    // out[r] = float(Σ_j q8_j row_r,j) * row_scale[id(r)] * q_scale, the integer dot exact in every
+    // variant (row_sum[id] = Σ_j row_id,j, used by the VNNI kernel). Requires d <= int8_max_dim.
+    void (*score_int8)(const std::int8_t* base, Index stride, const Index* ids, Index n, Index d,
+                       const std::int8_t* q8, const float* row_scale, const std::int32_t* row_sum, float q_scale,
+                       float* out);
+};
+
+}  // namespace simd
+}  // namespace fieldrank

@@ -1,0 +1,186 @@
+// The portable variant: plain C++ compiled with the build's baseline flags (SSE2 on x86-64, the
+// target's default elsewhere). The 16-lane arrays let the compiler vectorise without changing the
+// order of any floating-point sum (the build passes -ffp-contract=off, so a·b + c is never fused).
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include <fieldrank/kernel_table.hpp>
+
+namespace fieldrank {
+namespace simd {
+namespace {
+
+#if defined(__GNUC__) || defined(__clang__)
+// GCC/Clang vector extensions: 16 floats as one value, lowered to whatever the baseline target
+// has (4 × SSE2 on x86-64, 4 × NEON on AArch64). Lane-wise operations, so the order of every sum
+// is the one written; with -ffp-contract=off a·b + c stays unfused.
+#define FIELDRANK_VECTOR_EXTENSIONS 1
+typedef float V16f __attribute__((vector_size(64)));
+typedef double V8d __attribute__((vector_size(64)));
+#else
+#define FIELDRANK_VECTOR_EXTENSIONS 0
+#endif
+
+struct Ops {
+#if FIELDRANK_VECTOR_EXTENSIONS
+    struct L16 {
+        V16f v;
+    };
+    struct D8 {
+        V8d v;
+    };
+#else
+    struct L16 {
+        float v[16];
+    };
+    struct D8 {
+        double v[8];
+    };
+#endif
+    static constexpr int kRowsSingle = 4;
+    static constexpr int kRowsMulti = 2;
+    static constexpr int kAxpyBlocks = 4;  // 16-row blocks of G·a kept in registers
+    static constexpr int kQueriesMulti = 2;
+
+    static L16 zero() {
+        L16 out;
+        for (int l = 0; l < 16; ++l) out.v[l] = 0.0f;
+        return out;
+    }
+    static L16 set1(float x) {
+        L16 out;
+        for (int l = 0; l < 16; ++l) out.v[l] = x;
+        return out;
+    }
+    static L16 load(const float* p) {
+        L16 out;
+        std::memcpy(&out.v, p, sizeof out.v);
+        return out;
+    }
+    static void store(float* p, const L16& a) { std::memcpy(p, &a.v, sizeof a.v); }
+    static L16 load_bf16(const std::uint16_t* p) {
+        L16 out;
+        for (int l = 0; l < 16; ++l) {
+            const std::uint32_t bits = static_cast<std::uint32_t>(p[l]) << 16;
+            float x;
+            std::memcpy(&x, &bits, sizeof x);
+            out.v[l] = x;
+        }
+        return out;
+    }
+#if FIELDRANK_VECTOR_EXTENSIONS
+    static L16 add(const L16& a, const L16& b) { return {a.v + b.v}; }
+    static L16 sub(const L16& a, const L16& b) { return {a.v - b.v}; }
+    static L16 mul(const L16& a, const L16& b) { return {a.v * b.v}; }
+    static L16 fmadd(const L16& a, const L16& b, const L16& c) { return {a.v * b.v + c.v}; }
+    static L16 fnmadd(const L16& a, const L16& b, const L16& c) { return {c.v - a.v * b.v}; }
+#else
+    static L16 add(const L16& a, const L16& b) {
+        L16 out;
+        for (int l = 0; l < 16; ++l) out.v[l] = a.v[l] + b.v[l];
+        return out;
+    }
+    static L16 sub(const L16& a, const L16& b) {
+        L16 out;
+        for (int l = 0; l < 16; ++l) out.v[l] = a.v[l] - b.v[l];
+        return out;
+    }
+    static L16 mul(const L16& a, const L16& b) {
+        L16 out;
+        for (int l = 0; l < 16; ++l) out.v[l] = a.v[l] * b.v[l];
+        return out;
+    }
+    static L16 fmadd(const L16& a, const L16& b, const L16& c) {
+        L16 out;
+        for (int l = 0; l < 16; ++l) out.v[l] = a.v[l] * b.v[l] + c.v[l];
+        return out;
+    }
+    static L16 fnmadd(const L16& a, const L16& b, const L16& c) {
+        L16 out;
+        for (int l = 0; l < 16; ++l) out.v[l] = c.v[l] - a.v[l] * b.v[l];
+        return out;
+    }
+#endif
+    static L16 max(const L16& a, const L16& b) {
+        L16 out;
+        for (int l = 0; l < 16; ++l) out.v[l] = a.v[l] > b.v[l] ? a.v[l] : b.v[l];
+        return out;
+    }
+    static L16 exp(const L16& a) {
+        L16 out;
+        for (int l = 0; l < 16; ++l) out.v[l] = std::exp(static_cast<float>(a.v[l]));
+        return out;
+    }
+    // The halving tree: lanes l and l + 8, then l and l + 4, l and l + 2, 0 and 1.
+    static float reduce(const L16& a) {
+        float h[8];
+        for (int l = 0; l < 8; ++l) h[l] = a.v[l] + a.v[l + 8];
+        for (int l = 0; l < 4; ++l) h[l] = h[l] + h[l + 4];
+        for (int l = 0; l < 2; ++l) h[l] = h[l] + h[l + 2];
+        return h[0] + h[1];
+    }
+    static void reduce4(const L16* a, float* out) {
+        for (int i = 0; i < 4; ++i) out[i] = reduce(a[i]);
+    }
+    static D8 zerod() {
+        D8 out;
+        for (int l = 0; l < 8; ++l) out.v[l] = 0.0;
+        return out;
+    }
+    static D8 set1d(double x) {
+        D8 out;
+        for (int l = 0; l < 8; ++l) out.v[l] = x;
+        return out;
+    }
+    static void stored(double* p, const D8& a) { std::memcpy(p, &a.v, sizeof a.v); }
+    static D8 loadd(const double* p) {
+        D8 out;
+        std::memcpy(&out.v, p, sizeof out.v);
+        return out;
+    }
+    static D8 load_f32_as_d(const float* p) {
+        D8 out;
+        for (int l = 0; l < 8; ++l) out.v[l] = static_cast<double>(p[l]);
+        return out;
+    }
+#if FIELDRANK_VECTOR_EXTENSIONS
+    static D8 fmaddd(const D8& a, const D8& b, const D8& c) { return {a.v * b.v + c.v}; }
+#else
+    static D8 fmaddd(const D8& a, const D8& b, const D8& c) {
+        D8 out;
+        for (int l = 0; l < 8; ++l) out.v[l] = a.v[l] * b.v[l] + c.v[l];
+        return out;
+    }
+#endif
+    static double reduced(const D8& a) {
+        double h[4];
+        for (int l = 0; l < 4; ++l) h[l] = a.v[l] + a.v[l + 4];
+        return (h[0] + h[2]) + (h[1] + h[3]);
+    }
+};
+
+#include "simd_generic.inl"
+
+void score_int8_portable(const std::int8_t* base, Index stride, const Index* ids, Index n, Index d,
+                         const std::int8_t* q8, const float* row_scale, const std::int32_t* row_sum, float q_scale,
+                         float* out) {
+    (void)row_sum;
+    for (Index r = 0; r < n; ++r) {
+        const Index id = ids != nullptr ? ids[r] : r;
+        const std::int8_t* row = base + id * stride;
+        std::int32_t acc = 0;
+        for (Index j = 0; j < d; ++j) acc += static_cast<std::int32_t>(row[j]) * static_cast<std::int32_t>(q8[j]);
+        out[r] = static_cast<float>(acc) * row_scale[id] * q_scale;
+    }
+}
+
+}  // namespace
+
+extern const KernelTable portable_kernels;
+const KernelTable portable_kernels = {
+    "portable", score_f32, gram, pg_step, matvec_f64, dot_f64, axpy_f64, cfs_update, mmr_update, score_bf16_generic, score_int8_portable,
+};
+
+}  // namespace simd
+}  // namespace fieldrank

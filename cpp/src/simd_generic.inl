@@ -1,0 +1,312 @@
+// The kernels of kernel_table.hpp written once over a small set of vector operations, `Ops`.
+// Each variant translation unit (kernels_<variant>.cpp) defines `Ops` inside an anonymous
+// namespace and then includes this file there, so every function below has internal linkage and
+// is compiled with that unit's instruction set only. This file includes nothing itself.
+//
+// Ops provides:
+//   L16            16 float lanes (one zmm, two ymm, or a plain array)
+//   D8             8 double lanes
+//   zero, set1, load, store, load_bf16, add, sub, mul, max, fmadd(a, b, c) = a·b + c,
+//   fnmadd(a, b, c) = c - a·b, exp, reduce (the fixed halving tree), reduce4 (four trees at once)
+//   zerod, load_f32_as_d, loadd, fmaddd, reduced
+//   kRowsSingle    rows per tile when scoring one query
+//   kRowsMulti, kQueriesMulti   tile shape for several queries and for the Gram matrix
+//
+// Order of every fp32 dot product, whatever the tile shape or position: per 16-element block
+// acc = fmadd(x, y, acc) on 16 lanes, then reduce(acc), then + Σ tail x_j·y_j in j order. All
+// element-wise kernels run over lengths that are multiples of 16 (callers pad with zeros), so
+// no element is ever computed by a different formula than its neighbours.
+
+constexpr int kLanes = 16;
+
+template <int R, int QB, bool NORM>
+inline void tile(const float* const* rows, const float* const* qs, Index d, float* out, Index ld_out, float* norms) {
+    using L16 = typename Ops::L16;
+    constexpr int kAcc = R * QB + (NORM ? R : 0);
+    L16 acc[kAcc];
+#pragma GCC unroll 32
+    for (int a = 0; a < kAcc; ++a) acc[a] = Ops::zero();
+    Index j = 0;
+    for (; j + kLanes <= d; j += kLanes) {
+        L16 x[R];
+#pragma GCC unroll 16
+        for (int r = 0; r < R; ++r) x[r] = Ops::load(rows[r] + j);
+#pragma GCC unroll 16
+        for (int b = 0; b < QB; ++b) {
+            const L16 y = Ops::load(qs[b] + j);
+#pragma GCC unroll 16
+            for (int r = 0; r < R; ++r) acc[b * R + r] = Ops::fmadd(x[r], y, acc[b * R + r]);
+        }
+        if (NORM) {
+#pragma GCC unroll 16
+            for (int r = 0; r < R; ++r) acc[QB * R + r] = Ops::fmadd(x[r], x[r], acc[QB * R + r]);
+        }
+    }
+    float sums[kAcc];
+    int a = 0;
+    for (; a + 4 <= kAcc; a += 4) Ops::reduce4(acc + a, sums + a);
+    for (; a < kAcc; ++a) sums[a] = Ops::reduce(acc[a]);
+    for (int b = 0; b < QB; ++b) {
+        for (int r = 0; r < R; ++r) {
+            float tail = 0.0f;
+            for (Index t = j; t < d; ++t) tail += rows[r][t] * qs[b][t];
+            out[b * ld_out + r] = sums[b * R + r] + tail;
+        }
+    }
+    if (NORM) {
+        for (int r = 0; r < R; ++r) {
+            float tail = 0.0f;
+            for (Index t = j; t < d; ++t) tail += rows[r][t] * rows[r][t];
+            norms[r] = sums[QB * R + r] + tail;
+        }
+    }
+}
+
+// tile<R, qb, norm> for a run-time qb in [1, QB].
+template <int R, int QB, bool NORM>
+inline void tile_queries(int qb, const float* const* rows, const float* const* qs, Index d, float* out, Index ld_out,
+                         float* norms) {
+    if constexpr (QB > 1) {
+        if (qb < QB) {
+            tile_queries<R, QB - 1, NORM>(qb, rows, qs, d, out, ld_out, norms);
+            return;
+        }
+    }
+    tile<R, QB, NORM>(rows, qs, d, out, ld_out, norms);
+}
+
+// tile for run-time r in [1, R] and qb in [1, QB].
+template <int R, int QB, bool NORM>
+inline void tile_any(int r, int qb, const float* const* rows, const float* const* qs, Index d, float* out,
+                     Index ld_out, float* norms) {
+    if constexpr (R > 1) {
+        if (r < R) {
+            tile_any<R - 1, QB, NORM>(r, qb, rows, qs, d, out, ld_out, norms);
+            return;
+        }
+    }
+    tile_queries<R, QB, NORM>(qb, rows, qs, d, out, ld_out, norms);
+}
+
+// Scores the rows of one tile against every query, QB queries at a time (the rows stay in L1).
+template <int R, int QB>
+inline void score_tile_rows(int r, const float* const* rows, const float* Q, Index ldq, Index nq, Index d, float* out,
+                            Index ld_out, float* norms) {
+    const float* qs[QB];
+    for (Index b0 = 0; b0 < nq; b0 += QB) {
+        const int qb = static_cast<int>(nq - b0 < QB ? nq - b0 : QB);
+        for (int b = 0; b < qb; ++b) qs[b] = Q + (b0 + b) * ldq;
+        if (b0 == 0 && norms != nullptr)
+            tile_any<R, QB, true>(r, qb, rows, qs, d, out + b0 * ld_out, ld_out, norms);
+        else
+            tile_any<R, QB, false>(r, qb, rows, qs, d, out + b0 * ld_out, ld_out, nullptr);
+    }
+}
+
+template <int R, int QB>
+inline void score_rows(const float* base, Index stride, const Index* ids, Index n, Index d, const float* Q, Index ldq,
+                       Index nq, float* dots, Index ld_dots, float* norms) {
+    const float* rows[R];
+    for (Index r0 = 0; r0 < n; r0 += R) {
+        const int r = static_cast<int>(n - r0 < R ? n - r0 : R);
+        for (int i = 0; i < r; ++i) rows[i] = base + (ids != nullptr ? ids[r0 + i] : r0 + i) * stride;
+        score_tile_rows<R, QB>(r, rows, Q, ldq, nq, d, dots + r0, ld_dots, norms != nullptr ? norms + r0 : nullptr);
+    }
+}
+
+void score_f32(const float* base, Index stride, const Index* ids, Index n, Index d, const float* Q, Index ldq,
+               Index nq, float* dots, Index ld_dots, float* norms) {
+    if (nq == 1)
+        score_rows<Ops::kRowsSingle, 1>(base, stride, ids, n, d, Q, ldq, nq, dots, ld_dots, norms);
+    else
+        score_rows<Ops::kRowsMulti, Ops::kQueriesMulti>(base, stride, ids, n, d, Q, ldq, nq, dots, ld_dots, norms);
+}
+
+void gram(const float* C, Index ldc, Index n, Index d, float* G, Index ldg) {
+    constexpr int R = Ops::kRowsMulti;
+    constexpr int QB = Ops::kQueriesMulti;
+    const float* rows[R];
+    const float* qs[QB];
+    float block[QB * R];
+    for (Index i0 = 0; i0 < n; i0 += R) {
+        const int r = static_cast<int>(n - i0 < R ? n - i0 : R);
+        for (int i = 0; i < r; ++i) rows[i] = C + (i0 + i) * ldc;
+        const Index last = i0 + r;  // columns j < last reach the lower triangle of this row block
+        for (Index j0 = 0; j0 < last; j0 += QB) {
+            const int qb = static_cast<int>(last - j0 < QB ? last - j0 : QB);
+            for (int b = 0; b < qb; ++b) qs[b] = C + (j0 + b) * ldc;
+            tile_any<R, QB, false>(r, qb, rows, qs, d, block, R, nullptr);
+            for (int b = 0; b < qb; ++b)
+                for (int i = 0; i < r; ++i)
+                    if (j0 + b <= i0 + i) G[(i0 + i) * ldg + (j0 + b)] = block[b * R + i];
+        }
+    }
+    for (Index i = 0; i < n; ++i)
+        for (Index j = 0; j < i; ++j) G[j * ldg + i] = G[i * ldg + j];
+}
+
+// y[col0 + 16b + l] = Σ_t point[nz[t]] · G[nz[t], col0 + 16b + l] for b < NB, in t order.
+template <int NB>
+inline void axpy_columns(const float* G, Index ldg, const Index* nz, Index count, const float* point, Index col0,
+                         float* y) {
+    using L16 = typename Ops::L16;
+    L16 acc[NB];
+#pragma GCC unroll 16
+    for (int b = 0; b < NB; ++b) acc[b] = Ops::zero();
+    for (Index t = 0; t < count; ++t) {
+        const Index j = nz[t];
+        const L16 weight = Ops::set1(point[j]);
+        const float* row = G + j * ldg + col0;
+#pragma GCC unroll 16
+        for (int b = 0; b < NB; ++b) acc[b] = Ops::fmadd(weight, Ops::load(row + kLanes * b), acc[b]);
+    }
+#pragma GCC unroll 16
+    for (int b = 0; b < NB; ++b) Ops::store(y + col0 + kLanes * b, acc[b]);
+}
+
+template <int NB>
+inline void axpy_columns_any(int nb, const float* G, Index ldg, const Index* nz, Index count, const float* point,
+                             Index col0, float* y) {
+    if constexpr (NB > 1) {
+        if (nb < NB) {
+            axpy_columns_any<NB - 1>(nb, G, ldg, nz, count, point, col0, y);
+            return;
+        }
+    }
+    axpy_columns<NB>(G, ldg, nz, count, point, col0, y);
+}
+
+void pg_step(const float* G, Index ldg, Index n, const float* point, const float* r, float lam, float step, float* grad,
+             float* a_out, Index* scratch) {
+    // G is symmetric, so (G point)_i = Σ_j point_j G_ji: whole rows of G, weighted by the non-zero
+    // entries of the (projected, hence sparse) iterate.
+    Index count = 0;
+    for (Index j = 0; j < n; ++j) {
+        scratch[count] = j;
+        count += point[j] != 0.0f ? 1 : 0;
+    }
+    constexpr int kGroup = Ops::kAxpyBlocks;
+    for (Index col0 = 0; col0 < ldg; col0 += kGroup * kLanes) {
+        const Index left = (ldg - col0) / kLanes;
+        axpy_columns_any<kGroup>(static_cast<int>(left < kGroup ? left : kGroup), G, ldg, scratch, count, point, col0,
+                                 grad);
+    }
+    using L16 = typename Ops::L16;
+    const L16 lam_v = Ops::set1(lam);
+    const L16 step_v = Ops::set1(step);
+    const L16 zero = Ops::zero();
+    for (Index i = 0; i < ldg; i += kLanes) {
+        const L16 p = Ops::load(point + i);
+        const L16 g = Ops::add(Ops::load(grad + i), Ops::sub(Ops::mul(lam_v, p), Ops::load(r + i)));
+        Ops::store(grad + i, g);
+        Ops::store(a_out + i, Ops::max(zero, Ops::fnmadd(step_v, g, p)));
+    }
+}
+
+void matvec_f64(const float* G, Index ldg, Index n, const double* v, double* y) {
+    using D8 = typename Ops::D8;
+    Index i = 0;
+    for (; i + 4 <= n; i += 4) {
+        D8 acc0 = Ops::zerod(), acc1 = Ops::zerod(), acc2 = Ops::zerod(), acc3 = Ops::zerod();
+        const float* g0 = G + i * ldg;
+        for (Index j = 0; j < ldg; j += 8) {
+            const D8 x = Ops::loadd(v + j);
+            acc0 = Ops::fmaddd(Ops::load_f32_as_d(g0 + j), x, acc0);
+            acc1 = Ops::fmaddd(Ops::load_f32_as_d(g0 + ldg + j), x, acc1);
+            acc2 = Ops::fmaddd(Ops::load_f32_as_d(g0 + 2 * ldg + j), x, acc2);
+            acc3 = Ops::fmaddd(Ops::load_f32_as_d(g0 + 3 * ldg + j), x, acc3);
+        }
+        y[i] = Ops::reduced(acc0);
+        y[i + 1] = Ops::reduced(acc1);
+        y[i + 2] = Ops::reduced(acc2);
+        y[i + 3] = Ops::reduced(acc3);
+    }
+    for (; i < n; ++i) {
+        D8 acc = Ops::zerod();
+        for (Index j = 0; j < ldg; j += 8) acc = Ops::fmaddd(Ops::load_f32_as_d(G + i * ldg + j), Ops::loadd(v + j), acc);
+        y[i] = Ops::reduced(acc);
+    }
+}
+
+double dot_f64(const double* x, const double* y, Index n) {
+    using D8 = typename Ops::D8;
+    D8 acc0 = Ops::zerod(), acc1 = Ops::zerod();
+    for (Index i = 0; i < n; i += 16) {
+        acc0 = Ops::fmaddd(Ops::loadd(x + i), Ops::loadd(y + i), acc0);
+        acc1 = Ops::fmaddd(Ops::loadd(x + i + 8), Ops::loadd(y + i + 8), acc1);
+    }
+    return Ops::reduced(acc0) + Ops::reduced(acc1);
+}
+
+void axpy_f64(double alpha, const double* x, double* y, Index n) {
+    using D8 = typename Ops::D8;
+    const D8 a = Ops::set1d(alpha);
+    for (Index i = 0; i < n; i += 8) Ops::stored(y + i, Ops::fmaddd(a, Ops::loadd(x + i), Ops::loadd(y + i)));
+}
+
+void cfs_update(const float* column, const float* base, Index n, float inv_two_sigma_sq, float beta, float* field,
+                float* value) {
+    using L16 = typename Ops::L16;
+    const L16 two = Ops::set1(2.0f);
+    const L16 zero = Ops::zero();
+    const L16 neg_inv = Ops::set1(-inv_two_sigma_sq);
+    const L16 beta_v = Ops::set1(beta);
+    for (Index i = 0; i < n; i += kLanes) {
+        const L16 distance_sq = Ops::max(zero, Ops::fnmadd(two, Ops::load(column + i), two));
+        const L16 f = Ops::add(Ops::load(field + i), Ops::exp(Ops::mul(distance_sq, neg_inv)));
+        Ops::store(field + i, f);
+        Ops::store(value + i, Ops::fnmadd(beta_v, f, Ops::load(base + i)));
+    }
+}
+
+void mmr_update(const float* column, const float* sims, Index n, float relevance, float redundancy, bool first,
+                float* max_sim, float* value) {
+    using L16 = typename Ops::L16;
+    const L16 rel = Ops::set1(relevance);
+    const L16 red = Ops::set1(redundancy);
+    for (Index i = 0; i < n; i += kLanes) {
+        const L16 c = Ops::load(column + i);
+        const L16 m = first ? c : Ops::max(Ops::load(max_sim + i), c);
+        Ops::store(max_sim + i, m);
+        Ops::store(value + i, Ops::fnmadd(red, m, Ops::mul(rel, Ops::load(sims + i))));
+    }
+}
+
+// bf16 rows widened to fp32 and dotted with the fp32 query in the fixed lane order.
+template <int R>
+inline void bf16_tile(const std::uint16_t* const* rows, const float* q, Index d, float* out) {
+    using L16 = typename Ops::L16;
+    L16 acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = Ops::zero();
+    Index j = 0;
+    for (; j + kLanes <= d; j += kLanes) {
+        const L16 y = Ops::load(q + j);
+#pragma GCC unroll 16
+        for (int r = 0; r < R; ++r) acc[r] = Ops::fmadd(Ops::load_bf16(rows[r] + j), y, acc[r]);
+    }
+    for (int r = 0; r < R; ++r) {
+        float tail = 0.0f;
+        for (Index t = j; t < d; ++t) {
+            const std::uint32_t bits = static_cast<std::uint32_t>(rows[r][t]) << 16;
+            float x;
+            std::memcpy(&x, &bits, sizeof x);
+            tail += x * q[t];
+        }
+        out[r] = Ops::reduce(acc[r]) + tail;
+    }
+}
+
+void score_bf16_generic(const std::uint16_t* base, Index stride, const Index* ids, Index n, Index d, const float* q,
+                        float* out) {
+    constexpr int R = Ops::kRowsSingle;
+    const std::uint16_t* rows[R];
+    Index r0 = 0;
+    for (; r0 + R <= n; r0 += R) {
+        for (int i = 0; i < R; ++i) rows[i] = base + (ids != nullptr ? ids[r0 + i] : r0 + i) * stride;
+        bf16_tile<R>(rows, q, d, out + r0);
+    }
+    for (; r0 < n; ++r0) {
+        rows[0] = base + (ids != nullptr ? ids[r0] : r0) * stride;
+        bf16_tile<1>(rows, q, d, out + r0);
+    }
+}
