@@ -26,6 +26,7 @@ struct Ops {
     static constexpr int kAxpyBlocks = 4;  // 16-row blocks of G·a kept in registers
     static constexpr int kQueriesMulti = 2;
 
+    static void prefetch(const float* p) { _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0); }
     static L16 zero() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
     static L16 set1(float x) { return {_mm256_set1_ps(x), _mm256_set1_ps(x)}; }
     static L16 load(const float* p) { return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }

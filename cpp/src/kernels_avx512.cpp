@@ -21,11 +21,12 @@ struct Ops {
     };
     // 32 zmm registers: one query with norms uses 4 rows (8 accumulators); several queries and
     // the Gram matrix use 4 rows × 4 queries (16 accumulators, 4 more for norms).
-    static constexpr int kRowsSingle = 4;
+    static constexpr int kRowsSingle = 8;
     static constexpr int kRowsMulti = 4;
     static constexpr int kAxpyBlocks = 10;  // 16-row blocks of G·a kept in registers
     static constexpr int kQueriesMulti = 4;
 
+    static void prefetch(const float* p) { _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0); }
     static L16 zero() { return {_mm512_setzero_ps()}; }
     static L16 set1(float x) { return {_mm512_set1_ps(x)}; }
     static L16 load(const float* p) { return {_mm512_loadu_ps(p)}; }

@@ -43,6 +43,13 @@ struct Ops {
     static constexpr int kAxpyBlocks = 4;  // 16-row blocks of G·a kept in registers
     static constexpr int kQueriesMulti = 2;
 
+    static void prefetch(const float* p) {
+#if defined(__GNUC__) || defined(__clang__)
+        __builtin_prefetch(p);
+#else
+        (void)p;
+#endif
+    }
     static L16 zero() {
         L16 out;
         for (int l = 0; l < 16; ++l) out.v[l] = 0.0f;

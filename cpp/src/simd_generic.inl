@@ -19,8 +19,11 @@
 
 constexpr int kLanes = 16;
 
+// `ahead` (may be null) points at the R rows of the next tile: one cache line of each is
+// prefetched per 16 elements, so the next rows stream in while this tile computes.
 template <int R, int QB, bool NORM>
-inline void tile(const float* const* rows, const float* const* qs, Index d, float* out, Index ld_out, float* norms) {
+inline void tile(const float* const* rows, const float* const* qs, Index d, float* out, Index ld_out, float* norms,
+                 const float* const* ahead = nullptr) {
     using L16 = typename Ops::L16;
     constexpr int kAcc = R * QB + (NORM ? R : 0);
     L16 acc[kAcc];
@@ -28,6 +31,10 @@ inline void tile(const float* const* rows, const float* const* qs, Index d, floa
     for (int a = 0; a < kAcc; ++a) acc[a] = Ops::zero();
     Index j = 0;
     for (; j + kLanes <= d; j += kLanes) {
+        if (ahead != nullptr) {
+#pragma GCC unroll 16
+            for (int r = 0; r < R; ++r) Ops::prefetch(ahead[r] + j);
+        }
         L16 x[R];
 #pragma GCC unroll 16
         for (int r = 0; r < R; ++r) x[r] = Ops::load(rows[r] + j);
@@ -65,41 +72,43 @@ inline void tile(const float* const* rows, const float* const* qs, Index d, floa
 // tile<R, qb, norm> for a run-time qb in [1, QB].
 template <int R, int QB, bool NORM>
 inline void tile_queries(int qb, const float* const* rows, const float* const* qs, Index d, float* out, Index ld_out,
-                         float* norms) {
+                         float* norms, const float* const* ahead = nullptr) {
     if constexpr (QB > 1) {
         if (qb < QB) {
-            tile_queries<R, QB - 1, NORM>(qb, rows, qs, d, out, ld_out, norms);
+            tile_queries<R, QB - 1, NORM>(qb, rows, qs, d, out, ld_out, norms, ahead);
             return;
         }
     }
-    tile<R, QB, NORM>(rows, qs, d, out, ld_out, norms);
+    tile<R, QB, NORM>(rows, qs, d, out, ld_out, norms, ahead);
 }
 
 // tile for run-time r in [1, R] and qb in [1, QB].
 template <int R, int QB, bool NORM>
 inline void tile_any(int r, int qb, const float* const* rows, const float* const* qs, Index d, float* out,
-                     Index ld_out, float* norms) {
+                     Index ld_out, float* norms, const float* const* ahead = nullptr) {
     if constexpr (R > 1) {
         if (r < R) {
-            tile_any<R - 1, QB, NORM>(r, qb, rows, qs, d, out, ld_out, norms);
+            tile_any<R - 1, QB, NORM>(r, qb, rows, qs, d, out, ld_out, norms, nullptr);
             return;
         }
     }
-    tile_queries<R, QB, NORM>(qb, rows, qs, d, out, ld_out, norms);
+    tile_queries<R, QB, NORM>(qb, rows, qs, d, out, ld_out, norms, ahead);
 }
 
-// Scores the rows of one tile against every query, QB queries at a time (the rows stay in L1).
+// Scores the rows of one tile against every query, QB queries at a time (the rows stay in L1);
+// the first pass over the tile prefetches the next one.
 template <int R, int QB>
 inline void score_tile_rows(int r, const float* const* rows, const float* Q, Index ldq, Index nq, Index d, float* out,
-                            Index ld_out, float* norms) {
+                            Index ld_out, float* norms, const float* const* ahead) {
     const float* qs[QB];
     for (Index b0 = 0; b0 < nq; b0 += QB) {
         const int qb = static_cast<int>(nq - b0 < QB ? nq - b0 : QB);
         for (int b = 0; b < qb; ++b) qs[b] = Q + (b0 + b) * ldq;
+        const float* const* prefetch = b0 == 0 ? ahead : nullptr;
         if (b0 == 0 && norms != nullptr)
-            tile_any<R, QB, true>(r, qb, rows, qs, d, out + b0 * ld_out, ld_out, norms);
+            tile_any<R, QB, true>(r, qb, rows, qs, d, out + b0 * ld_out, ld_out, norms, prefetch);
         else
-            tile_any<R, QB, false>(r, qb, rows, qs, d, out + b0 * ld_out, ld_out, nullptr);
+            tile_any<R, QB, false>(r, qb, rows, qs, d, out + b0 * ld_out, ld_out, nullptr, prefetch);
     }
 }
 
@@ -107,10 +116,21 @@ template <int R, int QB>
 inline void score_rows(const float* base, Index stride, const Index* ids, Index n, Index d, const float* Q, Index ldq,
                        Index nq, float* dots, Index ld_dots, float* norms) {
     const float* rows[R];
+    const float* ahead[R];
+    for (int i = 0; i < R && i < n; ++i) rows[i] = base + (ids != nullptr ? ids[i] : i) * stride;
     for (Index r0 = 0; r0 < n; r0 += R) {
         const int r = static_cast<int>(n - r0 < R ? n - r0 : R);
-        for (int i = 0; i < r; ++i) rows[i] = base + (ids != nullptr ? ids[r0 + i] : r0 + i) * stride;
-        score_tile_rows<R, QB>(r, rows, Q, ldq, nq, d, dots + r0, ld_dots, norms != nullptr ? norms + r0 : nullptr);
+        const Index next = r0 + R;
+        const bool full_next = next + R <= n;
+        if (full_next)
+            for (int i = 0; i < R; ++i) ahead[i] = base + (ids != nullptr ? ids[next + i] : next + i) * stride;
+        score_tile_rows<R, QB>(r, rows, Q, ldq, nq, d, dots + r0, ld_dots, norms != nullptr ? norms + r0 : nullptr,
+                               full_next && r == R ? ahead : nullptr);
+        if (full_next) {
+            for (int i = 0; i < R; ++i) rows[i] = ahead[i];
+        } else {
+            for (int i = 0; i < R && next + i < n; ++i) rows[i] = base + (ids != nullptr ? ids[next + i] : next + i) * stride;
+        }
     }
 }
 
