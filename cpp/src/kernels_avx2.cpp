@@ -26,7 +26,7 @@ struct Ops {
     static constexpr int kAxpyBlocks = 4;  // 16-row blocks of G·a kept in registers
     static constexpr int kQueriesMulti = 2;
 
-    static void prefetch(const float* p) { _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0); }
+    static void prefetch(const void* p) { _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0); }
     static L16 zero() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
     static L16 set1(float x) { return {_mm256_set1_ps(x), _mm256_set1_ps(x)}; }
     static L16 load(const float* p) { return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }
@@ -122,12 +122,17 @@ inline std::int32_t hsum_epi32(__m256i v) {
 
 // Σ q·e exactly: maddubs(|q|, sign(e, q)) never saturates because |q|, |e| <= 127.
 template <int R>
-inline void int8_tile(const std::int8_t* const* rows, const std::int8_t* q8, Index d, std::int32_t* out) {
+inline void int8_tile(const std::int8_t* const* rows, const std::int8_t* const* ahead, const std::int8_t* q8, Index d,
+                      std::int32_t* out) {
     const __m256i ones = _mm256_set1_epi16(1);
     __m256i acc[R];
     for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_si256();
     Index j = 0;
     for (; j + 32 <= d; j += 32) {
+        if (ahead != nullptr && (j & 63) == 0) {
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r) _mm_prefetch(reinterpret_cast<const char*>(ahead[r] + j), _MM_HINT_T0);
+        }
         const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q8 + j));
         const __m256i q_abs = _mm256_abs_epi8(q);
 #pragma GCC unroll 8
@@ -148,21 +153,21 @@ void score_int8_avx2(const std::int8_t* base, Index stride, const Index* ids, In
                      const float* row_scale, const std::int32_t* row_sum, float q_scale, float* out) {
     (void)row_sum;
     constexpr int R = 4;
-    const std::int8_t* rows[R];
-    std::int32_t dots[R];
-    Index r0 = 0;
-    for (; r0 + R <= n; r0 += R) {
-        for (int i = 0; i < R; ++i) rows[i] = base + (ids != nullptr ? ids[r0 + i] : r0 + i) * stride;
-        int8_tile<R>(rows, q8, d, dots);
-        for (int i = 0; i < R; ++i)
-            out[r0 + i] = static_cast<float>(dots[i]) * row_scale[ids != nullptr ? ids[r0 + i] : r0 + i] * q_scale;
-    }
-    for (; r0 < n; ++r0) {
-        const Index id = ids != nullptr ? ids[r0] : r0;
-        rows[0] = base + id * stride;
-        int8_tile<1>(rows, q8, d, dots);
-        out[r0] = static_cast<float>(dots[0]) * row_scale[id] * q_scale;
-    }
+    for_row_tiles<R>(
+        base, stride, ids, n, out,
+        [&](const std::int8_t* const* rows, const std::int8_t* const* ahead, float* o) {
+            std::int32_t dots[R];
+            int8_tile<R>(rows, ahead, q8, d, dots);
+            const Index r0 = o - out;
+            for (int i = 0; i < R; ++i)
+                o[i] = static_cast<float>(dots[i]) * row_scale[ids != nullptr ? ids[r0 + i] : r0 + i] * q_scale;
+        },
+        [&](const std::int8_t* const* rows, float* o) {
+            std::int32_t dot;
+            int8_tile<1>(rows, nullptr, q8, d, &dot);
+            const Index r0 = o - out;
+            o[0] = static_cast<float>(dot) * row_scale[ids != nullptr ? ids[r0] : r0] * q_scale;
+        });
 }
 
 }  // namespace

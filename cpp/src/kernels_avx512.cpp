@@ -26,7 +26,7 @@ struct Ops {
     static constexpr int kAxpyBlocks = 10;  // 16-row blocks of G·a kept in registers
     static constexpr int kQueriesMulti = 4;
 
-    static void prefetch(const float* p) { _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0); }
+    static void prefetch(const void* p) { _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0); }
     static L16 zero() { return {_mm512_setzero_ps()}; }
     static L16 set1(float x) { return {_mm512_set1_ps(x)}; }
     static L16 load(const float* p) { return {_mm512_loadu_ps(p)}; }
@@ -96,7 +96,8 @@ struct Ops {
 // Σ q·e exactly with AVX-512BW: e is negated where q < 0, then maddubs(|q|, ±e) (no saturation,
 // |q|, |e| <= 127) and madd against ones widen the pairs to int32.
 template <int R>
-inline void int8_tile(const std::int8_t* const* rows, const std::int8_t* q8, Index d, std::int32_t* out) {
+inline void int8_tile(const std::int8_t* const* rows, const std::int8_t* const* ahead, const std::int8_t* q8, Index d,
+                      std::int32_t* out) {
     const __m512i ones = _mm512_set1_epi16(1);
     const __m512i zero = _mm512_setzero_si512();
     __m512i acc[R];
@@ -104,10 +105,14 @@ inline void int8_tile(const std::int8_t* const* rows, const std::int8_t* q8, Ind
     for (Index j = 0; j < d; j += 64) {
         const Index left = d - j;
         const __mmask64 mask = left >= 64 ? ~__mmask64{0} : ((__mmask64{1} << left) - 1);
+        if (ahead != nullptr) {
+#pragma GCC unroll 16
+            for (int r = 0; r < R; ++r) _mm_prefetch(reinterpret_cast<const char*>(ahead[r] + j), _MM_HINT_T0);
+        }
         const __m512i q = _mm512_maskz_loadu_epi8(mask, q8 + j);
         const __mmask64 negative = _mm512_movepi8_mask(q);
         const __m512i q_abs = _mm512_abs_epi8(q);
-#pragma GCC unroll 8
+#pragma GCC unroll 16
         for (int r = 0; r < R; ++r) {
             const __m512i e = _mm512_maskz_loadu_epi8(mask, rows[r] + j);
             const __m512i signed_e = _mm512_mask_sub_epi8(e, negative, zero, e);
@@ -121,22 +126,22 @@ void score_int8_avx512(const std::int8_t* base, Index stride, const Index* ids, 
                        const std::int8_t* q8, const float* row_scale, const std::int32_t* row_sum, float q_scale,
                        float* out) {
     (void)row_sum;
-    constexpr int R = 4;
-    const std::int8_t* rows[R];
-    std::int32_t dots[R];
-    Index r0 = 0;
-    for (; r0 + R <= n; r0 += R) {
-        for (int i = 0; i < R; ++i) rows[i] = base + (ids != nullptr ? ids[r0 + i] : r0 + i) * stride;
-        int8_tile<R>(rows, q8, d, dots);
-        for (int i = 0; i < R; ++i)
-            out[r0 + i] = static_cast<float>(dots[i]) * row_scale[ids != nullptr ? ids[r0 + i] : r0 + i] * q_scale;
-    }
-    for (; r0 < n; ++r0) {
-        const Index id = ids != nullptr ? ids[r0] : r0;
-        rows[0] = base + id * stride;
-        int8_tile<1>(rows, q8, d, dots);
-        out[r0] = static_cast<float>(dots[0]) * row_scale[id] * q_scale;
-    }
+    constexpr int R = 8;
+    for_row_tiles<R>(
+        base, stride, ids, n, out,
+        [&](const std::int8_t* const* rows, const std::int8_t* const* ahead, float* o) {
+            std::int32_t dots[R];
+            int8_tile<R>(rows, ahead, q8, d, dots);
+            const Index r0 = o - out;
+            for (int i = 0; i < R; ++i)
+                o[i] = static_cast<float>(dots[i]) * row_scale[ids != nullptr ? ids[r0 + i] : r0 + i] * q_scale;
+        },
+        [&](const std::int8_t* const* rows, float* o) {
+            std::int32_t dot;
+            int8_tile<1>(rows, nullptr, q8, d, &dot);
+            const Index r0 = o - out;
+            o[0] = static_cast<float>(dot) * row_scale[ids != nullptr ? ids[r0] : r0] * q_scale;
+        });
 }
 
 }  // namespace

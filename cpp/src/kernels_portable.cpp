@@ -43,7 +43,7 @@ struct Ops {
     static constexpr int kAxpyBlocks = 4;  // 16-row blocks of G·a kept in registers
     static constexpr int kQueriesMulti = 2;
 
-    static void prefetch(const float* p) {
+    static void prefetch(const void* p) {
 #if defined(__GNUC__) || defined(__clang__)
         __builtin_prefetch(p);
 #else

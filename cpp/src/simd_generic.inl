@@ -292,14 +292,40 @@ void mmr_update(const float* column, const float* sims, Index n, float relevance
     }
 }
 
+// Runs tile(rows, ahead, out) over row tiles of R (then single rows), row r at base + id(r)·stride;
+// `ahead` holds the next tile's rows for prefetching, or is null.
+template <int R, typename T, typename TileR, typename Tile1>
+inline void for_row_tiles(const T* base, Index stride, const Index* ids, Index n, float* out, TileR tile_r,
+                          Tile1 tile_1) {
+    const T* rows[R];
+    const T* ahead[R];
+    Index r0 = 0;
+    for (; r0 + R <= n; r0 += R) {
+        for (int i = 0; i < R; ++i) rows[i] = base + (ids != nullptr ? ids[r0 + i] : r0 + i) * stride;
+        const bool next = r0 + 2 * R <= n;
+        if (next)
+            for (int i = 0; i < R; ++i) ahead[i] = base + (ids != nullptr ? ids[r0 + R + i] : r0 + R + i) * stride;
+        tile_r(rows, next ? ahead : nullptr, out + r0);
+    }
+    for (; r0 < n; ++r0) {
+        rows[0] = base + (ids != nullptr ? ids[r0] : r0) * stride;
+        tile_1(rows, out + r0);
+    }
+}
+
 // bf16 rows widened to fp32 and dotted with the fp32 query in the fixed lane order.
 template <int R>
-inline void bf16_tile(const std::uint16_t* const* rows, const float* q, Index d, float* out) {
+inline void bf16_tile(const std::uint16_t* const* rows, const std::uint16_t* const* ahead, const float* q, Index d,
+                      float* out) {
     using L16 = typename Ops::L16;
     L16 acc[R];
     for (int r = 0; r < R; ++r) acc[r] = Ops::zero();
     Index j = 0;
     for (; j + kLanes <= d; j += kLanes) {
+        if (ahead != nullptr && (j & 31) == 0) {  // one cache line (32 bf16) of each next row
+#pragma GCC unroll 16
+            for (int r = 0; r < R; ++r) Ops::prefetch(ahead[r] + j);
+        }
         const L16 y = Ops::load(q + j);
 #pragma GCC unroll 16
         for (int r = 0; r < R; ++r) acc[r] = Ops::fmadd(Ops::load_bf16(rows[r] + j), y, acc[r]);
@@ -319,14 +345,10 @@ inline void bf16_tile(const std::uint16_t* const* rows, const float* q, Index d,
 void score_bf16_generic(const std::uint16_t* base, Index stride, const Index* ids, Index n, Index d, const float* q,
                         float* out) {
     constexpr int R = Ops::kRowsSingle;
-    const std::uint16_t* rows[R];
-    Index r0 = 0;
-    for (; r0 + R <= n; r0 += R) {
-        for (int i = 0; i < R; ++i) rows[i] = base + (ids != nullptr ? ids[r0 + i] : r0 + i) * stride;
-        bf16_tile<R>(rows, q, d, out + r0);
-    }
-    for (; r0 < n; ++r0) {
-        rows[0] = base + (ids != nullptr ? ids[r0] : r0) * stride;
-        bf16_tile<1>(rows, q, d, out + r0);
-    }
+    for_row_tiles<R>(
+        base, stride, ids, n, out,
+        [&](const std::uint16_t* const* rows, const std::uint16_t* const* ahead, float* o) {
+            bf16_tile<R>(rows, ahead, q, d, o);
+        },
+        [&](const std::uint16_t* const* rows, float* o) { bf16_tile<1>(rows, nullptr, q, d, o); });
 }

@@ -15,7 +15,9 @@ from .operators import (
     prefilter, prefilter_batch, prefilter_pool,
     ring, ring_batch, ring_pool,
     rrf, rrf_batch,
+    quantize, prefilter_quantized, prefilter_quantized_batch,
 )
+from .quantized import QuantizedCorpus
 
 __version__ = "0.1.0"
 
@@ -23,8 +25,19 @@ DEFAULTS = dict(_core.DEFAULTS)
 
 
 def build_info() -> dict:
-    """Compiler, flags, Eigen version and kernel variant of the native core."""
-    return dict(_core.BUILD_INFO)
+    """Compiler, flags, Eigen version and kernel variant of the native core.
+
+    ``kernel_variant`` is the SIMD variant in use: the best one this CPU runs (CPUID check at
+    import), or the one named by the ``FIELDRANK_KERNEL`` environment variable, or the last
+    ``fieldrank._core.set_kernel_variant(name)``. ``variant_flags`` lists each compiled variant's
+    compiler flags; ``cxx_flags`` are the flags of everything else.
+    """
+    info = dict(_core.BUILD_INFO)
+    info["kernel_variant"] = _core.kernel_variant()
+    info["compiled_kernel_variants"] = list(_core.compiled_kernel_variants())
+    info["supported_kernel_variants"] = list(_core.supported_kernel_variants())
+    info["cpu_features"] = _core.cpu_features()
+    return info
 
 
 def tie_key(seed: int, lap: int, ids):
@@ -45,6 +58,7 @@ __all__ = [
     "mmr", "mmr_batch", "mmr_pool",
     "ring", "ring_batch", "ring_pool",
     "rrf", "rrf_batch",
+    "QuantizedCorpus", "quantize", "prefilter_quantized", "prefilter_quantized_batch",
 ]
 
 

@@ -14,6 +14,7 @@ import numpy as np
 from . import _core
 from . import _validation as _v
 from ._results import Ranking, Reconstruction
+from .quantized import prefilter_quantized, prefilter_quantized_batch, quantize  # reduced-precision prefilter
 
 __all__ = [
     "prefilter", "prefilter_batch", "prefilter_pool",
@@ -22,6 +23,7 @@ __all__ = [
     "mmr", "mmr_batch", "mmr_pool",
     "ring", "ring_batch", "ring_pool",
     "rrf", "rrf_batch",
+    "quantize", "prefilter_quantized", "prefilter_quantized_batch",
 ]
 
 _D = _core.DEFAULTS

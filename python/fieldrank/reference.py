@@ -14,7 +14,9 @@ import numpy as np
 
 from . import _core
 from . import _validation as _v
+from . import quantized as _q
 from ._results import Ranking, Reconstruction
+from .quantized import QuantizedCorpus
 
 __all__ = [
     "prefilter", "prefilter_batch", "prefilter_pool",
@@ -23,6 +25,7 @@ __all__ = [
     "mmr", "mmr_batch", "mmr_pool",
     "ring", "ring_batch", "ring_pool",
     "rrf", "rrf_batch", "tie_key",
+    "quantize", "prefilter_quantized", "prefilter_quantized_batch",
 ]
 
 _D = _core.DEFAULTS
@@ -95,6 +98,55 @@ def prefilter_pool(ids: np.ndarray, C: np.ndarray, q: np.ndarray, p: int = _D["p
     ids, vectors, sims = _caller_pool(ids, C, q, None)
     top = _order(sims, ids, _v.positive_int(p, "p"))
     return Ranking(ids[top], sims[top])
+
+
+# --------------------------------------------------------------------------- reduced precision
+
+def quantize(E: np.ndarray, kind: str = "int8") -> QuantizedCorpus:
+    """numpy twin of :func:`fieldrank.quantize`: bit-identical bf16 or int8 codes."""
+    kind = _q._kind(kind)
+    E = _v.corpus(E)
+    _v.check_rows_finite_nonzero(E)
+    if kind == "bf16":
+        return QuantizedCorpus("bf16", _q.bf16_codes(E))
+    return QuantizedCorpus("int8", *_q.int8_codes(E))
+
+
+def _quantized_scores(QC: QuantizedCorpus, rows: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """The scan's approximate scores: bf16 rows · q, or the exact integer dot of the int8 codes, scaled."""
+    if QC.kind == "bf16":
+        values = (QC.codes[rows].astype(np.uint32) << np.uint32(16)).view(np.float32)
+        return values.astype(np.float64) @ q.astype(np.float64)
+    q8, q_scale, _ = _q.int8_codes(q[None, :])
+    dots = QC.codes[rows].astype(np.int64) @ q8[0].astype(np.int64)
+    return dots * QC.scale[rows].astype(np.float64) * float(q_scale[0])
+
+
+def prefilter_quantized(QC: QuantizedCorpus, E: np.ndarray, q: np.ndarray, p: int = _D["p"], *,
+                        rescore_factor: int = _D["quantized_rescore_factor"],
+                        subset: Optional[np.ndarray] = None) -> Ranking:
+    """Top ``rescore_factor · p`` rows by the reduced-precision score, rescored exactly; the best ``p``."""
+    QC = _q._corpus(QC)
+    E, q, subset = _v.corpus_call(E, q, subset)
+    _q.check_matches(QC, E)
+    p, factor = _v.positive_int(p, "p"), _q._factor(rescore_factor)
+    rows = np.arange(E.shape[0], dtype=np.int64) if subset is None else subset
+    candidates = rows[_order(_quantized_scores(QC, rows, q), rows, factor * p)]
+    _v.check_rows_finite_nonzero(E[candidates])
+    sims = E[candidates].astype(np.float64) @ q.astype(np.float64)
+    top = _order(sims, candidates, p)
+    return Ranking(candidates[top], sims[top])
+
+
+def prefilter_quantized_batch(QC: QuantizedCorpus, E: np.ndarray, Q: np.ndarray, p: int = _D["p"], *,
+                              rescore_factor: int = _D["quantized_rescore_factor"],
+                              subset: Optional[np.ndarray] = None, n_threads: int = 0) -> Ranking:
+    """:func:`prefilter_quantized` for every row of ``Q``."""
+    QC = _q._corpus(QC)
+    E, Q, subset, _ = _v.batch_call(E, Q, subset, n_threads)
+    p = _v.positive_int(p, "p")
+    return _batch(lambda q: prefilter_quantized(QC, E, q, p, rescore_factor=rescore_factor, subset=subset), Q,
+                  min(p, _candidates(E, subset)))
 
 
 # --------------------------------------------------------------------------- CFS-R
