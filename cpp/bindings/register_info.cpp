@@ -1,5 +1,6 @@
 #include <fieldrank/defaults.hpp>
 #include <fieldrank/parallel.hpp>
+#include <fieldrank/probe.hpp>
 #include <fieldrank/simd.hpp>
 
 #include "common.hpp"
@@ -44,6 +45,13 @@ void register_info(py::module_& m) {
     m.def("supported_kernel_variants", &fieldrank::simd::supported_variants,
           "Kernel variants this build contains and this CPU can run, best last.");
     m.def("cpu_features", &fieldrank::simd::cpu_features, "CPU features the dispatcher detected.");
+    m.def(
+        "read_probe",
+        [](const Eigen::Ref<const Eigen::VectorXf>& x, fieldrank::Index n_threads) {
+            return fieldrank::read_probe(x.data(), x.size(), n_threads);
+        },
+        "x"_a.noconvert(), "n_threads"_a = 1, release_gil(),
+        "Sum of x (float32, contiguous) read once by n_threads threads: time it for the read bandwidth.");
 
     m.def("hardware_threads", &fieldrank::resolve_threads, "n_threads"_a = 0,
           "Threads a call with this n_threads uses (0 or less: all cores).");

@@ -142,6 +142,15 @@ void score_f32(const float* base, Index stride, const Index* ids, Index n, Index
         score_rows<Ops::kRowsMulti, Ops::kQueriesMulti>(base, stride, ids, n, d, Q, ldq, nq, dots, ld_dots, norms);
 }
 
+void score_f32_stream(const float* base, Index stride, Index n, Index d, const float* q, float* out) {
+    constexpr Index kAhead = 8;  // rows between the row being scored and the one being prefetched
+    for (Index r = 0; r < n; ++r) {
+        const float* row = base + r * stride;
+        const float* ahead = base + (r + kAhead) * stride;
+        tile<1, 1, false>(&row, &q, d, out + r, 1, nullptr, r + kAhead < n ? &ahead : nullptr);
+    }
+}
+
 void gram(const float* C, Index ldc, Index n, Index d, float* G, Index ldg) {
     constexpr int R = Ops::kRowsMulti;
     constexpr int QB = Ops::kQueriesMulti;
@@ -246,6 +255,21 @@ void matvec_f64(const float* G, Index ldg, Index n, const double* v, double* y) 
         for (Index j = 0; j < ldg; j += 8) acc = Ops::fmaddd(Ops::load_f32_as_d(G + i * ldg + j), Ops::loadd(v + j), acc);
         y[i] = Ops::reduced(acc);
     }
+}
+
+double read_sum(const float* x, Index n) {
+    using L16 = typename Ops::L16;
+    L16 acc[4] = {Ops::zero(), Ops::zero(), Ops::zero(), Ops::zero()};
+    Index i = 0;
+    for (; i + 4 * kLanes <= n; i += 4 * kLanes) {
+#pragma GCC unroll 4
+        for (int a = 0; a < 4; ++a) acc[a] = Ops::add(acc[a], Ops::load(x + i + a * kLanes));
+    }
+    float sums[4];
+    Ops::reduce4(acc, sums);
+    double total = static_cast<double>(sums[0]) + sums[1] + sums[2] + sums[3];
+    for (; i < n; ++i) total += x[i];
+    return total;
 }
 
 double dot_f64(const double* x, const double* y, Index n) {

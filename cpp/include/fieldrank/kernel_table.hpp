@@ -18,6 +18,11 @@ struct KernelTable {
     void (*score_f32)(const float* base, Index stride, const Index* ids, Index n, Index d, const float* Q, Index ldq,
                       Index nq, float* dots, Index ld_dots, float* norms);
 
+    // out[r] = row_r · q for n contiguous rows (row_r = base + r · stride), one row after the
+    // other with a software prefetch a few rows ahead: the access pattern that streams best from
+    // DRAM. Same per-row arithmetic as score_f32, hence bit-identical scores.
+    void (*score_f32_stream)(const float* base, Index stride, Index n, Index d, const float* q, float* out);
+
     // Lower triangle of G = C Cᵀ (n × n, row stride ldg), mirrored into the upper one. Entries are
     // the same dot products score_f32 computes, so G is exactly symmetric.
     void (*gram)(const float* C, Index ldc, Index n, Index d, float* G, Index ldg);
@@ -32,6 +37,10 @@ struct KernelTable {
 
     // y = G v in double for the Lanczos estimate of λ_max (G float, row stride ldg; v, y double).
     void (*matvec_f64)(const float* G, Index ldg, Index n, const double* v, double* y);
+
+    // Σ x_i over n floats with independent accumulators: a pure streaming read, the bandwidth
+    // probe that benchmark figures are compared with.
+    double (*read_sum)(const float* x, Index n);
 
     // Σ x_i y_i and y += alpha x over n doubles (n a multiple of 16): Lanczos reorthogonalisation.
     double (*dot_f64)(const double* x, const double* y, Index n);

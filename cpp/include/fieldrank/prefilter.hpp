@@ -140,11 +140,16 @@ inline void scan_range(const simd::KernelTable& kernels, const MatrixRef& E, con
     const Index d = E.cols();
     const Index stride = E.outerStride();
     const float min_abs_dot = min_abs_dot_for(Q, d);
+    const bool stream = nq == 1 && ids == nullptr &&
+                        (end - begin) * d * static_cast<Index>(sizeof(float)) >= defaults::scan_stream_min_bytes;
     for (Index b0 = begin; b0 < end; b0 += kBlock) {
         const Index count = std::min(kBlock, end - b0);
         const Index* block_ids = ids != nullptr ? ids + b0 : nullptr;
         const float* base = ids != nullptr ? E.data() : E.data() + b0 * stride;
-        kernels.score_f32(base, stride, block_ids, count, d, Q, ldq, nq, dots, kBlock, nullptr);
+        if (stream)
+            kernels.score_f32_stream(base, stride, count, d, Q, dots);
+        else
+            kernels.score_f32(base, stride, block_ids, count, d, Q, ldq, nq, dots, kBlock, nullptr);
         check_scored_block_dots(kernels, E, "E", block_ids, b0, count, dots, kBlock, nq, min_abs_dot);
         for (Index b = 0; b < nq; ++b) push_block(tops[b], dots + b * kBlock, block_ids, b0, count);
     }
