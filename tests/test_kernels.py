@@ -193,3 +193,23 @@ def test_rows_orthogonal_to_the_query_are_fine(variant):
     q[0] = 1.0
     result = fieldrank.prefilter(E, q, 3)
     assert result.ids.tolist() == [0, 1, 2]
+
+
+def test_cfsr_when_lanczos_breaks_down(variant, rng):
+    """{c, -c}: the start vector's Krylov space misses λ_max = 2; the step must still be 1/(2 + λ)."""
+    x = unit_rows(rng, 1, 16)[0]
+    C = np.stack([x, -x, x])
+    ids = np.arange(3)
+    got, want = fieldrank.cfsr_pool(ids, C, x, 3), ref.cfsr_pool(ids, C, x, 3)
+    assert_parity(got, want)
+    np.testing.assert_allclose(got.coef, want.coef, rtol=1e-4, atol=1e-7)
+
+
+def test_cfs_duplicates_tie_by_id_wherever_they_sit(variant, rng):
+    E = unit_rows(rng, 150, 40)
+    for position in (1, 145, 149):  # inside a 16-lane block and in the last, partial one
+        E[position] = E[0]
+    result = fieldrank.cfs_pool(np.arange(150), E, E[0].copy(), 150, beta=0.0)
+    scores = dict(zip(result.ids.tolist(), result.scores.tolist()))
+    assert len({scores[i] for i in (0, 1, 145, 149)}) == 1
+    assert result.ids[:4].tolist() == [0, 1, 145, 149]

@@ -142,12 +142,16 @@ void score_f32(const float* base, Index stride, const Index* ids, Index n, Index
         score_rows<Ops::kRowsMulti, Ops::kQueriesMulti>(base, stride, ids, n, d, Q, ldq, nq, dots, ld_dots, norms);
 }
 
-void score_f32_stream(const float* base, Index stride, Index n, Index d, const float* q, float* out) {
+void score_f32_stream(const float* base, Index stride, Index n, Index d, const float* q, float* out, float* norms) {
     constexpr Index kAhead = 8;  // rows between the row being scored and the one being prefetched
     for (Index r = 0; r < n; ++r) {
         const float* row = base + r * stride;
         const float* ahead = base + (r + kAhead) * stride;
-        tile<1, 1, false>(&row, &q, d, out + r, 1, nullptr, r + kAhead < n ? &ahead : nullptr);
+        const float* const* prefetch = r + kAhead < n ? &ahead : nullptr;
+        if (norms != nullptr)
+            tile<1, 1, true>(&row, &q, d, out + r, 1, norms + r, prefetch);
+        else
+            tile<1, 1, false>(&row, &q, d, out + r, 1, nullptr, prefetch);
     }
 }
 

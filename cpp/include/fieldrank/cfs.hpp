@@ -53,8 +53,10 @@ inline Ranking cfs_on_pool(const Pool& pool, Index k, const CfsParams& params) {
     const float eps = static_cast<float>(params.eps);
     const float beta = static_cast<float>(params.beta);
     const float inv_two_sigma_sq = static_cast<float>(1.0 / (2.0 * params.sigma * params.sigma));
+    // log element by element (std::log): Eigen's vectorised log rounds packet lanes and the
+    // scalar tail differently, and duplicate candidates must get bit-identical values.
     VectorXf base = VectorXf::Zero(ld);
-    base.head(n) = pool.sims.cwiseMax(eps).array().log().matrix();
+    for (Index i = 0; i < n; ++i) base[i] = std::log(std::max(pool.sims[i], eps));
     VectorXf field = VectorXf::Zero(ld);
     VectorXf value = base;
     VectorXf column = VectorXf::Zero(ld);

@@ -2,6 +2,7 @@
 // query from its candidates by projected gradient in Gram form, blended with cosine.
 #pragma once
 
+#include <Eigen/Eigenvalues>
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -127,6 +128,16 @@ inline double tridiagonal_last_component(const double* alpha, const double* beta
     return std::abs(y[n_t - 1]);
 }
 
+// λ_max of G (n × n, row stride ldg) by a dense symmetric eigen-solve in double: the fallback
+// when Lanczos breaks down early.
+inline double exact_lambda_max(const float* G, Index ldg, Index n) {
+    Eigen::MatrixXd dense(n, n);
+    for (Index i = 0; i < n; ++i)
+        for (Index j = 0; j < n; ++j) dense(i, j) = G[i * ldg + j];
+    Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> solver(dense, Eigen::EigenvaluesOnly);
+    return solver.eigenvalues()[n - 1];
+}
+
 // Largest eigenvalue of the symmetric positive semi-definite G (n × n, zero-padded to ldg) by
 // Lanczos with full reorthogonalisation in double, stopped when the Ritz residual bound
 // |β_j s_j| falls under rel_tol·θ (the eigenvalue error is then far smaller). The Ritz value and
@@ -171,7 +182,15 @@ inline double lambda_max(const simd::KernelTable& kernels, const float* G, Index
             increment = theta - previous;
         }
         const double scale = std::abs(theta);
-        if (b <= rel_tol * scale || j + 1 == steps) break;
+        if (j + 1 == steps) break;
+        if (b <= rel_tol * scale || b == 0.0) {
+            // Breakdown: the Krylov space of the start vector is invariant. Its Ritz values are
+            // exact, but it can miss the top eigenvalue (the pool {c, -c} has G·1 = 0, Ritz value 0,
+            // while λ_max = 2), which would make the step 1/(λ_max + λ) far too long. Rare: decide
+            // exactly with a dense eigen-solve.
+            if (j + 1 < n) return exact_lambda_max(G, ldg, n);
+            break;
+        }
         const double residual = b * tridiagonal_last_component(alpha.data(), beta.data(), j + 1, theta, work);
         if (residual <= rel_tol * scale) break;
         double* next = basis.data() + (j + 1) * ldg;

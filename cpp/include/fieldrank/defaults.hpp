@@ -51,10 +51,7 @@ inline constexpr std::int64_t int8_max_dim = 16384;  // int32 sums of d products
 // block buffer, never an N-length array), queries scored together per pass over a block, and
 // the fewest rows a thread's chunk gets when one pass over E is split across threads.
 inline constexpr std::int64_t scan_block_rows = 128;
-// A single-query scan over more bytes than this (contiguous rows, no subset) reads E one row
-// after the other (one DRAM stream, best when E is far bigger than cache); smaller or gathered
-// scans use 8-row tiles (best from cache). Both give bit-identical scores.
-inline constexpr std::int64_t scan_stream_min_bytes = std::int64_t{24} << 20;
+inline constexpr std::int64_t scan_stream_block_rows = 1024;  // one query over contiguous rows
 inline constexpr std::int64_t scan_query_group = 16;
 inline constexpr std::int64_t scan_min_chunk_rows = 8192;
 inline constexpr std::int64_t scan_chunks_per_thread = 4;

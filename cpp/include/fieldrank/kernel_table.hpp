@@ -18,10 +18,12 @@ struct KernelTable {
     void (*score_f32)(const float* base, Index stride, const Index* ids, Index n, Index d, const float* Q, Index ldq,
                       Index nq, float* dots, Index ld_dots, float* norms);
 
-    // out[r] = row_r · q for n contiguous rows (row_r = base + r · stride), one row after the
-    // other with a software prefetch a few rows ahead: the access pattern that streams best from
-    // DRAM. Same per-row arithmetic as score_f32, hence bit-identical scores.
-    void (*score_f32_stream)(const float* base, Index stride, Index n, Index d, const float* q, float* out);
+    // out[r] = row_r · q (and norms[r] = row_r · row_r unless null) for n contiguous rows
+    // (row_r = base + r · stride), one row after the other with a software prefetch a few rows
+    // ahead: a single memory stream, which reads best from DRAM and from cache alike. Same
+    // per-row arithmetic as score_f32, hence bit-identical scores.
+    void (*score_f32_stream)(const float* base, Index stride, Index n, Index d, const float* q, float* out,
+                             float* norms);
 
     // Lower triangle of G = C Cᵀ (n × n, row stride ldg), mirrored into the upper one. Entries are
     // the same dot products score_f32 computes, so G is exactly symmetric.

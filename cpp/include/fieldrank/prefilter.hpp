@@ -84,40 +84,6 @@ inline void check_scored_block(const MatrixRef& E, const char* name, const Index
     }
 }
 
-// The same check for a block scored without norms. A NaN/inf value makes the row's dots
-// non-finite; and by Cauchy-Schwarz |row · q| >= min_abs_dot proves ||row||² > min_row_norm_sq,
-// so only rows with a (near-)zero dot with the first query get their norm computed. This keeps
-// the check inside the scoring pass without a second accumulator per row.
-inline void check_scored_block_dots(const simd::KernelTable& kernels, const MatrixRef& E, const char* name,
-                                    const Index* ids, Index first_row, Index count, const float* dots, Index ld_dots,
-                                    Index nq, float min_abs_dot) {
-    constexpr float kMax = std::numeric_limits<float>::max();
-    bool ok = true;
-    for (Index i = 0; i < count; ++i) ok &= (std::abs(dots[i]) >= min_abs_dot) & (std::abs(dots[i]) <= kMax);
-    for (Index b = 1; b < nq; ++b)
-        for (Index i = 0; i < count; ++i) ok &= std::abs(dots[b * ld_dots + i]) <= kMax;
-    if (ok) return;
-    const float min_norm = static_cast<float>(defaults::min_row_norm_sq);
-    for (Index i = 0; i < count; ++i) {
-        const Index row = ids != nullptr ? ids[i] : first_row + i;
-        bool finite = true;
-        for (Index b = 0; b < nq; ++b) finite &= std::abs(dots[b * ld_dots + i]) <= kMax;
-        if (!finite) explain_bad_row(name, E, row);
-        if (std::abs(dots[i]) >= min_abs_dot) continue;
-        float dot, norm;
-        kernels.score_f32(E.row(row).data(), E.cols(), nullptr, 1, E.cols(), E.row(row).data(), E.cols(), 1, &dot, 1,
-                          &norm);
-        if (!(norm >= min_norm && norm <= kMax)) explain_bad_row(name, E, row);
-    }
-}
-
-// |row · q| at or above this proves ||row||² > min_row_norm_sq (Cauchy-Schwarz, with margin).
-inline float min_abs_dot_for(const float* q, Index d) {
-    double norm_sq = 0.0;
-    for (Index j = 0; j < d; ++j) norm_sq += static_cast<double>(q[j]) * q[j];
-    return static_cast<float>(2.0 * std::sqrt(defaults::min_row_norm_sq * norm_sq));
-}
-
 // Pushes a block of scores into a selector, comparing against its current worst first.
 inline void push_block(TopK<float>& best, const float* scores, const Index* ids, Index first_row, Index count) {
     Index i = 0;
@@ -132,25 +98,28 @@ inline void push_block(TopK<float>& best, const float* scores, const Index* ids,
 }
 
 // Scores candidate positions [begin, end) of E (rows `ids[pos]`, or `pos` without ids) against
-// nq <= scan_query_group queries, checking every row and keeping each query's best in tops[b].
+// nq <= scan_query_group queries, checking every row (values and norm, from the same read) and
+// keeping each query's best in tops[b]. One query over contiguous rows streams E row by row;
+// several queries or a subset use register tiles of rows × queries.
 inline void scan_range(const simd::KernelTable& kernels, const MatrixRef& E, const float* Q, Index ldq, Index nq,
                        const Index* ids, Index begin, Index end, TopK<float>* tops) {
-    constexpr Index kBlock = defaults::scan_block_rows;
+    static_assert(defaults::scan_block_rows * defaults::scan_query_group >= defaults::scan_stream_block_rows,
+                  "the block buffers must hold a streamed block");
     float dots[defaults::scan_query_group * defaults::scan_block_rows];
+    float norms[defaults::scan_stream_block_rows];
     const Index d = E.cols();
     const Index stride = E.outerStride();
-    const float min_abs_dot = min_abs_dot_for(Q, d);
-    const bool stream = nq == 1 && ids == nullptr &&
-                        (end - begin) * d * static_cast<Index>(sizeof(float)) >= defaults::scan_stream_min_bytes;
+    const bool stream = nq == 1 && ids == nullptr;
+    const Index kBlock = stream ? defaults::scan_stream_block_rows : defaults::scan_block_rows;
     for (Index b0 = begin; b0 < end; b0 += kBlock) {
         const Index count = std::min(kBlock, end - b0);
         const Index* block_ids = ids != nullptr ? ids + b0 : nullptr;
         const float* base = ids != nullptr ? E.data() : E.data() + b0 * stride;
         if (stream)
-            kernels.score_f32_stream(base, stride, count, d, Q, dots);
+            kernels.score_f32_stream(base, stride, count, d, Q, dots, norms);
         else
-            kernels.score_f32(base, stride, block_ids, count, d, Q, ldq, nq, dots, kBlock, nullptr);
-        check_scored_block_dots(kernels, E, "E", block_ids, b0, count, dots, kBlock, nq, min_abs_dot);
+            kernels.score_f32(base, stride, block_ids, count, d, Q, ldq, nq, dots, kBlock, norms);
+        check_scored_block(E, "E", block_ids, b0, count, dots, kBlock, nq, norms);
         for (Index b = 0; b < nq; ++b) push_block(tops[b], dots + b * kBlock, block_ids, b0, count);
     }
 }
@@ -221,16 +190,16 @@ void score_rows(const MatrixRef& E, const VectorRef& q, const OptionalIds& subse
     const simd::KernelTable& kernels = simd::kernels();
     constexpr Index kBlock = defaults::scan_block_rows;
     float dots[kBlock];
+    float norms[kBlock];
     const Index n = candidate_count(E, subset);
     const Index* ids = subset ? subset->data() : nullptr;
     const Index stride = E.outerStride();
-    const float min_abs_dot = detail::min_abs_dot_for(q.data(), q.size());
     for (Index b0 = 0; b0 < n; b0 += kBlock) {
         const Index count = std::min(kBlock, n - b0);
         const Index* block_ids = ids != nullptr ? ids + b0 : nullptr;
         const float* base = ids != nullptr ? E.data() : E.data() + b0 * stride;
-        kernels.score_f32(base, stride, block_ids, count, E.cols(), q.data(), E.cols(), 1, dots, kBlock, nullptr);
-        detail::check_scored_block_dots(kernels, E, "E", block_ids, b0, count, dots, kBlock, 1, min_abs_dot);
+        kernels.score_f32(base, stride, block_ids, count, E.cols(), q.data(), E.cols(), 1, dots, kBlock, norms);
+        detail::check_scored_block(E, "E", block_ids, b0, count, dots, kBlock, 1, norms);
         for (Index i = 0; i < count; ++i) visit(dots[i], block_ids != nullptr ? block_ids[i] : b0 + i);
     }
 }
