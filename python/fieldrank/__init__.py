@@ -35,7 +35,22 @@ def tie_key(seed: int, lap: int, ids):
 
 
 # Heavier layers load on first use so that `import fieldrank` stays fast.
-_LAZY = {}
+_LAZY = {
+    "HybridRetriever": ".hybrid",
+    "SearchResult": ".hybrid",
+    "LegHits": ".hybrid",
+    "RetrieverConfig": ".config",
+    "CosineLeg": ".config",
+    "BM25Leg": ".config",
+    "CFSRLeg": ".config",
+    "CFSLeg": ".config",
+    "MMRLeg": ".config",
+    "RingLeg": ".config",
+    "PRESET_NAMES": ".config",
+    "preset": ".config",
+    "IndexFormatError": ".persistence",
+    "MemoryStore": ".memory",
+}
 
 __all__ = [
     "DEFAULTS", "Ranking", "Reconstruction", "build_info", "tie_key",
@@ -45,6 +60,9 @@ __all__ = [
     "mmr", "mmr_batch", "mmr_pool",
     "ring", "ring_batch", "ring_pool",
     "rrf", "rrf_batch",
+    # lazy (see _LAZY): the hybrid retriever and its configuration
+    "HybridRetriever", "SearchResult", "LegHits", "RetrieverConfig", "CosineLeg", "BM25Leg", "CFSRLeg",
+    "CFSLeg", "MMRLeg", "RingLeg", "PRESET_NAMES", "preset", "IndexFormatError",
 ]
 
 

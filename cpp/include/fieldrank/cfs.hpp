@@ -44,7 +44,11 @@ inline Ranking cfs_on_pool(const Pool& pool, Index k, const CfsParams& params) {
     const float eps = static_cast<float>(params.eps);
     const float beta = static_cast<float>(params.beta);
     const float inv_two_sigma_sq = static_cast<float>(1.0 / (2.0 * params.sigma * params.sigma));
-    const VectorXf base = pool.sims.cwiseMax(eps).array().log().matrix();
+    // log and exp element by element: Eigen's vectorised log/exp round a packet's lanes and the
+    // scalar tail differently, so duplicate candidates could score an ulp apart (tie rule).
+    const auto log_of = [](float x) { return std::log(x); };
+    const auto exp_of = [](float x) { return std::exp(x); };
+    const VectorXf base = pool.sims.cwiseMax(eps).unaryExpr(log_of);
     VectorXf field = VectorXf::Zero(n);
     VectorXf value = base;
     VectorXf column(n);
@@ -61,7 +65,7 @@ inline Ranking cfs_on_pool(const Pool& pool, Index k, const CfsParams& params) {
         // One kernel column per pick keeps the summed field current at O(P·d).
         kernels::dot_rows(pool.vectors.data(), n, pool.vectors.cols(), pool.vectors.row(pick).data(), column.data());
         const auto distance_sq = (2.0f - 2.0f * column.array()).cwiseMax(0.0f);
-        field.array() += (-distance_sq * inv_two_sigma_sq).exp();
+        field.array() += (-distance_sq * inv_two_sigma_sq).unaryExpr(exp_of);
         value = base - beta * field;
     }
     return out;

@@ -9,6 +9,7 @@
 
 #include "defaults.hpp"
 #include "errors.hpp"
+#include "kernels.hpp"
 #include "prefilter.hpp"
 #include "topk.hpp"
 #include "types.hpp"
@@ -32,10 +33,15 @@ inline void check_cfsr_params(Index k, const CfsrParams& params) {
 }
 
 // G = C Cᵀ, computed once on the lower triangle and mirrored (the Gram matrix is symmetric).
+// The fixed-order dot kernel (kernels.hpp) makes identical pool rows give bit-identical rows and
+// columns of G wherever they sit; Eigen's blocked product sums by position, and duplicate
+// candidates then got coefficients a few ulps apart, ordered by noise instead of the tie rule.
 inline RowMatrixXf gram(const RowMatrixXf& C) {
-    RowMatrixXf G = RowMatrixXf::Zero(C.rows(), C.rows());
-    G.selfadjointView<Eigen::Lower>().rankUpdate(C);
-    G.triangularView<Eigen::StrictlyUpper>() = G.transpose();
+    const Index n = C.rows();
+    const Index d = C.cols();
+    RowMatrixXf G(n, n);
+    for (Index i = 0; i < n; ++i)
+        for (Index j = 0; j <= i; ++j) G(i, j) = G(j, i) = kernels::dot(C.row(i).data(), C.row(j).data(), d);
     return G;
 }
 
@@ -68,8 +74,15 @@ inline double lambda_max(const RowMatrixXf& G, double rel_tol, Index max_steps) 
         }
         tri.compute(T);
         theta = tri.eigenvalues()[j];
+        if (j + 1 < n && beta[j] <= rel_tol * std::abs(theta)) {
+            // Breakdown: the Krylov space of the start vector is invariant and can miss the top
+            // eigenvalue (the pool {c, −c} has G·1 = 0 and Ritz value 0 while λ_max = 2), which would
+            // make the step 1/(λ_max + λ) far too long. Decide exactly; this path is rare.
+            Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> exact(Gd, Eigen::EigenvaluesOnly);
+            return exact.eigenvalues()[n - 1];
+        }
         const double residual = std::abs(beta[j] * tri.eigenvectors()(j, j));
-        if (residual <= rel_tol * std::abs(theta) || beta[j] <= rel_tol * std::abs(theta) || j + 1 == steps) break;
+        if (residual <= rel_tol * std::abs(theta) || j + 1 == steps) break;
         v = u / beta[j];
     }
     return theta;
@@ -92,7 +105,8 @@ inline Reconstruction cfsr_on_pool(const Pool& pool, Index k, const CfsrParams& 
     double t_current = 1.0;
     for (Index t = 0; t < params.iters; ++t) {
         const VectorXf& point = params.fista ? momentum : a;
-        gradient.noalias() = G * point;
+        // Row by row with the fixed-order kernel, so identical rows of G give identical gradients.
+        kernels::dot_rows(G.data(), n, n, point.data(), gradient.data());
         gradient += lam * point - r;
         if (params.tol > 0.0) {
             // Norm of the projected gradient: the optimality gap of the bound-constrained problem.
