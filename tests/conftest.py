@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,24 @@ ORDER_GAP = 1e-5
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DIR = REPO_ROOT.parent / "shared"
 LOCOMO_DIR = SHARED_DIR / "data" / "locomo"
+
+
+# Hypothesis profiles. "ci" (the default) is derandomized, keeps no example database and has no
+# deadline (no timing asserts), so tests/test_fuzz.py stays under a minute on 2 cores. "long"
+# (`pytest --hypothesis-profile=long`) runs 20,000 examples per test, or FIELDRANK_FUZZ_EXAMPLES;
+# docs/reliability.md says how.
+try:
+    from hypothesis import HealthCheck, settings
+except ImportError:  # hypothesis is a test extra; the files that need it importorskip it
+    pass
+else:
+    _FUZZ_HEALTH_CHECKS = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
+    settings.register_profile("ci", max_examples=40, derandomize=True, database=None, deadline=None,
+                              suppress_health_check=_FUZZ_HEALTH_CHECKS, print_blob=True)
+    settings.register_profile("long", max_examples=int(os.environ.get("FIELDRANK_FUZZ_EXAMPLES", "20000")),
+                              database=None, deadline=None,
+                              suppress_health_check=_FUZZ_HEALTH_CHECKS, print_blob=True)
+    settings.load_profile("ci")
 
 
 @pytest.fixture

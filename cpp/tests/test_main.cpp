@@ -1,3 +1,36 @@
-// Placeholder replaced by the reliability work; keeps FIELDRANK_BUILD_TESTS configurable.
-#include <fieldrank/fieldrank.hpp>
-int main() { return 0; }
+// Runner of the C++ core tests: every TEST_CASE in this executable, in registration order, or
+// only those whose name contains argv[1]. Prints one line per case and the plain closing line
+// "N passed, N failed"; exits non-zero on any failure.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+
+#include "check.hpp"
+
+int main(int argc, char** argv) {
+    const char* filter = argc > 1 ? argv[1] : nullptr;
+    int passed = 0, failed = 0;
+    for (const auto& test : fieldrank_test::registry()) {
+        if (filter && std::strstr(test.name, filter) == nullptr) continue;
+        fieldrank_test::failures() = 0;
+        try {
+            test.body();
+        } catch (const fieldrank_test::Stop&) {
+            // REQUIRE already reported the failure.
+        } catch (const std::exception& e) {
+            fieldrank_test::report(__FILE__, __LINE__, std::string("unexpected exception: ") + e.what());
+        } catch (...) {
+            fieldrank_test::report(__FILE__, __LINE__, "unexpected non-standard exception");
+        }
+        if (fieldrank_test::failures() == 0) {
+            ++passed;
+            std::printf("ok    %s\n", test.name);
+        } else {
+            ++failed;
+            std::printf("FAIL  %s (%d checks)\n", test.name, fieldrank_test::failures());
+        }
+        std::fflush(stdout);
+    }
+    std::printf("fieldrank_tests: %d passed, %d failed\n", passed, failed);
+    return failed == 0 && passed > 0 ? 0 : 1;
+}

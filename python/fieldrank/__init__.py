@@ -33,6 +33,7 @@ def build_info() -> dict:
     compiler flags; ``cxx_flags`` are the flags of everything else.
     """
     info = dict(_core.BUILD_INFO)
+    info["variant_flags"] = info["variant_flags"].splitlines()
     info["kernel_variant"] = _core.kernel_variant()
     info["compiled_kernel_variants"] = list(_core.compiled_kernel_variants())
     info["supported_kernel_variants"] = list(_core.supported_kernel_variants())
@@ -48,7 +49,22 @@ def tie_key(seed: int, lap: int, ids):
 
 
 # Heavier layers load on first use so that `import fieldrank` stays fast.
-_LAZY = {}
+_LAZY = {
+    "HybridRetriever": ".hybrid",
+    "SearchResult": ".hybrid",
+    "LegHits": ".hybrid",
+    "RetrieverConfig": ".config",
+    "CosineLeg": ".config",
+    "BM25Leg": ".config",
+    "CFSRLeg": ".config",
+    "CFSLeg": ".config",
+    "MMRLeg": ".config",
+    "RingLeg": ".config",
+    "PRESET_NAMES": ".config",
+    "preset": ".config",
+    "IndexFormatError": ".persistence",
+    "MemoryStore": ".memory",
+}
 
 __all__ = [
     "DEFAULTS", "Ranking", "Reconstruction", "build_info", "tie_key",
@@ -59,6 +75,9 @@ __all__ = [
     "ring", "ring_batch", "ring_pool",
     "rrf", "rrf_batch",
     "QuantizedCorpus", "quantize", "prefilter_quantized", "prefilter_quantized_batch",
+    # lazy (see _LAZY): the hybrid retriever and its configuration
+    "HybridRetriever", "SearchResult", "LegHits", "RetrieverConfig", "CosineLeg", "BM25Leg", "CFSRLeg",
+    "CFSLeg", "MMRLeg", "RingLeg", "PRESET_NAMES", "preset", "IndexFormatError",
 ]
 
 

@@ -63,27 +63,41 @@ def corpus(E: object, name: str = "E") -> np.ndarray:
     return E
 
 
-def check_rows_finite_nonzero(E: np.ndarray, name: str = "E") -> None:
-    """Reject NaN/inf anywhere and zero-norm rows (the native kernels do this inside their scoring pass)."""
-    # Fast path, one float32 pass: a NaN/inf element makes its row's norm NaN/inf, and a float32
-    # norm comfortably above the threshold is one in float64 too. Anything else takes the exact
-    # path below, so the outcome and the messages are those of the float64 check.
-    norms32 = np.einsum("ij,ij->i", E, E)
+def check_rows_finite_nonzero(E: np.ndarray, name: str = "E", rows: Optional[np.ndarray] = None) -> None:
+    """Reject NaN/inf and zero-norm rows (the native kernels do this inside their scoring pass).
+
+    Only the rows ``rows`` (a subset, in its order) are checked when given. Like the native
+    kernels, the first bad row is reported by its row number in ``E``, non-finite values before
+    norms, and the squared norm is printed as C++ streams print a double (``%g``), so both
+    modules give the same message.
+    """
+    X = E if rows is None else E[rows]
+    # Fast path, one float32 pass: a NaN/inf element makes its row's float32 norm NaN/inf, and a
+    # finite float32 norm at least twice the threshold means the row passes every check below.
+    # Anything else takes the exact path, so the outcome and the messages are unchanged.
+    with np.errstate(over="ignore", invalid="ignore"):
+        norms32 = np.einsum("ij,ij->i", X, X)
     if bool(np.all(norms32 >= 2.0 * _MIN_ROW_NORM_SQ)) and bool(np.all(norms32 <= np.finfo(np.float32).max)):
         return
-    finite = np.isfinite(E)
-    if not finite.all():
-        row, column = np.argwhere(~finite)[0]
-        msg = f"{name} must be finite, got {E[row, column]} at row {row}, column {column}"
+    finite_rows = np.isfinite(X).all(axis=1)
+    norms_sq = np.einsum("ij,ij->i", X, X, dtype=np.float64)
+    # The kernels accumulate in float32: a row whose float32 squared norm overflows is bad there too.
+    with np.errstate(over="ignore"):
+        overflow = ~np.isfinite(np.einsum("ij,ij->i", X, X, dtype=np.float32))
+    bad = np.flatnonzero(~finite_rows | overflow | ~np.isfinite(norms_sq) | (norms_sq < _MIN_ROW_NORM_SQ))
+    if not bad.size:
+        return
+    position = int(bad[0])
+    row = position if rows is None else int(rows[position])
+    if not finite_rows[position]:
+        column = int(np.flatnonzero(~np.isfinite(X[position]))[0])
+        msg = f"{name} must be finite, got {X[position, column]} at row {row}, column {column}"
         raise ValueError(msg)
-    norms_sq = np.einsum("ij,ij->i", E, E, dtype=np.float64)
-    bad = np.flatnonzero(~np.isfinite(norms_sq) | (norms_sq < _MIN_ROW_NORM_SQ))
-    if bad.size:
-        msg = (
-            f"{name} rows must have a non-zero, finite norm (L2-normalised rows expected); "
-            f"row {bad[0]} has squared norm {norms_sq[bad[0]]}"
-        )
-        raise ValueError(msg)
+    msg = (
+        f"{name} rows must have a non-zero, finite norm (L2-normalised rows expected); "
+        f"row {row} has squared norm {norms_sq[position]:g}"
+    )
+    raise ValueError(msg)
 
 
 def query(q: object, dim: int, name: str = "q", corpus_name: str = "E") -> np.ndarray:
@@ -264,7 +278,7 @@ def weights(x: object, n_rankings: int) -> list:
     """Per-ranking RRF weights (None: all 1.0): finite, >= 0, one per ranking."""
     if x is None:
         return [1.0] * n_rankings
-    values = np.asarray(x, dtype=np.float64) if not isinstance(x, np.ndarray) else x
+    values = np.asarray(x)  # no dtype: strings or objects must reach the check below, not numpy's ValueError
     if values.dtype.kind not in "iuf":
         msg = f"weights must be real numbers, got dtype {values.dtype}"
         raise TypeError(msg)
@@ -280,7 +294,12 @@ def weights(x: object, n_rankings: int) -> list:
 
 
 def seed(value: object) -> int:
-    return non_negative_int(value, "seed")
+    """Ring's seed: an integer in [0, 2**64) (the native seed is a uint64)."""
+    v = non_negative_int(value, "seed")
+    if v >= 2**64:
+        msg = f"seed must be an integer below 2**64 (a uint64), got {value}"
+        raise ValueError(msg)
+    return v
 
 
 # Parameter groups, shared by the native wrappers and the reference so both check alike.

@@ -34,6 +34,21 @@ _MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 # --------------------------------------------------------------------------- helpers
 
+def _dots(X: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """``X @ v`` summed in an order that depends only on ``d``, never on a row's position.
+
+    BLAS kernels (gemv/gemm) sum a row differently depending on where it sits in the matrix, so
+    two identical rows could score a few ulps apart and the tie rule would order them by noise
+    instead of by id. numpy's einsum loops sum every row the same way.
+    """
+    return np.einsum("ij,j->i", X, v)
+
+
+def _gram(C: np.ndarray) -> np.ndarray:
+    """``C @ C.T`` with the fixed summation order of :func:`_dots` (identical rows give identical rows/columns)."""
+    return np.einsum("ik,jk->ij", C, C)
+
+
 def _order(scores: np.ndarray, ids: np.ndarray, limit: int) -> np.ndarray:
     """Positions sorted by the tie rule: higher score first, equal scores -> lower id first."""
     return np.lexsort((ids, -scores))[:limit]
@@ -43,7 +58,7 @@ def _corpus_pool(E: np.ndarray, q: np.ndarray, p: int, subset: Optional[np.ndarr
     """The prefilter's top-p: (ids, float64 vectors, float64 cosines)."""
     rows = np.arange(E.shape[0], dtype=np.int64) if subset is None else subset
     vectors = E[rows].astype(np.float64)
-    sims = vectors @ q.astype(np.float64)
+    sims = _dots(vectors, q.astype(np.float64))
     top = _order(sims, rows, p)
     return rows[top], vectors[top], sims[top]
 
@@ -51,7 +66,7 @@ def _corpus_pool(E: np.ndarray, q: np.ndarray, p: int, subset: Optional[np.ndarr
 def _caller_pool(ids, C, q, sims):
     ids, C, q, sims = _v.pool(ids, C, q, sims)
     vectors = C.astype(np.float64)
-    cosines = vectors @ q.astype(np.float64) if sims is None else sims.astype(np.float64)
+    cosines = _dots(vectors, q.astype(np.float64)) if sims is None else sims.astype(np.float64)
     return ids, vectors, cosines
 
 
@@ -79,7 +94,7 @@ def prefilter(E: np.ndarray, q: np.ndarray, p: int = _D["p"], *, subset: Optiona
     """Cosine top-``p`` of the rows of ``E`` for ``q`` (SPEC §1)."""
     E, q, subset = _v.corpus_call(E, q, subset)
     p = _v.positive_int(p, "p")
-    _v.check_rows_finite_nonzero(E if subset is None else E[subset])
+    _v.check_rows_finite_nonzero(E, rows=subset)
     ids, _, sims = _corpus_pool(E, q, p, subset)
     return Ranking(ids, sims)
 
@@ -89,7 +104,7 @@ def prefilter_batch(E: np.ndarray, Q: np.ndarray, p: int = _D["p"], *, subset: O
     """:func:`prefilter` for every row of ``Q``."""
     E, Q, subset, _ = _v.batch_call(E, Q, subset, n_threads)
     p = _v.positive_int(p, "p")
-    _v.check_rows_finite_nonzero(E if subset is None else E[subset])
+    # Rows of E are checked per query (as the native batch does), so an empty batch reads none.
     return _batch(lambda q: prefilter(E, q, p, subset=subset), Q, min(p, _candidates(E, subset)))
 
 
@@ -157,14 +172,14 @@ def _lambda_max(G: np.ndarray) -> float:
 
 def _cfsr_on_pool(ids, C, r, k, w, lam, iters, tol, fista) -> Reconstruction:
     """Projected gradient on ½‖q − Cᵀa‖² + ½λ‖a‖², a ≥ 0, in Gram form (SPEC §2)."""
-    G = C @ C.T
+    G = _gram(C)
     step = 1.0 / (_lambda_max(G) + lam)
     a = np.zeros(len(ids))
     momentum = a.copy()
     t_current = 1.0
     for _ in range(iters):
         point = momentum if fista else a
-        gradient = G @ point + lam * point - r
+        gradient = _dots(G, point) + lam * point - r
         if tol > 0.0:
             projected = np.where(point > 0.0, gradient, np.minimum(gradient, 0.0))
             if np.linalg.norm(projected) <= tol:
@@ -193,7 +208,7 @@ def cfsr(E: np.ndarray, q: np.ndarray, k: int = _D["cfsr_k"], *, p: int = _D["p"
     E, q, subset = _v.corpus_call(E, q, subset)
     k, w, lam, iters, tol, fista = _v.cfsr_params(k, w, lam, iters, tol, fista)
     p = _v.positive_int(p, "p")
-    _v.check_rows_finite_nonzero(E if subset is None else E[subset])
+    _v.check_rows_finite_nonzero(E, rows=subset)
     ids, C, r = _corpus_pool(E, q, p, subset)
     return _cfsr_on_pool(ids, C, r, k, w, lam, iters, tol, fista)
 
@@ -237,7 +252,7 @@ def _cfs_on_pool(ids, C, f, k, sigma, beta, eps) -> Ranking:
         pick = _best_unpicked(value, picked, ids)
         picked[pick] = True
         out_ids[t], out_scores[t] = ids[pick], value[pick]
-        distance_sq = np.maximum(0.0, 2.0 - 2.0 * (C @ C[pick]))
+        distance_sq = np.maximum(0.0, 2.0 - 2.0 * _dots(C, C[pick]))
         field += np.exp(-distance_sq / (2.0 * sigma * sigma))
         value = base - beta * field
     return Ranking(out_ids, out_scores)
@@ -249,7 +264,7 @@ def cfs(E: np.ndarray, q: np.ndarray, k: int = _D["cfs_k"], *, p: int = _D["p"],
     E, q, subset = _v.corpus_call(E, q, subset)
     k, sigma, beta, eps = _v.cfs_params(k, sigma, beta, eps)
     p = _v.positive_int(p, "p")
-    _v.check_rows_finite_nonzero(E if subset is None else E[subset])
+    _v.check_rows_finite_nonzero(E, rows=subset)
     ids, C, f = _corpus_pool(E, q, p, subset)
     return _cfs_on_pool(ids, C, f, k, sigma, beta, eps)
 
@@ -283,7 +298,7 @@ def _mmr_on_pool(ids, C, sims, k, mu) -> Ranking:
         pick = _best_unpicked(value, picked, ids)
         picked[pick] = True
         out_ids[t], out_scores[t] = ids[pick], value[pick]
-        column = C @ C[pick]
+        column = _dots(C, C[pick])
         max_sim = column if t == 0 else np.maximum(max_sim, column)
         value = mu * sims - (1.0 - mu) * max_sim
     return Ranking(out_ids, out_scores)
@@ -295,7 +310,7 @@ def mmr(E: np.ndarray, q: np.ndarray, k: int = _D["mmr_k"], *, p: int = _D["p"],
     E, q, subset = _v.corpus_call(E, q, subset)
     k, mu = _v.mmr_params(k, mu)
     p = _v.positive_int(p, "p")
-    _v.check_rows_finite_nonzero(E if subset is None else E[subset])
+    _v.check_rows_finite_nonzero(E, rows=subset)
     ids, C, sims = _corpus_pool(E, q, p, subset)
     return _mmr_on_pool(ids, C, sims, k, mu)
 
@@ -337,7 +352,7 @@ def tie_key(seed: int, lap: int, ids: np.ndarray) -> np.ndarray:
 def _ring_on_pool(ids, C, sims, k, alpha, laps, seed, ablation) -> Ranking:
     """Survival laps (SPEC §5): re-score, drop the lowest ceil((n − k)/(L − ℓ)), until k remain."""
     keep = min(k, len(ids))
-    cosines = C @ C.T
+    cosines = _gram(C)
     live = np.arange(len(ids))
     bump = _D["ring_ablation_bump"]
     score = np.zeros(len(ids))
@@ -365,7 +380,7 @@ def ring(E: np.ndarray, q: np.ndarray, k: int = _D["ring_k"], *, alpha: float = 
     """Ring survival laps (SPEC §5) over the prefilter top-(2k)."""
     E, q, subset = _v.corpus_call(E, q, subset)
     k, alpha, laps, seed, ablation = _v.ring_params(k, alpha, laps, seed, ablation)
-    _v.check_rows_finite_nonzero(E if subset is None else E[subset])
+    _v.check_rows_finite_nonzero(E, rows=subset)
     ids, C, sims = _corpus_pool(E, q, k * _D["ring_pool_factor"], subset)
     return _ring_on_pool(ids, C, sims, k, alpha, laps, seed, ablation)
 

@@ -9,6 +9,7 @@
 
 #include "defaults.hpp"
 #include "errors.hpp"
+#include "kernels.hpp"
 #include "prefilter.hpp"
 #include "simd.hpp"
 #include "topk.hpp"

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <numeric>
 #include <vector>
 
@@ -43,7 +44,11 @@ inline std::uint64_t tie_key(std::uint64_t seed, Index lap, Index id) {
     return splitmix64(splitmix64(splitmix64(seed) ^ static_cast<std::uint64_t>(lap)) ^ static_cast<std::uint64_t>(id));
 }
 
-inline Index ring_pool_depth(Index k) { return k * defaults::ring_pool_factor; }
+// factor·k, saturated: a k near the Index limit asks for the whole corpus, not an overflow.
+inline Index ring_pool_depth(Index k) {
+    constexpr Index limit = std::numeric_limits<Index>::max() / defaults::ring_pool_factor;
+    return k > limit ? std::numeric_limits<Index>::max() : k * defaults::ring_pool_factor;
+}
 
 inline Ranking ring_on_pool(const Pool& pool, Index k, const RingParams& params) {
     const Index n = pool.ids.size();
@@ -53,17 +58,19 @@ inline Ranking ring_on_pool(const Pool& pool, Index k, const RingParams& params)
     simd::kernels().gram(pool.rows(), pool.stride(), n, d, cosines.data(), n);
 
     const float alpha = static_cast<float>(params.alpha);
-    const float bump = static_cast<float>(defaults::ring_ablation_bump);
+    const double bump = defaults::ring_ablation_bump;
     std::vector<Index> live(static_cast<std::size_t>(n));
     std::iota(live.begin(), live.end(), Index{0});
-    std::vector<float> score(static_cast<std::size_t>(n), 0.0f);
+    // Lap scores are double: the ablation's uniform bump added in float can round two cosines one
+    // ulp apart onto the same value, and the tie draw would then break cosine order (SPEC §5).
+    std::vector<double> score(static_cast<std::size_t>(n), 0.0);
     std::vector<std::uint64_t> key(static_cast<std::size_t>(n), 0);
     for (Index lap = 0; lap < params.laps; ++lap) {
         const Index alive = static_cast<Index>(live.size());
         for (const Index i : live) {
-            float value;
+            double value;
             if (params.ablation) {
-                value = pool.sims[i] + bump * static_cast<float>(lap + 1);
+                value = static_cast<double>(pool.sims[i]) + bump * static_cast<double>(lap + 1);
             } else {
                 float neighbour_sum = 0.0f;
                 for (const Index j : live)
@@ -75,7 +82,7 @@ inline Ranking ring_on_pool(const Pool& pool, Index k, const RingParams& params)
             key[static_cast<std::size_t>(i)] = tie_key(params.seed, lap, pool.ids[i]);
         }
         std::sort(live.begin(), live.end(), [&](Index a, Index b) {
-            const float sa = score[static_cast<std::size_t>(a)], sb = score[static_cast<std::size_t>(b)];
+            const double sa = score[static_cast<std::size_t>(a)], sb = score[static_cast<std::size_t>(b)];
             return sa > sb || (sa == sb && key[static_cast<std::size_t>(a)] < key[static_cast<std::size_t>(b)]);
         });
         const Index remaining_laps = params.laps - lap;
@@ -88,7 +95,7 @@ inline Ranking ring_on_pool(const Pool& pool, Index k, const RingParams& params)
     out.scores.resize(keep);
     for (Index t = 0; t < keep; ++t) {
         out.ids[t] = pool.ids[live[static_cast<std::size_t>(t)]];
-        out.scores[t] = score[static_cast<std::size_t>(live[static_cast<std::size_t>(t)])];
+        out.scores[t] = static_cast<float>(score[static_cast<std::size_t>(live[static_cast<std::size_t>(t)])]);
     }
     return out;
 }

@@ -1,0 +1,86 @@
+// parallel_for: every index runs exactly once for any thread count, and an exception thrown by
+// a worker thread reaches the caller (the first one wins) instead of terminating the process.
+#include <fieldrank/cfs.hpp>
+#include <fieldrank/cfsr.hpp>
+#include <fieldrank/mmr.hpp>
+#include <fieldrank/parallel.hpp>
+#include <fieldrank/prefilter.hpp>
+#include <fieldrank/ring.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <limits>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "check.hpp"
+#include "helpers.hpp"
+
+using namespace fieldrank;
+using namespace fieldrank_test;
+
+TEST_CASE("parallel_for: every index exactly once for any thread count") {
+    for (const Index threads : {Index{-1}, Index{0}, Index{1}, Index{2}, Index{3}, Index{8}, Index{64}}) {
+        for (const Index count : {Index{0}, Index{1}, Index{2}, Index{7}, Index{100}}) {
+            std::vector<std::atomic<int>> hits(static_cast<std::size_t>(count));
+            for (auto& h : hits) h = 0;
+            parallel_for(10, 10 + count, threads, [&](Index i) { hits[static_cast<std::size_t>(i - 10)]++; });
+            for (const auto& h : hits) CHECK_EQ(h.load(), 1);
+        }
+    }
+    parallel_for(5, 2, 4, [](Index) { throw std::logic_error("an empty range runs nothing"); });
+    CHECK(resolve_threads(3) == 3);
+    CHECK(resolve_threads(0) >= 1);
+    CHECK(resolve_threads(-7) == resolve_threads(0));
+}
+
+TEST_CASE("parallel_for: a worker's exception is rethrown on the caller") {
+    for (const Index threads : {Index{1}, Index{2}, Index{4}, Index{8}}) {
+        std::atomic<Index> ran{0};
+        CHECK_THROWS_WITH(parallel_for(0, 1000, threads,
+                                       [&](Index i) {
+                                           ++ran;
+                                           if (i == 37) throw std::invalid_argument("index 37 is bad");
+                                       }),
+                          std::invalid_argument, "index 37 is bad");
+        CHECK(ran.load() >= 1);
+        // Every worker fails: still one exception on the caller, no terminate.
+        CHECK_THROWS_AS(parallel_for(0, 64, threads, [](Index) { throw std::out_of_range("all bad"); }),
+                        std::out_of_range);
+    }
+    // The throwing index may run on a worker thread other than the caller's.
+    const std::thread::id caller = std::this_thread::get_id();
+    std::atomic<bool> thrown_elsewhere{false};
+    try {
+        parallel_for(0, 256, 4, [&](Index) {
+            if (std::this_thread::get_id() != caller) {
+                thrown_elsewhere = true;
+                throw std::invalid_argument("from a worker");
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        });
+    } catch (const std::invalid_argument& e) {
+        CHECK_EQ(std::string(e.what()), std::string("from a worker"));
+    }
+    CHECK(thrown_elsewhere.load());
+}
+
+TEST_CASE("batch operators: a bad corpus row found inside a worker becomes std::invalid_argument") {
+    // The batch checks Q up front but E's rows only inside the per-query scoring pass, which
+    // runs on the worker threads: the error must cross back to the caller.
+    RowMatrixXf E = unit_rows(200, 16, 51);
+    E(123, 5) = std::numeric_limits<float>::quiet_NaN();
+    const RowMatrixXf Q = unit_rows(32, 16, 52);
+    for (const Index threads : {Index{1}, Index{2}, Index{8}}) {
+        CHECK_THROWS_WITH(prefilter_batch(E, Q, 10, std::nullopt, threads), std::invalid_argument, "row 123");
+        CHECK_THROWS_WITH(cfsr_batch(E, Q, 10, 20, CfsrParams{}, std::nullopt, threads), std::invalid_argument,
+                          "E must be finite");
+        CHECK_THROWS_WITH(cfs_batch(E, Q, 10, 20, CfsParams{}, std::nullopt, threads), std::invalid_argument, "E");
+        CHECK_THROWS_WITH(mmr_batch(E, Q, 10, 20, 0.5, std::nullopt, threads), std::invalid_argument, "E");
+        CHECK_THROWS_WITH(ring_batch(E, Q, 10, RingParams{}, std::nullopt, threads), std::invalid_argument, "E");
+    }
+    E.row(123).setZero();
+    CHECK_THROWS_WITH(prefilter_batch(E, Q, 10, std::nullopt, 8), std::invalid_argument, "non-zero");
+}

@@ -1,0 +1,218 @@
+"""Type stubs of the native core ``fieldrank._core`` (C++17/Eigen through pybind11).
+
+Arrays are taken without conversion (``.noconvert()``): float32 or int64, C-contiguous, of the
+stated rank; anything else raises ``TypeError``. Use the validated wrappers in
+:mod:`fieldrank` for conversion and argument checks. Every function here releases the GIL.
+``tests/test_stubs.py`` checks these names, argument names, defaults and types against the
+binary's own signatures, so the two cannot drift.
+"""
+
+from collections.abc import Sequence
+from typing import Optional, Union
+
+import numpy as np
+import numpy.typing as npt
+
+_F32Matrix = npt.NDArray[np.float32]  # (rows, d) float32, C-contiguous
+_F32Vector = npt.NDArray[np.float32]  # (d,) float32, contiguous
+_I64Vector = npt.NDArray[np.int64]  # (n,) int64, contiguous
+_I64Matrix = npt.NDArray[np.int64]  # (B, m) int64
+_F64Vector = npt.NDArray[np.float64]
+
+DEFAULTS: dict[str, Union[int, float]]
+"""The one table of defaults (``cpp/include/fieldrank/defaults.hpp``); ``fieldrank.DEFAULTS`` copies it."""
+
+BUILD_INFO: dict[str, str]
+"""Compiler, flags, build type and Eigen version of this binary."""
+
+class NativeRanking:
+    """ids (int64) best first and their float32 scores."""
+
+    @property
+    def ids(self) -> _I64Vector: ...
+    @property
+    def scores(self) -> _F32Vector: ...
+
+class NativeReconstruction:
+    """ids, float32 scores and CFS-R coefficients."""
+
+    @property
+    def ids(self) -> _I64Vector: ...
+    @property
+    def scores(self) -> _F32Vector: ...
+    @property
+    def coef(self) -> _F32Vector: ...
+
+class NativeBatchRanking:
+    """(B, m) ids and scores, one row per query."""
+
+    @property
+    def ids(self) -> _I64Matrix: ...
+    @property
+    def scores(self) -> _F32Matrix: ...
+
+class NativeBatchReconstruction:
+    """(B, m) ids, scores and coefficients."""
+
+    @property
+    def ids(self) -> _I64Matrix: ...
+    @property
+    def scores(self) -> _F32Matrix: ...
+    @property
+    def coef(self) -> _F32Matrix: ...
+
+class NativeFusedRanking:
+    """Fused ids and their float64 RRF scores."""
+
+    @property
+    def ids(self) -> _I64Vector: ...
+    @property
+    def scores(self) -> _F64Vector: ...
+
+def hardware_threads(n_threads: int = 0) -> int:
+    """Threads a call with this n_threads uses (0 or less: all cores)."""
+
+def tie_key(seed: int, lap: int, id: int) -> int:
+    """Ring's seeded tie draw for (seed, lap, id): splitmix64, a uint64."""
+
+# Prefilter (SPEC §1)
+
+def prefilter(E: _F32Matrix, q: _F32Vector, p: int, subset: Optional[_I64Vector] = None) -> NativeRanking: ...
+def prefilter_batch(
+    E: _F32Matrix, Q: _F32Matrix, p: int, subset: Optional[_I64Vector] = None, n_threads: int = 0
+) -> NativeBatchRanking: ...
+def prefilter_pool(ids: _I64Vector, C: _F32Matrix, q: _F32Vector, p: int) -> NativeRanking: ...
+
+# CFS-R (SPEC §2)
+
+def cfsr(
+    E: _F32Matrix,
+    q: _F32Vector,
+    k: int,
+    p: int,
+    w: float,
+    lam: float,
+    iters: int,
+    tol: float,
+    fista: bool,
+    subset: Optional[_I64Vector] = None,
+) -> NativeReconstruction: ...
+def cfsr_batch(
+    E: _F32Matrix,
+    Q: _F32Matrix,
+    k: int,
+    p: int,
+    w: float,
+    lam: float,
+    iters: int,
+    tol: float,
+    fista: bool,
+    subset: Optional[_I64Vector] = None,
+    n_threads: int = 0,
+) -> NativeBatchReconstruction: ...
+def cfsr_pool(
+    ids: _I64Vector,
+    C: _F32Matrix,
+    q: _F32Vector,
+    k: int,
+    w: float,
+    lam: float,
+    iters: int,
+    tol: float,
+    fista: bool,
+    sims: Optional[_F32Vector] = None,
+) -> NativeReconstruction: ...
+
+# CFS (SPEC §3)
+
+def cfs(
+    E: _F32Matrix,
+    q: _F32Vector,
+    k: int,
+    p: int,
+    sigma: float,
+    beta: float,
+    eps: float,
+    subset: Optional[_I64Vector] = None,
+) -> NativeRanking: ...
+def cfs_batch(
+    E: _F32Matrix,
+    Q: _F32Matrix,
+    k: int,
+    p: int,
+    sigma: float,
+    beta: float,
+    eps: float,
+    subset: Optional[_I64Vector] = None,
+    n_threads: int = 0,
+) -> NativeBatchRanking: ...
+def cfs_pool(
+    ids: _I64Vector,
+    C: _F32Matrix,
+    q: _F32Vector,
+    k: int,
+    sigma: float,
+    beta: float,
+    eps: float,
+    sims: Optional[_F32Vector] = None,
+) -> NativeRanking: ...
+
+# MMR (SPEC §4)
+
+def mmr(
+    E: _F32Matrix, q: _F32Vector, k: int, p: int, mu: float, subset: Optional[_I64Vector] = None
+) -> NativeRanking: ...
+def mmr_batch(
+    E: _F32Matrix,
+    Q: _F32Matrix,
+    k: int,
+    p: int,
+    mu: float,
+    subset: Optional[_I64Vector] = None,
+    n_threads: int = 0,
+) -> NativeBatchRanking: ...
+def mmr_pool(
+    ids: _I64Vector, C: _F32Matrix, q: _F32Vector, k: int, mu: float, sims: Optional[_F32Vector] = None
+) -> NativeRanking: ...
+
+# Ring (SPEC §5)
+
+def ring(
+    E: _F32Matrix,
+    q: _F32Vector,
+    k: int,
+    alpha: float,
+    laps: int,
+    seed: int,
+    ablation: bool,
+    subset: Optional[_I64Vector] = None,
+) -> NativeRanking: ...
+def ring_batch(
+    E: _F32Matrix,
+    Q: _F32Matrix,
+    k: int,
+    alpha: float,
+    laps: int,
+    seed: int,
+    ablation: bool,
+    subset: Optional[_I64Vector] = None,
+    n_threads: int = 0,
+) -> NativeBatchRanking: ...
+def ring_pool(
+    ids: _I64Vector,
+    C: _F32Matrix,
+    q: _F32Vector,
+    k: int,
+    alpha: float,
+    laps: int,
+    seed: int,
+    ablation: bool,
+    sims: Optional[_F32Vector] = None,
+) -> NativeRanking: ...
+
+# Weighted RRF (SPEC §6)
+
+def rrf(rankings: Sequence[_I64Vector], weights: Sequence[float], k: int, k0: float) -> NativeFusedRanking: ...
+def rrf_batch(
+    rankings: Sequence[Sequence[_I64Vector]], weights: Sequence[float], k: int, k0: float, n_threads: int = 0
+) -> list[NativeFusedRanking]: ...

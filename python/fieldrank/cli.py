@@ -1,0 +1,483 @@
+"""The ``fieldrank`` command line.
+
+Subcommands
+-----------
+``fieldrank demo``     the write-ups' two kitchen scenarios through every method (no data, no network)
+``fieldrank index``    build a hybrid index from texts + embeddings and save it
+``fieldrank search``   query a saved index
+
+Output is a readable table by default and JSON with ``--json``. User mistakes (a missing
+file, a bad preset, a vector of the wrong length, ...) print one line to stderr and exit
+with status 1 (argparse usage errors: 2), never a traceback.
+
+Adding a subcommand from another module
+---------------------------------------
+Write a module that calls :func:`register_subcommand` at import time, and list it in
+:data:`EXTENSION_MODULES` (``fieldrank.evaluation.command`` for ``eval`` and
+``fieldrank.calibrate`` for ``calibrate`` are already listed; a listed module that does not
+exist is skipped, one that fails to import is reported in one line and skipped)::
+
+    # python/fieldrank/evaluation/command.py
+    from fieldrank.cli import CommandError, register_subcommand
+
+    def _add_arguments(parser):
+        parser.add_argument("--preset", default="rrf_cfsr")
+
+    def _run(args) -> int:
+        ...            # print results; raise CommandError("...") for user mistakes
+        return 0
+
+    register_subcommand("eval", help="LoCoMo evaluation", add_arguments=_add_arguments, run=_run)
+
+Keep heavy imports inside ``run`` so that ``fieldrank demo`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+__all__ = ["EXTENSION_MODULES", "CommandError", "main", "register_subcommand"]
+
+PROG = "fieldrank"
+#: Modules imported when the parser is built, so that they can register subcommands.
+EXTENSION_MODULES: tuple[str, ...] = ("fieldrank.evaluation.command", "fieldrank.calibrate")
+
+EXIT_OK = 0
+EXIT_USER_ERROR = 1
+EXIT_INTERRUPTED = 130
+#: Characters of a text shown per row of a table.
+TEXT_WIDTH = 70
+TEXTS_FIELD_DEFAULT = "text"
+#: Texts files understood by ``fieldrank index``.
+TEXT_FILE_SUFFIXES = (".jsonl", ".json", ".txt")
+
+
+class CommandError(Exception):
+    """A user mistake: printed as one line on stderr, exit status 1."""
+
+
+@dataclass(frozen=True)
+class _Subcommand:
+    name: str
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+    description: Optional[str]
+
+
+_SUBCOMMANDS: dict[str, _Subcommand] = {}
+
+
+def register_subcommand(name: str, *, help: str, add_arguments: Callable[[argparse.ArgumentParser], None],
+                        run: Callable[[argparse.Namespace], int], description: Optional[str] = None) -> None:
+    """Add a ``fieldrank <name>`` subcommand.
+
+    Parameters
+    ----------
+    name : str
+        The subcommand word.
+    help : str
+        One line for ``fieldrank --help``.
+    add_arguments : callable
+        Called with the subcommand's ``argparse`` parser to declare its options.
+    run : callable
+        Called with the parsed ``argparse.Namespace``; returns the exit status. Raise
+        :class:`CommandError` (or ``ValueError``/``OSError``) for user mistakes.
+    description : str, optional
+        Longer text for ``fieldrank <name> --help``.
+
+    Raises
+    ------
+    ValueError
+        If another subcommand already uses ``name``.
+    """
+    existing = _SUBCOMMANDS.get(name)
+    if existing is not None and existing.run is not run:
+        msg = f"fieldrank subcommand {name!r} is already registered (by {existing.run.__module__})"
+        raise ValueError(msg)
+    _SUBCOMMANDS[name] = _Subcommand(name, help, add_arguments, run, description)
+
+
+def _load_extensions() -> None:
+    for module in EXTENSION_MODULES:
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name is not None and module.startswith(exc.name):
+                continue  # not written yet (or its package is absent): nothing to register
+            _note(f"subcommands of {module} are unavailable ({type(exc).__name__}: {exc})")
+        except Exception as exc:  # noqa: BLE001 - a broken extension must not break `fieldrank demo`
+            _note(f"subcommands of {module} are unavailable ({type(exc).__name__}: {exc})")
+
+
+def _note(message: str) -> None:
+    print(f"{PROG}: note: {message}", file=sys.stderr)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        msg = f"expected a positive integer, got {text!r}"
+        raise argparse.ArgumentTypeError(msg) from None
+    if value <= 0:
+        msg = f"expected a positive integer, got {value}"
+        raise argparse.ArgumentTypeError(msg)
+    return value
+
+
+def _add_config_options(parser: argparse.ArgumentParser, what: str) -> None:
+    from .config import PRESET_NAMES
+
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--preset", choices=PRESET_NAMES, metavar="PRESET",
+                       help=f"{what}: one of {', '.join(PRESET_NAMES)}")
+    group.add_argument("--config", type=Path, metavar="CFG.toml", help=f"{what}: a configuration TOML file")
+
+
+def _chosen_config(args: argparse.Namespace):
+    from .config import RetrieverConfig, preset
+
+    if args.config is not None:
+        return RetrieverConfig.load_toml(args.config)
+    if args.preset is not None:
+        return preset(args.preset)
+    return None
+
+
+def _shorten(text: str, width: int = TEXT_WIDTH) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _print_json(data: Any) -> None:
+    print(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+# ------------------------------------------------------------------ demo
+def _demo_arguments(parser: argparse.ArgumentParser) -> None:
+    from .demo import DEMO_METHODS, DEMO_TOP_K
+
+    parser.add_argument("--k", type=_positive_int, default=DEMO_TOP_K,
+                        help=f"memories shown per method (default {DEMO_TOP_K})")
+    parser.add_argument("--methods", nargs="+", metavar="PRESET", default=list(DEMO_METHODS),
+                        help=f"presets to compare (default: {' '.join(DEMO_METHODS)})")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
+
+
+def _demo_run(args: argparse.Namespace) -> int:
+    from .demo import format_report, run_demo
+
+    report = run_demo(args.methods, args.k)
+    if args.json:
+        _print_json(report.to_dict())
+    else:
+        sys.stdout.write(format_report(report))
+    return EXIT_OK
+
+
+# ------------------------------------------------------------------ index
+def _index_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--texts", type=Path, required=True, metavar="FILE",
+                        help="the documents: .jsonl (one JSON string or object per line), .json (a list), "
+                             "or .txt (one per line)")
+    parser.add_argument("--text-field", default=TEXTS_FIELD_DEFAULT, metavar="NAME",
+                        help=f"key holding the text in JSON objects (default {TEXTS_FIELD_DEFAULT!r})")
+    parser.add_argument("--embeddings", type=Path, required=True, metavar="E.npy",
+                        help="(N, d) embeddings, one row per text, L2-normalised unless --normalize")
+    parser.add_argument("--out", type=Path, required=True, metavar="DIR", help="directory to write the index to")
+    _add_config_options(parser, "configuration saved with the index (default: the 'default' preset)")
+    parser.add_argument("--normalize", action="store_true", help="L2-normalise the embedding rows (and queries)")
+    parser.add_argument("--overwrite", action="store_true", help="replace an index already in --out")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a summary")
+
+
+def _read_texts(path: Path, field: str, progress) -> list[str]:
+    suffix = path.suffix.lower()
+    if suffix not in TEXT_FILE_SUFFIXES:
+        msg = f"--texts {path}: expected one of {', '.join(TEXT_FILE_SUFFIXES)}, got {suffix or 'no suffix'!r}"
+        raise CommandError(msg)
+    with open(path, encoding="utf-8") as f:
+        if suffix == ".txt":
+            return [line.rstrip("\n") for line in progress(f, desc="reading texts", unit=" texts")]
+        if suffix == ".json":
+            try:
+                items = json.load(f)
+            except json.JSONDecodeError as exc:
+                msg = f"--texts {path}: invalid JSON ({exc})"
+                raise CommandError(msg) from None
+            if not isinstance(items, list):
+                msg = f"--texts {path}: expected a JSON list, got {type(items).__name__}"
+                raise CommandError(msg)
+            numbered = enumerate(items, 1)
+        else:
+            numbered = ((n, line) for n, line in enumerate(progress(f, desc="reading texts", unit=" texts"), 1)
+                        if line.strip())
+        texts = []
+        for number, item in numbered:
+            if suffix == ".jsonl":
+                try:
+                    item = json.loads(item)
+                except json.JSONDecodeError as exc:
+                    msg = f"--texts {path}, line {number}: invalid JSON ({exc})"
+                    raise CommandError(msg) from None
+            texts.append(_text_of(item, field, f"--texts {path}, item {number}"))
+    return texts
+
+
+def _text_of(item: object, field: str, where: str) -> str:
+    if isinstance(item, str):
+        return item
+    if isinstance(item, dict):
+        value = item.get(field)
+        if isinstance(value, str):
+            return value
+        msg = f"{where}: no string field {field!r} (fields: {sorted(item)}); choose one with --text-field"
+        raise CommandError(msg)
+    msg = f"{where}: expected a string or an object, got {type(item).__name__}"
+    raise CommandError(msg)
+
+
+def _load_npy(path: Path, option: str):
+    import numpy as np
+
+    try:
+        array = np.load(path, allow_pickle=False)
+    except ValueError as exc:
+        msg = f"{option} {path}: not a readable .npy array ({exc})"
+        raise CommandError(msg) from None
+    if not isinstance(array, np.ndarray) or array.dtype.kind not in "fiu":
+        msg = f"{option} {path}: expected a numeric array, got dtype {getattr(array, 'dtype', '?')}"
+        raise CommandError(msg)
+    return array
+
+
+def _index_run(args: argparse.Namespace) -> int:
+    import numpy as np
+    from tqdm import tqdm
+
+    from .hybrid import HybridRetriever
+
+    config = _chosen_config(args)
+    if args.out.exists() and not args.overwrite and (not args.out.is_dir() or any(args.out.iterdir())):
+        msg = f"--out {args.out} exists and is not empty; pass --overwrite to replace the index in it"
+        raise CommandError(msg)
+    steps = ("read texts", "read embeddings", "build BM25 index", "save")
+    with tqdm(total=len(steps), desc="index", unit=" steps", disable=None, file=sys.stderr) as bar:
+        def progress(iterable, **kwargs):
+            return tqdm(iterable, disable=None, leave=False, file=sys.stderr, **kwargs)
+
+        bar.set_postfix_str(steps[0])
+        texts = _read_texts(args.texts, args.text_field, progress)
+        bar.update()
+        bar.set_postfix_str(steps[1])
+        E = _load_npy(args.embeddings, "--embeddings")
+        if E.dtype.kind != "f":
+            E = E.astype(np.float32)
+        bar.update()
+        bar.set_postfix_str(steps[2])
+        retriever = HybridRetriever(texts, E, config, normalize=args.normalize)
+        bar.update()
+        bar.set_postfix_str(steps[3])
+        retriever.save(args.out, overwrite=args.overwrite)
+        bar.update()
+    summary = {
+        "out": str(args.out),
+        "n_docs": len(retriever),
+        "dim": retriever.dim,
+        "config": retriever.config.name,
+        "legs": list(retriever.config.leg_names),
+        "bytes": sum(p.stat().st_size for p in Path(args.out).rglob("*") if p.is_file()),
+    }
+    if args.json:
+        _print_json(summary)
+    else:
+        print(f"indexed {summary['n_docs']} texts (d = {summary['dim']}) with config {summary['config']!r} "
+              f"(legs: {', '.join(summary['legs'])}) into {summary['out']} ({summary['bytes']:,} bytes)")
+    return EXIT_OK
+
+
+# ------------------------------------------------------------------ search
+def _search_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--index", type=Path, required=True, metavar="DIR",
+                        help="an index written by 'fieldrank index'")
+    parser.add_argument("--text", metavar="TEXT", help="the query text (BM25 legs)")
+    parser.add_argument("--vector-file", type=Path, metavar="Q.npy",
+                        help="the query embedding (.npy, shape (d,) or (n, d) with --vector-row); it is L2-normalised")
+    parser.add_argument("--vector-row", type=int, metavar="I", help="row of a 2-D --vector-file to use")
+    _add_config_options(parser, "configuration to search with (default: the one saved with the index)")
+    parser.add_argument("--k", type=_positive_int, help="hits to return (default: the configuration's k)")
+    parser.add_argument("--mmap", action="store_true", help="memory-map the embeddings instead of reading them")
+    parser.add_argument("--json", action="store_true", help="print JSON (hits with per-leg provenance)")
+
+
+def _query_vector(args: argparse.Namespace):
+    import numpy as np
+
+    if args.vector_file is None:
+        if args.vector_row is not None:
+            msg = "--vector-row needs --vector-file"
+            raise CommandError(msg)
+        return None
+    array = _load_npy(args.vector_file, "--vector-file").astype(np.float32)
+    if array.ndim == 2:
+        if args.vector_row is None:
+            if array.shape[0] != 1:
+                msg = f"--vector-file {args.vector_file} holds {array.shape[0]} vectors; pick one with --vector-row"
+                raise CommandError(msg)
+            array = array[0]
+        else:
+            if not -array.shape[0] <= args.vector_row < array.shape[0]:
+                msg = f"--vector-row {args.vector_row} is out of range for {array.shape[0]} vectors"
+                raise CommandError(msg)
+            array = array[args.vector_row]
+    elif array.ndim != 1:
+        msg = f"--vector-file {args.vector_file}: expected shape (d,) or (n, d), got {array.shape}"
+        raise CommandError(msg)
+    norm = float(np.linalg.norm(array))
+    if not np.isfinite(norm) or norm == 0.0:
+        msg = f"--vector-file {args.vector_file}: the vector must be finite and non-zero"
+        raise CommandError(msg)
+    return np.ascontiguousarray(array / np.float32(norm))
+
+
+def _lexical_only(config):
+    """The lexical legs of ``config`` (or the ``bm25`` preset with its BM25 parameters)."""
+    from .config import BM25Leg, preset
+
+    legs = tuple(leg for leg in config.legs if isinstance(leg, BM25Leg))
+    if not legs:
+        return preset("bm25").replace(bm25=config.bm25, k=config.k)
+    return config.replace(legs=legs, name=f"{config.name}, lexical legs only")
+
+
+def _search_run(args: argparse.Namespace) -> int:
+    from .hybrid import HybridRetriever
+
+    chosen = _chosen_config(args)
+    vector = _query_vector(args)
+    retriever = HybridRetriever.load(args.index, mmap=args.mmap, config=chosen)
+    config = retriever.config
+    if vector is None and config.needs_vector:
+        dense = [leg.name for leg in config.legs if leg.needs_vector]
+        if chosen is not None:
+            msg = (f"configuration {config.name!r} has dense legs ({', '.join(dense)}) and needs a query "
+                   "embedding: pass --vector-file Q.npy, or use --preset bm25 for a lexical search")
+            raise CommandError(msg)
+        config = _lexical_only(config)
+        retriever = retriever.with_config(config)
+        _note(f"no --vector-file: running only the lexical legs (config {config.name!r}); dense legs "
+              f"{', '.join(dense)} need a query embedding")
+    if args.text is None and config.needs_text:
+        msg = f"configuration {config.name!r} has a BM25 leg or a union pool and needs --text"
+        raise CommandError(msg)
+    result = retriever.search(args.text, vector, args.k)
+    if args.json:
+        _print_json({"index": str(args.index), "n_docs": len(retriever), **result.to_dict()})
+    else:
+        sys.stdout.write(_format_hits(result, len(retriever)))
+    return EXIT_OK
+
+
+def _format_hits(result, n_docs: int) -> str:
+    legs = result.legs
+    header = ["#", "id", "rrf", *(leg.name for leg in legs), "text"]
+    rows = []
+    for j, doc_id in enumerate(result.ids.tolist()):
+        cells = [str(j + 1), str(doc_id), f"{result.scores[j]:.4f}"]
+        for leg in legs:
+            rank = int(leg.hit_rank[j])
+            cell = "-" if rank == 0 else str(rank)
+            if leg.hit_coef is not None and rank:
+                cell += f" (a={leg.hit_coef[j]:.3g})"
+            cells.append(cell)
+        cells.append(_shorten(result.texts[j]))
+        rows.append(cells)
+    widths = [max(len(row[c]) for row in [header, *rows]) for c in range(len(header) - 1)]
+    numeric = set(range(3))
+
+    def line(cells: Sequence[str]) -> str:
+        parts = [cell.rjust(w) if c in numeric else cell.ljust(w) for c, (cell, w) in enumerate(zip(cells, widths))]
+        return "  ".join([*parts, cells[-1]]).rstrip()
+
+    legs_text = ", ".join(f"{leg.name} ({leg.kind}) x{leg.weight:g}" for leg in legs)
+    out = [f"config {result.config.name!r}: {len(result)} hits of {n_docs} documents; legs: {legs_text}",
+           "leg columns: the hit's rank in that leg ('-': not returned by it)", "", line(header)]
+    out.extend(line(row) for row in rows)
+    return "\n".join(out) + "\n"
+
+
+# ------------------------------------------------------------------ parser and entry point
+register_subcommand(
+    "demo", help="the write-ups' two kitchen scenarios through every method (no data, no network)",
+    add_arguments=_demo_arguments, run=_demo_run,
+    description="Runs the paraphrase pile-up and partial-evidence scenarios (shipped with the package) through "
+                "cosine, BM25, CFS, CFS-R and the hybrid presets, and shows what each returns side by side.",
+)
+register_subcommand(
+    "index", help="build and save a hybrid index from texts and embeddings",
+    add_arguments=_index_arguments, run=_index_run,
+)
+register_subcommand(
+    "search", help="search a saved index",
+    add_arguments=_search_arguments, run=_search_run,
+    description="Without --vector-file only the lexical (BM25) legs can run: with the saved configuration the "
+                "search falls back to them and says so; with an explicit dense --preset/--config it is an error.",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every registered subcommand (extensions included)."""
+    from . import __version__
+
+    _load_extensions()
+    parser = argparse.ArgumentParser(
+        prog=PROG, description="Fast in-process retrieval over long conversational memory.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for command in _SUBCOMMANDS.values():
+        child = sub.add_parser(command.name, help=command.help, description=command.description or command.help)
+        command.add_arguments(child)
+        child.set_defaults(_run=command.run)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the command line; returns the exit status.
+
+    User mistakes (:class:`CommandError`, ``ValueError``, ``TypeError``, ``OSError``,
+    ``KeyError`` from the library) print ``fieldrank <command>: error: ...`` on stderr and
+    return 1.
+    """
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args._run(args))
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader (e.g. `| head`) went away: stop quietly, and keep Python from
+        # complaining again when it flushes stdout at exit.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
+    except (CommandError, ValueError, TypeError, OSError, KeyError) as exc:
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+        print(f"{PROG} {args.command}: error: {message}", file=sys.stderr)
+        return EXIT_USER_ERROR
+
+
+if __name__ == "__main__":
+    # Run the canonical module, so that extensions registering with `fieldrank.cli` (not
+    # `__main__`) are seen under `python -m fieldrank.cli` too.
+    from fieldrank.cli import main as _main
+
+    sys.exit(_main())

@@ -1,0 +1,781 @@
+"""Configuration of the hybrid retriever: typed legs, presets, and TOML round trips.
+
+A :class:`RetrieverConfig` is a frozen description of a weighted-RRF stack (SPEC §6): an
+ordered tuple of *legs*, each a frozen dataclass naming its operator, how many ids it
+contributes (``depth``), its RRF ``weight`` and its operator parameters, plus the final
+``k``, the RRF offset ``k0`` and the BM25 tokenizer/scoring parameters. Every default is
+read from :data:`fieldrank.DEFAULTS` (the native core's table) or from
+:mod:`fieldrank.bm25`; the only numbers defined here are the preset weights, in
+:data:`PRESET_WEIGHTS`.
+
+Leg kinds (:data:`LEG_KINDS`)
+-----------------------------
+``cosine``  prefilter top-``depth`` (SPEC §1)
+``bm25``    BM25 top-``depth`` on bm25s (SPEC §7)
+``cfsr``    CFS-R top-``depth`` of a pool of ``p`` candidates (SPEC §2)
+``cfs``     CFS top-``depth`` of a pool of ``p`` candidates (SPEC §3)
+``mmr``     MMR top-``depth`` of the prefilter top-``p`` (SPEC §4)
+``ring``    Ring survivors, ``depth`` of the prefilter top-(2 ``depth``) (SPEC §5)
+``temporal`` the time-aware leg (:mod:`fieldrank.temporal`): z-scored BM25 + cosine blend,
+            session-neighbour support and time priors, top-``depth`` of the subset
+
+CFS-R and CFS take a ``pool`` option (:data:`POOL_MODES`): ``"dense"`` (default) reranks
+the cosine prefilter top-``p``; ``"union"`` reranks the union of the dense top-``p`` and
+the BM25 top-``union_p`` (``union_p`` defaults to ``p``), passed to the operator as a
+caller pool with vectors gathered from the corpus.
+
+Presets (:data:`PRESET_NAMES`)
+------------------------------
+``cosine``, ``bm25``, ``cfs``, ``cfsr`` (single legs), ``rrf2``, ``rrf_mmr``, ``rrf_cfs``,
+``rrf_cfsr`` (the write-ups' locked stack: cosine 10, BM25 10, CFS-R 50 x3; also named
+``rrf_cfsr_locked``), ``rrf_ring`` and ``default``. See :func:`default_config` for where
+``default`` comes from.
+
+Files
+-----
+:meth:`RetrieverConfig.save_toml` / :meth:`RetrieverConfig.load_toml` (and
+:meth:`~RetrieverConfig.to_dict` / :meth:`~RetrieverConfig.from_dict`) round-trip exactly::
+
+    name = "rrf_cfsr"
+    k = 10
+    k0 = 60.0
+
+    [bm25]
+    k1 = 1.5
+    b = 0.75
+    method = "lucene"
+    stopwords = "en"          # false: no stop-word removal
+    stemmer_language = "english"
+    lowercase = true
+    delta = 0.5
+
+    [[legs]]
+    kind = "cosine"
+    depth = 10
+    weight = 1.0
+
+    [[legs]]
+    kind = "cfsr"
+    depth = 50
+    weight = 3.0
+    p = 150
+    pool = "dense"
+    ...
+
+Keys left out of a leg or of ``[bm25]`` take their defaults; unknown keys are errors.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import numbers
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+from importlib import resources
+from pathlib import Path
+from typing import Any, ClassVar, Optional, Union
+
+from . import _core
+from .bm25 import DEFAULT_PARAMS, BM25Params
+from .temporal import TemporalParams
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python < 3.11 only
+    import tomli as tomllib
+
+__all__ = [
+    "LEG_KINDS",
+    "POOL_MODES",
+    "PRESET_NAMES",
+    "PRESET_WEIGHTS",
+    "BM25Leg",
+    "CFSLeg",
+    "CFSRLeg",
+    "CosineLeg",
+    "Leg",
+    "MMRLeg",
+    "RetrieverConfig",
+    "RingLeg",
+    "TemporalLeg",
+    "default_config",
+    "leg_from_dict",
+    "preset",
+    "resolve_config",
+]
+
+
+def __dir__() -> list[str]:
+    return list(__all__)
+
+
+_D = _core.DEFAULTS
+
+#: Candidate pool of the CFS-R / CFS legs: the dense prefilter, or its union with BM25.
+POOL_MODES: tuple[str, ...] = ("dense", "union")
+POOL_DENSE, POOL_UNION = POOL_MODES
+
+#: Weight of a leg that does not say otherwise (plain, unweighted RRF).
+DEFAULT_WEIGHT = 1.0
+#: The preset weights: the only RRF weights written down in the package. ``cfsr_locked`` is
+#: the write-ups' CFS-R weight in the locked stack ("CFS-R weighted 3x").
+PRESET_WEIGHTS: Mapping[str, float] = {"plain": DEFAULT_WEIGHT, "cfsr_locked": 3.0}
+
+#: Package data file that, when present, defines the ``default`` preset (see :func:`default_config`).
+DEFAULT_CONFIG_RESOURCE = ("data", "default_config.toml")
+#: The preset ``default`` falls back to while no calibrated file is shipped.
+DEFAULT_FALLBACK_PRESET = "rrf2"
+#: ``name`` of a configuration built by hand rather than from a preset.
+CUSTOM_NAME = "custom"
+
+# Encoding of ``None`` in TOML (which has no null) for the two optional BM25 fields.
+_TOML_NONE = False
+_BM25_OPTIONAL_FIELDS = ("stopwords", "stemmer_language")
+
+
+# ------------------------------------------------------------------ field checks
+def _int_field(owner: str, name: str, value: object, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        msg = f"{owner}.{name} must be an int, got {type(value).__name__} {value!r}"
+        raise TypeError(msg)
+    if value < minimum:
+        msg = f"{owner}.{name} must be >= {minimum}, got {value}"
+        raise ValueError(msg)
+    return int(value)
+
+
+def _real_field(owner: str, name: str, value: object, *, low: float = -math.inf, high: float = math.inf,
+                low_open: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        msg = f"{owner}.{name} must be a real number, got {type(value).__name__} {value!r}"
+        raise TypeError(msg)
+    v = float(value)
+    too_low = v <= low if low_open else v < low
+    if not math.isfinite(v) or too_low or v > high:
+        bracket = "(" if low_open else "["
+        msg = f"{owner}.{name} must be finite and in {bracket}{low}, {high}], got {value!r}"
+        raise ValueError(msg)
+    return v
+
+
+def _bool_field(owner: str, name: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        msg = f"{owner}.{name} must be a bool, got {type(value).__name__} {value!r}"
+        raise TypeError(msg)
+    return value
+
+
+def _name_field(owner: str, value: object) -> str:
+    if not isinstance(value, str) or not value.strip():
+        msg = f"{owner}.name must be a non-empty str, got {value!r}"
+        raise ValueError(msg)
+    return value
+
+
+def _set(obj: object, name: str, value: object) -> None:
+    object.__setattr__(obj, name, value)
+
+
+class _LegBase:
+    """Shared validation and serialisation of the leg dataclasses."""
+
+    kind: ClassVar[str]
+    #: Whether the leg needs a query vector / the query text.
+    needs_vector: ClassVar[bool] = True
+    needs_text: ClassVar[bool] = False
+
+    def _check_common(self) -> str:
+        owner = type(self).__name__
+        _set(self, "depth", _int_field(owner, "depth", self.depth, 1))
+        _set(self, "weight", _real_field(owner, "weight", self.weight, low=0.0))
+        _set(self, "name", _name_field(owner, self.name))
+        return owner
+
+    def _check_pool(self, owner: str) -> None:
+        """``p`` >= ``depth``, ``pool`` in :data:`POOL_MODES`, ``union_p`` only with a union pool."""
+        _set(self, "p", _int_field(owner, "p", self.p, 1))
+        if self.p < self.depth:
+            msg = f"{owner}.p (pool size {self.p}) must be >= depth ({self.depth})"
+            raise ValueError(msg)
+        pool = getattr(self, "pool", POOL_DENSE)
+        if pool not in POOL_MODES:
+            msg = f"{owner}.pool must be one of {POOL_MODES}, got {pool!r}"
+            raise ValueError(msg)
+        union_p = getattr(self, "union_p", None)
+        if union_p is not None:
+            if pool != POOL_UNION:
+                msg = f"{owner}.union_p is only used with pool={POOL_UNION!r}, got pool={pool!r}"
+                raise ValueError(msg)
+            _set(self, "union_p", _int_field(owner, "union_p", union_p, 1))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The leg as a TOML/JSON-ready dict: ``kind`` first, ``None`` fields left out."""
+        out: dict[str, Any] = {"kind": self.kind}
+        for f in fields(self):  # type: ignore[arg-type]
+            value = getattr(self, f.name)
+            if value is not None:
+                out[f.name] = value
+        return out
+
+
+@dataclass(frozen=True)
+class CosineLeg(_LegBase):
+    """Cosine prefilter leg: the ``depth`` rows most similar to the query vector.
+
+    Parameters
+    ----------
+    depth : int, default DEFAULTS["k"]
+        Ids this leg contributes to the fusion, >= 1.
+    weight : float, default 1.0
+        RRF weight, finite and >= 0.
+    name : str, default "cosine"
+        Label of the leg in results (unique within a configuration).
+    """
+
+    kind: ClassVar[str] = "cosine"
+    depth: int = _D["k"]
+    weight: float = DEFAULT_WEIGHT
+    name: str = "cosine"
+
+    def __post_init__(self) -> None:
+        self._check_common()
+
+
+@dataclass(frozen=True)
+class BM25Leg(_LegBase):
+    """Lexical leg: BM25 top-``depth`` (tokenizer and k1/b live in ``RetrieverConfig.bm25``).
+
+    Only documents sharing a term with the query are ranked, so the leg may return fewer
+    than ``depth`` ids (see :mod:`fieldrank.bm25`).
+    """
+
+    kind: ClassVar[str] = "bm25"
+    needs_vector: ClassVar[bool] = False
+    needs_text: ClassVar[bool] = True
+    depth: int = _D["k"]
+    weight: float = DEFAULT_WEIGHT
+    name: str = "bm25"
+
+    def __post_init__(self) -> None:
+        self._check_common()
+
+
+@dataclass(frozen=True)
+class CFSRLeg(_LegBase):
+    """CFS-R leg (SPEC §2): non-negative ridge reconstruction of the query from ``p`` candidates.
+
+    Parameters
+    ----------
+    depth : int, default DEFAULTS["cfsr_k"]
+        Ids contributed (the write-ups' "CFS-R top-50").
+    weight : float, default 1.0
+        RRF weight (the locked stack uses 3, see :data:`PRESET_WEIGHTS`).
+    p : int, default DEFAULTS["p"]
+        Dense pool size, >= ``depth``.
+    w, lam, iters, tol, fista
+        Operator parameters of :func:`fieldrank.cfsr`, defaults from ``DEFAULTS``.
+    pool : {"dense", "union"}, default "dense"
+        ``"union"`` adds the BM25 top-``union_p`` to the dense top-``p``.
+    union_p : int or None, default None
+        BM25 candidates of a union pool; None means ``p``. Only with ``pool="union"``.
+    name : str, default "cfsr"
+    """
+
+    kind: ClassVar[str] = "cfsr"
+    depth: int = _D["cfsr_k"]
+    weight: float = DEFAULT_WEIGHT
+    p: int = _D["p"]
+    w: float = _D["w"]
+    lam: float = _D["lam"]
+    iters: int = _D["iters"]
+    tol: float = _D["tol"]
+    fista: bool = False
+    pool: str = POOL_DENSE
+    union_p: Optional[int] = None
+    name: str = "cfsr"
+
+    def __post_init__(self) -> None:
+        owner = self._check_common()
+        self._check_pool(owner)
+        _set(self, "w", _real_field(owner, "w", self.w, low=0.0, high=1.0))
+        _set(self, "lam", _real_field(owner, "lam", self.lam, low=0.0))
+        _set(self, "iters", _int_field(owner, "iters", self.iters, 1))
+        _set(self, "tol", _real_field(owner, "tol", self.tol, low=0.0))
+        _bool_field(owner, "fista", self.fista)
+
+    @property
+    def needs_text(self) -> bool:  # type: ignore[override]
+        return self.pool == POOL_UNION
+
+    def operator_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of :func:`fieldrank.cfsr_pool` / ``cfsr_batch`` (besides ``k``)."""
+        return {"w": self.w, "lam": self.lam, "iters": self.iters, "tol": self.tol, "fista": self.fista}
+
+
+@dataclass(frozen=True)
+class CFSLeg(_LegBase):
+    """CFS leg (SPEC §3): greedy coverage-field picks from ``p`` candidates ("CFS-long": 50).
+
+    ``sigma``, ``beta``, ``eps`` default to ``DEFAULTS``; ``pool``/``union_p`` as in :class:`CFSRLeg`.
+    """
+
+    kind: ClassVar[str] = "cfs"
+    depth: int = _D["cfs_k"]
+    weight: float = DEFAULT_WEIGHT
+    p: int = _D["p"]
+    sigma: float = _D["sigma"]
+    beta: float = _D["beta"]
+    eps: float = _D["eps"]
+    pool: str = POOL_DENSE
+    union_p: Optional[int] = None
+    name: str = "cfs"
+
+    def __post_init__(self) -> None:
+        owner = self._check_common()
+        self._check_pool(owner)
+        _set(self, "sigma", _real_field(owner, "sigma", self.sigma, low=0.0, low_open=True))
+        _set(self, "beta", _real_field(owner, "beta", self.beta, low=0.0))
+        _set(self, "eps", _real_field(owner, "eps", self.eps, low=0.0, low_open=True))
+
+    @property
+    def needs_text(self) -> bool:  # type: ignore[override]
+        return self.pool == POOL_UNION
+
+    def operator_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of :func:`fieldrank.cfs_pool` / ``cfs_batch`` (besides ``k``)."""
+        return {"sigma": self.sigma, "beta": self.beta, "eps": self.eps}
+
+
+@dataclass(frozen=True)
+class MMRLeg(_LegBase):
+    """MMR leg (SPEC §4) over the prefilter top-``p``; ``mu`` defaults to ``DEFAULTS["mu"]``."""
+
+    kind: ClassVar[str] = "mmr"
+    depth: int = _D["mmr_k"]
+    weight: float = DEFAULT_WEIGHT
+    p: int = _D["p"]
+    mu: float = _D["mu"]
+    name: str = "mmr"
+
+    def __post_init__(self) -> None:
+        owner = self._check_common()
+        self._check_pool(owner)
+        _set(self, "mu", _real_field(owner, "mu", self.mu, low=0.0, high=1.0))
+
+    def operator_kwargs(self) -> dict[str, Any]:
+        return {"mu": self.mu}
+
+
+@dataclass(frozen=True)
+class RingLeg(_LegBase):
+    """Ring leg (SPEC §5): survival laps over the prefilter top-(``ring_pool_factor`` x ``depth``)."""
+
+    kind: ClassVar[str] = "ring"
+    depth: int = _D["ring_k"]
+    weight: float = DEFAULT_WEIGHT
+    alpha: float = _D["alpha"]
+    laps: int = _D["laps"]
+    seed: int = _D["seed"]
+    ablation: bool = False
+    name: str = "ring"
+
+    def __post_init__(self) -> None:
+        owner = self._check_common()
+        _set(self, "alpha", _real_field(owner, "alpha", self.alpha, low=0.0, high=1.0))
+        _set(self, "laps", _int_field(owner, "laps", self.laps, 1))
+        _set(self, "seed", _int_field(owner, "seed", self.seed, 0))
+        _bool_field(owner, "ablation", self.ablation)
+
+    @property
+    def pool_depth(self) -> int:
+        """Size of the prefilter pool the operator reranks."""
+        return self.depth * _D["ring_pool_factor"]
+
+    def operator_kwargs(self) -> dict[str, Any]:
+        return {"alpha": self.alpha, "laps": self.laps, "seed": self.seed, "ablation": self.ablation}
+
+
+@dataclass(frozen=True)
+class TemporalLeg(_LegBase):
+    """Time-aware leg (:mod:`fieldrank.temporal`): fused BM25 + cosine scores, propagated to
+    same-session neighbours, plus a time-cue prior for time questions and a session-date prior
+    for questions that name a date.
+
+    Uses the retriever's BM25 index (``RetrieverConfig.bm25``) and its ``timeline`` (session
+    keys and dates of the documents; without one, documents in corpus order are neighbours and
+    there is no date prior). The parameters are those of :class:`fieldrank.temporal.TemporalParams`
+    and default to its values.
+    """
+
+    kind: ClassVar[str] = "temporal"
+    needs_text: ClassVar[bool] = True
+    depth: int = _D["k"]
+    weight: float = DEFAULT_WEIGHT
+    alpha: float = TemporalParams.alpha
+    gamma: float = TemporalParams.gamma
+    radius: int = TemporalParams.radius
+    decay: float = TemporalParams.decay
+    tau: float = TemporalParams.tau
+    delta: float = TemporalParams.delta
+    before_days: int = TemporalParams.before_days
+    after_days: int = TemporalParams.after_days
+    name: str = "temporal"
+
+    def __post_init__(self) -> None:
+        owner = self._check_common()
+        try:
+            params = self.params()
+        except (ValueError, TypeError) as exc:
+            raise type(exc)(f"{owner}.{exc}") from None
+        for f in fields(TemporalParams):
+            _set(self, f.name, getattr(params, f.name))
+
+    def params(self) -> TemporalParams:
+        """The operator parameters as a :class:`fieldrank.temporal.TemporalParams`."""
+        return TemporalParams(**{f.name: getattr(self, f.name) for f in fields(TemporalParams)})
+
+
+Leg = Union[CosineLeg, BM25Leg, CFSRLeg, CFSLeg, MMRLeg, RingLeg, TemporalLeg]
+_LEG_TYPES: dict[str, type] = {
+    cls.kind: cls for cls in (CosineLeg, BM25Leg, CFSRLeg, CFSLeg, MMRLeg, RingLeg, TemporalLeg)
+}
+#: Every leg kind, in the order of SPEC §1–§7; the single list used in messages.
+LEG_KINDS: tuple[str, ...] = tuple(_LEG_TYPES)
+
+
+def leg_from_dict(data: Mapping[str, Any], where: str = "leg") -> Leg:
+    """Build one leg from a mapping with a ``kind`` key; missing fields take their defaults.
+
+    Raises
+    ------
+    ValueError
+        If ``kind`` is missing or unknown (the message lists :data:`LEG_KINDS`), a key is
+        unknown for that kind, or a value is out of range.
+    TypeError
+        If a value has the wrong type.
+    """
+    if not isinstance(data, Mapping):
+        msg = f"{where} must be a table/dict, got {type(data).__name__}"
+        raise ValueError(msg)
+    values = dict(data)
+    kind = values.pop("kind", None)
+    if kind not in _LEG_TYPES:
+        msg = f"{where}.kind must be one of {LEG_KINDS}, got {kind!r}"
+        raise ValueError(msg)
+    cls = _LEG_TYPES[kind]
+    known = [f.name for f in fields(cls)]
+    unknown = sorted(set(values) - set(known))
+    if unknown:
+        msg = f"{where}: unknown field(s) {unknown} for a {kind!r} leg; known fields: {known}"
+        raise ValueError(msg)
+    return cls(**values)
+
+
+# ------------------------------------------------------------------ the configuration
+def _bm25_to_dict(params: BM25Params) -> dict[str, Any]:
+    out = params.to_dict()
+    for name in _BM25_OPTIONAL_FIELDS:
+        if out[name] is None:
+            out[name] = _TOML_NONE
+    return out
+
+
+def _bm25_from_dict(data: object) -> BM25Params:
+    if not isinstance(data, Mapping):
+        msg = f"bm25 must be a table/dict, got {type(data).__name__}"
+        raise ValueError(msg)
+    values = dict(data)
+    for name in _BM25_OPTIONAL_FIELDS:
+        if name in values and values[name] is _TOML_NONE:
+            values[name] = None
+    return BM25Params.from_dict(values)
+
+
+@dataclass(frozen=True)
+class RetrieverConfig:
+    """A weighted-RRF stack: the legs, the final ``k``, ``k0`` and the BM25 parameters.
+
+    Parameters
+    ----------
+    legs : tuple of legs
+        At least one; leg names must be unique; at least one weight must be > 0. A list is
+        accepted and stored as a tuple.
+    k : int, default DEFAULTS["k"]
+        Ids returned by a search (the final top-k), >= 1.
+    k0 : float, default DEFAULTS["k0"]
+        RRF rank offset (SPEC §6), finite and >= 0.
+    bm25 : BM25Params, default fieldrank.bm25.DEFAULT_PARAMS
+        Tokenizer and scoring of the BM25 index (used by BM25 legs and union pools).
+    name : str, default "custom"
+        A label (the preset name for presets); part of equality and of the file.
+
+    Raises
+    ------
+    ValueError
+        If a value is out of range; the message names the field.
+    TypeError
+        If a field has the wrong type.
+    """
+
+    legs: tuple[Leg, ...]
+    k: int = _D["k"]
+    k0: float = _D["k0"]
+    bm25: BM25Params = DEFAULT_PARAMS
+    name: str = CUSTOM_NAME
+
+    _TOP_LEVEL_KEYS: ClassVar[tuple[str, ...]] = ("name", "k", "k0", "bm25", "legs")
+
+    def __post_init__(self) -> None:
+        owner = "RetrieverConfig"
+        legs = self.legs
+        if isinstance(legs, (str, bytes, Mapping)) or not hasattr(legs, "__iter__"):
+            msg = f"{owner}.legs must be a sequence of legs, got {type(legs).__name__}"
+            raise TypeError(msg)
+        legs = tuple(legs)
+        if not legs:
+            msg = f"{owner}.legs must hold at least one leg, got none"
+            raise ValueError(msg)
+        for i, leg in enumerate(legs):
+            if not isinstance(leg, tuple(_LEG_TYPES.values())):
+                msg = (
+                    f"{owner}.legs[{i}] must be one of {[c.__name__ for c in _LEG_TYPES.values()]}, "
+                    f"got {type(leg).__name__}"
+                )
+                raise TypeError(msg)
+        names = [leg.name for leg in legs]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            msg = f"{owner}.legs names must be unique, got {repeated} more than once (set name= on the legs)"
+            raise ValueError(msg)
+        if not any(leg.weight > 0 for leg in legs):
+            msg = f"{owner}.legs must have at least one weight > 0, got weights {[leg.weight for leg in legs]}"
+            raise ValueError(msg)
+        _set(self, "legs", legs)
+        _set(self, "k", _int_field(owner, "k", self.k, 1))
+        _set(self, "k0", _real_field(owner, "k0", self.k0, low=0.0))
+        if not isinstance(self.bm25, BM25Params):
+            msg = f"{owner}.bm25 must be a BM25Params, got {type(self.bm25).__name__}"
+            raise TypeError(msg)
+        _set(self, "name", _name_field(owner, self.name))
+
+    # ---------------------------------------------------------------- derived views
+    @property
+    def weights(self) -> tuple[float, ...]:
+        """RRF weight of each leg, in leg order."""
+        return tuple(leg.weight for leg in self.legs)
+
+    @property
+    def leg_names(self) -> tuple[str, ...]:
+        return tuple(leg.name for leg in self.legs)
+
+    @property
+    def needs_vector(self) -> bool:
+        """Whether a search needs a query vector (any dense leg)."""
+        return any(leg.needs_vector for leg in self.legs)
+
+    @property
+    def needs_text(self) -> bool:
+        """Whether a search needs the query text (a BM25 leg or a union pool)."""
+        return any(leg.needs_text for leg in self.legs)
+
+    def replace(self, **changes: Any) -> RetrieverConfig:
+        """A copy with some fields changed (validated again)."""
+        return replace(self, **changes)
+
+    # ---------------------------------------------------------------- dict / TOML
+    def to_dict(self) -> dict[str, Any]:
+        """A TOML/JSON-ready dict; :meth:`from_dict` of it gives an equal config."""
+        return {
+            "name": self.name,
+            "k": self.k,
+            "k0": self.k0,
+            "bm25": _bm25_to_dict(self.bm25),
+            "legs": [leg.to_dict() for leg in self.legs],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RetrieverConfig:
+        """Build a validated config from a mapping shaped like :meth:`to_dict`.
+
+        ``legs`` is required; ``name``, ``k``, ``k0`` and ``bm25`` (or any key inside a leg or
+        ``bm25``) may be left out and take their defaults.
+
+        Raises
+        ------
+        ValueError
+            On unknown keys (top level, leg or bm25), an unknown leg kind, or a bad value.
+        TypeError
+            If a value has the wrong type.
+        """
+        if not isinstance(data, Mapping):
+            msg = f"a configuration must be a table/dict, got {type(data).__name__}"
+            raise ValueError(msg)
+        unknown = sorted(set(data) - set(cls._TOP_LEVEL_KEYS))
+        if unknown:
+            msg = f"unknown configuration key(s) {unknown}; known keys: {list(cls._TOP_LEVEL_KEYS)}"
+            raise ValueError(msg)
+        if "legs" not in data:
+            msg = "a configuration needs 'legs' (a list of tables with a 'kind')"
+            raise ValueError(msg)
+        raw_legs = data["legs"]
+        if isinstance(raw_legs, (str, bytes, Mapping)) or not isinstance(raw_legs, (list, tuple)):
+            msg = f"legs must be a list of tables, got {type(raw_legs).__name__}"
+            raise ValueError(msg)
+        legs = tuple(leg_from_dict(leg, f"legs[{i}]") for i, leg in enumerate(raw_legs))
+        kwargs: dict[str, Any] = {"legs": legs}
+        for key in ("name", "k", "k0"):
+            if key in data:
+                kwargs[key] = data[key]
+        if "bm25" in data:
+            kwargs["bm25"] = _bm25_from_dict(data["bm25"])
+        return cls(**kwargs)
+
+    def to_toml(self) -> str:
+        """The config as TOML text (written with ``tomli_w``)."""
+        import tomli_w
+
+        return tomli_w.dumps(self.to_dict())
+
+    @classmethod
+    def from_toml(cls, text: str) -> RetrieverConfig:
+        """Parse TOML text written by :meth:`to_toml` (or by hand).
+
+        Raises
+        ------
+        ValueError
+            If the text is not valid TOML or not a valid configuration.
+        """
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            msg = f"invalid TOML: {exc}"
+            raise ValueError(msg) from None
+        return cls.from_dict(data)
+
+    def save_toml(self, path: str | os.PathLike[str]) -> None:
+        """Write :meth:`to_toml` to ``path`` (UTF-8)."""
+        Path(path).write_text(self.to_toml(), encoding="utf-8")
+
+    @classmethod
+    def load_toml(cls, path: str | os.PathLike[str]) -> RetrieverConfig:
+        """Read a config file written by :meth:`save_toml`.
+
+        Raises
+        ------
+        FileNotFoundError
+            If ``path`` does not exist.
+        ValueError
+            If the file is not a valid configuration (the message names the file).
+        """
+        text = Path(path).read_text(encoding="utf-8")
+        try:
+            return cls.from_toml(text)
+        except (ValueError, TypeError) as exc:
+            msg = f"{path}: {exc}"
+            raise type(exc)(msg) from None
+
+
+# ------------------------------------------------------------------ presets
+def _locked_cfsr_leg() -> CFSRLeg:
+    return CFSRLeg(weight=PRESET_WEIGHTS["cfsr_locked"])
+
+
+def _single(leg: Leg, name: str) -> RetrieverConfig:
+    return RetrieverConfig(legs=(leg,), name=name)
+
+
+def _hybrid(third: Optional[Leg], name: str) -> RetrieverConfig:
+    legs: tuple[Leg, ...] = (CosineLeg(), BM25Leg())
+    return RetrieverConfig(legs=legs + ((third,) if third is not None else ()), name=name)
+
+
+# SPEC §6 table. Depths and operator parameters are the legs' defaults (from DEFAULTS).
+_PRESET_BUILDERS = {
+    "cosine": lambda: _single(CosineLeg(), "cosine"),
+    "bm25": lambda: _single(BM25Leg(), "bm25"),
+    "cfs": lambda: _single(CFSLeg(depth=_D["k"]), "cfs"),
+    "cfsr": lambda: _single(CFSRLeg(depth=_D["k"]), "cfsr"),
+    "rrf2": lambda: _hybrid(None, "rrf2"),
+    "rrf_mmr": lambda: _hybrid(MMRLeg(), "rrf_mmr"),
+    "rrf_cfs": lambda: _hybrid(CFSLeg(), "rrf_cfs"),
+    "rrf_cfsr": lambda: _hybrid(_locked_cfsr_leg(), "rrf_cfsr"),
+    "rrf_cfsr_locked": lambda: _hybrid(_locked_cfsr_leg(), "rrf_cfsr_locked"),
+    "rrf_ring": lambda: _hybrid(RingLeg(), "rrf_ring"),
+}
+DEFAULT_PRESET = "default"
+#: Every preset name, in a stable order; the single list used in messages and the CLI.
+PRESET_NAMES: tuple[str, ...] = (*_PRESET_BUILDERS, DEFAULT_PRESET)
+
+
+# ============================================================================ CALIBRATION HOOK
+# The `default` preset is, for now, `rrf2`. The calibration issue replaces it by writing a
+# measured configuration to python/fieldrank/data/default_config.toml (RetrieverConfig.save_toml);
+# once that file exists in the package, `default` is loaded from it and nothing else changes.
+@functools.lru_cache(maxsize=1)
+def default_config() -> RetrieverConfig:
+    """The ``default`` preset: the package's calibrated config file if shipped, else ``rrf2``.
+
+    Reads :data:`DEFAULT_CONFIG_RESOURCE` (``fieldrank/data/default_config.toml``) when it is
+    present; otherwise returns the ``rrf2`` preset. Either way the result is named
+    ``"default"``.
+
+    Raises
+    ------
+    ValueError
+        If the shipped file exists but is not a valid configuration.
+    """
+    resource = resources.files("fieldrank").joinpath(*DEFAULT_CONFIG_RESOURCE)
+    if resource.is_file():
+        config = RetrieverConfig.from_toml(resource.read_text(encoding="utf-8"))
+    else:
+        config = _PRESET_BUILDERS[DEFAULT_FALLBACK_PRESET]()
+    return config.replace(name=DEFAULT_PRESET)
+# ========================================================================= END CALIBRATION HOOK
+
+
+def preset(name: str) -> RetrieverConfig:
+    """The configuration of a named preset (SPEC §6).
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`PRESET_NAMES`.
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is not a preset; the message lists the known ones.
+    """
+    if name == DEFAULT_PRESET:
+        return default_config()
+    if not isinstance(name, str) or name not in _PRESET_BUILDERS:
+        msg = f"unknown preset {name!r}; known presets: {', '.join(PRESET_NAMES)}"
+        raise ValueError(msg)
+    return _PRESET_BUILDERS[name]()
+
+
+ConfigLike = Union[RetrieverConfig, str, "os.PathLike[str]", Mapping[str, Any], None]
+
+
+def resolve_config(config: ConfigLike) -> RetrieverConfig:
+    """Turn what a user passes as ``config`` into a :class:`RetrieverConfig`.
+
+    ``None`` is the ``default`` preset; a :class:`RetrieverConfig` is returned as is; a str
+    is a preset name, or a TOML file path when it ends in ``.toml``; a path object is a TOML
+    file; a mapping goes through :meth:`RetrieverConfig.from_dict`.
+    """
+    if config is None:
+        return default_config()
+    if isinstance(config, RetrieverConfig):
+        return config
+    if isinstance(config, Mapping):
+        return RetrieverConfig.from_dict(config)
+    if isinstance(config, str) and not config.endswith(".toml"):
+        return preset(config)
+    if isinstance(config, (str, os.PathLike)):
+        return RetrieverConfig.load_toml(config)
+    msg = f"config must be a RetrieverConfig, preset name, TOML path or dict, got {type(config).__name__}"
+    raise TypeError(msg)

@@ -1,0 +1,8 @@
+"""``python -m fieldrank.evaluation locomo ...``: the same as ``fieldrank eval locomo ...``."""
+
+from __future__ import annotations
+
+from .command import main
+
+if __name__ == "__main__":
+    raise SystemExit(main())

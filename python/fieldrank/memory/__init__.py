@@ -1,0 +1,50 @@
+"""Long-lived agent memory with multi-signal fused recall (SPEC §8).
+
+:class:`MemoryStore` keeps memories (text, embedding, importance, strengths, valence, tier,
+tags, entities) per tenant, in memory or in a SQLite file, and recalls them without the
+*truncation trap*: every signal (dense, BM25, tags, time, importance, entity graph) admits
+candidates within its own quota, the union is gated and scored by the fused score, and every
+hit carries its provenance. See ``docs/memory.md``.
+"""
+
+from __future__ import annotations
+
+from .params import DEFAULT_PARAMS, RERANK_OPERATORS, MemoryParams
+from .provenance import FACTOR_NAMES, Hit, RecallResult, ScoreFactors, WhyNot
+from .schema import (
+    DEFAULT_MODE,
+    DEFAULT_TENANT,
+    GATES,
+    GENERATORS,
+    MODE_GENERATORS,
+    MODES,
+    TIERS,
+    WHY_NOT_REASONS,
+    Memory,
+)
+from .store import MemoryStore
+
+__all__ = [
+    "DEFAULT_MODE",
+    "DEFAULT_PARAMS",
+    "DEFAULT_TENANT",
+    "FACTOR_NAMES",
+    "GATES",
+    "GENERATORS",
+    "MODES",
+    "MODE_GENERATORS",
+    "RERANK_OPERATORS",
+    "TIERS",
+    "WHY_NOT_REASONS",
+    "Hit",
+    "Memory",
+    "MemoryParams",
+    "MemoryStore",
+    "RecallResult",
+    "ScoreFactors",
+    "WhyNot",
+]
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

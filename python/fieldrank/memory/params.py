@@ -1,0 +1,237 @@
+"""Every tunable number of the memory store, with its default, in one place.
+
+:class:`MemoryParams` is a frozen dataclass; :data:`DEFAULT_PARAMS` holds the defaults below.
+The floors of the fused score (SPEC §8) are not parameters: they are fixed by the
+specification and live here as constants.
+
+Fused score (SPEC §8)::
+
+    s = sim · (1 + B · In · D · Sb) · V · (1 + τ · tag) · G
+
+========================  =======  ===========================================================
+name                      default  meaning
+========================  =======  ===========================================================
+dense_quota               50       candidates the dense (cosine) generator may admit
+bm25_quota                50       candidates the BM25 generator may admit
+tag_quota                 20       candidates the tag-match generator may admit
+temporal_quota            20       candidates nearest in time to the cue time
+importance_quota          20       candidates of highest importance (durable constraints)
+graph_quota               20       entity-graph neighbours of the other candidates
+importance_boost (B)      2.0      weight of the importance-strength term
+tag_boost (τ)             0.5      weight of the cue-tag containment
+graph_boost (γ)           1.0      G = 1 + γ · a / (1 + a), a = graph activation
+valence_weight            0.5      V = 1 − valence_weight · |v_T − v_C| / 2 (when a cue valence is given)
+sim_floor                 0.01     sim = max(cosine, sim_floor)
+importance_floor          0.01     In = clip(importance, importance_floor, 1)
+retrieval_half_life_days  30.0     D halves every half_life · S days without access
+storage_gain              1.0      on recall: S += storage_gain · (1 − D)
+hebbian_rate              0.2      on recall: w += hebbian_rate · (1 − w) for co-returned pairs
+entity_weight             1.0      activation per entity a candidate shares with a seed
+cue_entity_weight         1.0      activation per cue entity a candidate carries
+entity_fanout             256      most recent rows read per entity when spreading activation
+rerank_operator           "cfsr"   operator of the ``rerank`` mode: "cfsr" or "cfs"
+bm25_params               lucene   :class:`fieldrank.bm25.BM25Params` (method must be "lucene")
+bm25_delta_min_docs       1024     the BM25 delta may hold this many documents ...
+bm25_delta_fraction       0.125    ... or this share of the main index, whichever is larger
+========================  =======  ===========================================================
+
+The spec fixes the form of the score but not B, τ, γ. B = 2 and γ = 1 were chosen on the committed
+scenario suite (``benchmarks/memory_scenarios.py``; B = 1 let near-verbatim chatter outrank a
+durable rule, γ = 0.5 let a recent wrong-entity memory outrank the cue's entity), so the suite's
+figures are not a held-out estimate. With B = 2 a fully important, fresh memory is boosted
+(1 + 2·1·1·1) / (1 + 2·0.1·1·1) = 2.5 times relative to an unimportant one, and up to 4.2 times
+once well rehearsed (Sb -> 2).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from ..bm25 import DEFAULT_PARAMS as DEFAULT_BM25_PARAMS
+from ..bm25 import BM25Params
+
+__all__ = [
+    "DEFAULT_PARAMS",
+    "GRAPH_BOOST_MIN",
+    "RERANK_OPERATORS",
+    "RETRIEVAL_STRENGTH_MAX",
+    "RETRIEVAL_STRENGTH_MIN",
+    "STORAGE_STRENGTH_MIN",
+    "VALENCE_ALIGNMENT_MAX",
+    "VALENCE_ALIGNMENT_MIN",
+    "MemoryParams",
+]
+
+# Floors of SPEC §8: no soft signal can eliminate a memory.
+#: D ∈ [0.10, 1.0]: retrieval strength never falls below this.
+RETRIEVAL_STRENGTH_MIN = 0.10
+RETRIEVAL_STRENGTH_MAX = 1.0
+#: V ∈ [0.01, 1.0]: valence alignment.
+VALENCE_ALIGNMENT_MIN = 0.01
+VALENCE_ALIGNMENT_MAX = 1.0
+#: G ≥ 1: the graph factor only ever boosts.
+GRAPH_BOOST_MIN = 1.0
+#: S ≥ 1: storage strength.
+STORAGE_STRENGTH_MIN = 1.0
+
+#: Operators the ``rerank`` mode can apply to the fused union (``fieldrank.cfsr_pool``/``cfs_pool``).
+RERANK_OPERATORS: tuple[str, ...] = ("cfsr", "cfs")
+#: The BM25 delta (documents added after the last bm25s build) is scored with this variant.
+SUPPORTED_BM25_METHOD = "lucene"
+
+DEFAULT_DENSE_QUOTA = 50
+DEFAULT_BM25_QUOTA = 50
+DEFAULT_TAG_QUOTA = 20
+DEFAULT_TEMPORAL_QUOTA = 20
+DEFAULT_IMPORTANCE_QUOTA = 20
+DEFAULT_GRAPH_QUOTA = 20
+DEFAULT_IMPORTANCE_BOOST = 2.0
+DEFAULT_TAG_BOOST = 0.5
+DEFAULT_GRAPH_BOOST = 1.0
+DEFAULT_VALENCE_WEIGHT = 0.5
+DEFAULT_SIM_FLOOR = 0.01
+DEFAULT_IMPORTANCE_FLOOR = 0.01
+DEFAULT_RETRIEVAL_HALF_LIFE_DAYS = 30.0
+DEFAULT_STORAGE_GAIN = 1.0
+DEFAULT_HEBBIAN_RATE = 0.2
+DEFAULT_ENTITY_WEIGHT = 1.0
+DEFAULT_CUE_ENTITY_WEIGHT = 1.0
+DEFAULT_ENTITY_FANOUT = 256
+DEFAULT_RERANK_OPERATOR = "cfsr"
+DEFAULT_BM25_DELTA_MIN_DOCS = 1024
+DEFAULT_BM25_DELTA_FRACTION = 0.125
+
+_QUOTA_FIELDS = (
+    "dense_quota", "bm25_quota", "tag_quota", "temporal_quota", "importance_quota", "graph_quota",
+)
+_NON_NEGATIVE_REAL_FIELDS = (
+    "importance_boost", "tag_boost", "graph_boost", "storage_gain", "entity_weight", "cue_entity_weight",
+)
+_UNIT_INTERVAL_FIELDS = ("valence_weight", "hebbian_rate", "bm25_delta_fraction")
+_OPEN_UNIT_INTERVAL_FIELDS = ("sim_floor", "importance_floor")
+_POSITIVE_INT_FIELDS = ("entity_fanout", "bm25_delta_min_docs")
+
+
+def _real(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        msg = f"MemoryParams.{name} must be a real number, got {type(value).__name__}"
+        raise TypeError(msg)
+    number = float(value)
+    if not math.isfinite(number):
+        msg = f"MemoryParams.{name} must be finite, got {value!r}"
+        raise ValueError(msg)
+    return number
+
+
+def _integer(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        msg = f"MemoryParams.{name} must be an int, got {type(value).__name__}"
+        raise TypeError(msg)
+    return int(value)
+
+
+@dataclass(frozen=True)
+class MemoryParams:
+    """Quotas, fused-score weights, strength dynamics and index policy of a :class:`MemoryStore`.
+
+    See the module docstring for the table of defaults and meanings. Every field is validated
+    on construction; use :meth:`replace` to derive a variant.
+
+    Raises
+    ------
+    TypeError
+        If a field has the wrong type.
+    ValueError
+        If a value is out of range; the message names the field.
+    """
+
+    dense_quota: int = DEFAULT_DENSE_QUOTA
+    bm25_quota: int = DEFAULT_BM25_QUOTA
+    tag_quota: int = DEFAULT_TAG_QUOTA
+    temporal_quota: int = DEFAULT_TEMPORAL_QUOTA
+    importance_quota: int = DEFAULT_IMPORTANCE_QUOTA
+    graph_quota: int = DEFAULT_GRAPH_QUOTA
+    importance_boost: float = DEFAULT_IMPORTANCE_BOOST
+    tag_boost: float = DEFAULT_TAG_BOOST
+    graph_boost: float = DEFAULT_GRAPH_BOOST
+    valence_weight: float = DEFAULT_VALENCE_WEIGHT
+    sim_floor: float = DEFAULT_SIM_FLOOR
+    importance_floor: float = DEFAULT_IMPORTANCE_FLOOR
+    retrieval_half_life_days: float = DEFAULT_RETRIEVAL_HALF_LIFE_DAYS
+    storage_gain: float = DEFAULT_STORAGE_GAIN
+    hebbian_rate: float = DEFAULT_HEBBIAN_RATE
+    entity_weight: float = DEFAULT_ENTITY_WEIGHT
+    cue_entity_weight: float = DEFAULT_CUE_ENTITY_WEIGHT
+    entity_fanout: int = DEFAULT_ENTITY_FANOUT
+    rerank_operator: str = DEFAULT_RERANK_OPERATOR
+    bm25_params: BM25Params = DEFAULT_BM25_PARAMS
+    bm25_delta_min_docs: int = DEFAULT_BM25_DELTA_MIN_DOCS
+    bm25_delta_fraction: float = DEFAULT_BM25_DELTA_FRACTION
+
+    def __post_init__(self) -> None:
+        for name in _QUOTA_FIELDS:
+            value = _integer(name, getattr(self, name))
+            if value < 0:
+                msg = f"MemoryParams.{name} must be >= 0 (0 switches the generator off), got {value}"
+                raise ValueError(msg)
+        for name in _POSITIVE_INT_FIELDS:
+            value = _integer(name, getattr(self, name))
+            if value <= 0:
+                msg = f"MemoryParams.{name} must be > 0, got {value}"
+                raise ValueError(msg)
+        for name in _NON_NEGATIVE_REAL_FIELDS:
+            value = _real(name, getattr(self, name))
+            if value < 0:
+                msg = f"MemoryParams.{name} must be >= 0, got {value}"
+                raise ValueError(msg)
+            object.__setattr__(self, name, value)
+        for name in _UNIT_INTERVAL_FIELDS:
+            value = _real(name, getattr(self, name))
+            if not 0.0 <= value <= 1.0:
+                msg = f"MemoryParams.{name} must lie in [0, 1], got {value}"
+                raise ValueError(msg)
+            object.__setattr__(self, name, value)
+        for name in _OPEN_UNIT_INTERVAL_FIELDS:
+            value = _real(name, getattr(self, name))
+            if not 0.0 < value <= 1.0:
+                msg = f"MemoryParams.{name} must lie in (0, 1], got {value}"
+                raise ValueError(msg)
+            object.__setattr__(self, name, value)
+        half_life = _real("retrieval_half_life_days", self.retrieval_half_life_days)
+        if half_life <= 0:
+            msg = f"MemoryParams.retrieval_half_life_days must be > 0, got {half_life}"
+            raise ValueError(msg)
+        object.__setattr__(self, "retrieval_half_life_days", half_life)
+        if self.rerank_operator not in RERANK_OPERATORS:
+            msg = f"MemoryParams.rerank_operator must be one of {RERANK_OPERATORS}, got {self.rerank_operator!r}"
+            raise ValueError(msg)
+        if not isinstance(self.bm25_params, BM25Params):
+            msg = f"MemoryParams.bm25_params must be a BM25Params, got {type(self.bm25_params).__name__}"
+            raise TypeError(msg)
+        if self.bm25_params.method != SUPPORTED_BM25_METHOD:
+            msg = (
+                f"MemoryParams.bm25_params.method must be {SUPPORTED_BM25_METHOD!r} (the BM25 delta of "
+                f"recent additions is scored with that variant), got {self.bm25_params.method!r}"
+            )
+            raise ValueError(msg)
+
+    def quota(self, generator: str) -> int:
+        """The quota of ``generator`` (one of :data:`fieldrank.memory.GENERATORS`)."""
+        return int(getattr(self, f"{generator}_quota"))
+
+    def replace(self, **changes: Any) -> MemoryParams:
+        """A copy with ``changes`` applied (validated)."""
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The parameters as a JSON-serialisable dict (``bm25_params`` as its own dict)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["bm25_params"] = self.bm25_params.to_dict()
+        return out
+
+
+#: The defaults of the module table.
+DEFAULT_PARAMS = MemoryParams()

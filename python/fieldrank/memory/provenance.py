@@ -1,0 +1,231 @@
+"""What a recall returns: hits with full score provenance, and why-not answers.
+
+Dominant and weakest factor. The fused score is the product of five factors
+(:data:`FACTOR_NAMES`): ``sim``, ``importance`` (1 + B·In·D·Sb), ``valence`` (V), ``tag``
+(1 + τ·tag) and ``graph`` (G). ``sim`` and V are <= 1 and pull the score down; the other three are
+>= 1 and push it up.
+
+* ``dominant_factor``: the factor that raised the score most, i.e. the largest of the
+  multipliers importance, tag, graph; ``"sim"`` when none of them exceeds 1 (the score is then
+  similarity alone, possibly lowered by V).
+* ``weakest_factor``: the factor with the smallest value among all five (the one that held the
+  score down most; usually ``sim``, or V when the valences disagree strongly).
+
+Ties go to the earlier name in :data:`FACTOR_NAMES`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Iterator, Mapping, Optional
+
+import numpy as np
+
+__all__ = ["FACTOR_NAMES", "Hit", "RecallResult", "ScoreFactors", "WhyNot"]
+
+#: The five factors of the fused score, in the order of the formula.
+FACTOR_NAMES: tuple[str, ...] = ("sim", "importance", "valence", "tag", "graph")
+_BOOSTING = ("importance", "tag", "graph")
+
+
+@dataclass(frozen=True)
+class ScoreFactors:
+    """Every factor of one candidate's fused score, and the parts they are made of.
+
+    Attributes
+    ----------
+    sim : float
+        max(cosine, sim_floor).
+    importance : float
+        1 + B · In · D · Sb.
+    valence : float
+        V in [0.01, 1].
+    tag : float
+        1 + τ · tag_containment.
+    graph : float
+        G = 1 + γ · a / (1 + a) >= 1.
+    cosine, importance_norm (In), retrieval_strength (D), storage_strength (S),
+    storage_bounded (Sb), tag_containment, graph_activation (a) : float
+        The parts.
+    score : float
+        The product sim · importance · valence · tag · graph.
+    """
+
+    sim: float
+    importance: float
+    valence: float
+    tag: float
+    graph: float
+    cosine: float
+    importance_norm: float
+    retrieval_strength: float
+    storage_strength: float
+    storage_bounded: float
+    tag_containment: float
+    graph_activation: float
+    score: float
+
+    def as_dict(self) -> dict[str, float]:
+        """The five factors by name (:data:`FACTOR_NAMES`)."""
+        return {name: getattr(self, name) for name in FACTOR_NAMES}
+
+    @property
+    def dominant(self) -> str:
+        best = max(_BOOSTING, key=lambda name: (getattr(self, name), -FACTOR_NAMES.index(name)))
+        return best if getattr(self, best) > 1.0 else "sim"
+
+    @property
+    def weakest(self) -> str:
+        return min(FACTOR_NAMES, key=lambda name: (getattr(self, name), FACTOR_NAMES.index(name)))
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One returned memory and why it is here.
+
+    Attributes
+    ----------
+    id, rank, text, tenant :
+        ``rank`` is 1-based.
+    score : float
+        The score that ordered the hits: the fused score, or in ``rerank`` mode the reranker's.
+    fused_score : float
+        The fused score (equal to ``score`` outside ``rerank`` mode).
+    rerank_score : float or None
+        The CFS-R/CFS score in ``rerank`` mode.
+    factors : ScoreFactors
+    dominant_factor, weakest_factor : str
+        See the module notes.
+    admitted_by : Mapping[str, int]
+        generator -> the memory's 1-based rank in that generator's list.
+    age_days : float
+        (at_time − created_at) in days.
+    recall_count : int
+        Recalls that returned it before this one.
+    """
+
+    id: int
+    rank: int
+    score: float
+    fused_score: float
+    rerank_score: Optional[float]
+    text: str
+    tenant: str
+    factors: ScoreFactors
+    dominant_factor: str
+    weakest_factor: str
+    admitted_by: Mapping[str, int]
+    age_days: float
+    recall_count: int
+
+    def explain(self) -> str:
+        """A readable breakdown (the write-up's "Score Breakdown" and "Provenance")."""
+        f = self.factors
+        admitted = ", ".join(f"{name} #{rank}" for name, rank in self.admitted_by.items()) or "-"
+        lines = [
+            f"#{self.rank} id={self.id} score={self.score:.4f}  {self.text!r}",
+            f"  sim {f.sim:.4f} (cos {f.cosine:.4f})",
+            f"  importance 1+B*In*D*Sb = {f.importance:.4f}  (In {f.importance_norm:.2f}, D "
+            f"{f.retrieval_strength:.3f}, S {f.storage_strength:.2f}, Sb {f.storage_bounded:.3f})",
+            f"  valence {f.valence:.3f}  tag {f.tag:.3f} (containment {f.tag_containment:.2f})  "
+            f"graph {f.graph:.3f} (activation {f.graph_activation:.3f})",
+            f"  dominant {self.dominant_factor}, weakest {self.weakest_factor}; admitted by {admitted}",
+            f"  age {self.age_days:.1f} days, recalled {self.recall_count} times",
+        ]
+        if self.rerank_score is not None:
+            lines.append(f"  fused score {self.fused_score:.4f}, rerank score {self.rerank_score:.4f}")
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class RecallResult:
+    """The hits of a recall plus what happened before the cut.
+
+    Attributes
+    ----------
+    hits : tuple of Hit
+        Best first, at most ``k``.
+    mode : str
+    tenant : str
+    k : int
+    admitted : Mapping[str, np.ndarray]
+        generator -> ids it admitted (best first), for the generators the mode ran.
+    candidate_ids : np.ndarray
+        int64 ids of the gated union (every candidate that was scored), sorted.
+    quotas : Mapping[str, int]
+        The quota of each generator that ran.
+    """
+
+    hits: tuple[Hit, ...]
+    mode: str
+    tenant: str
+    k: int
+    admitted: Mapping[str, np.ndarray]
+    candidate_ids: np.ndarray
+    quotas: Mapping[str, int]
+
+    @property
+    def ids(self) -> np.ndarray:
+        """int64 ids of the hits, best first."""
+        return np.fromiter((hit.id for hit in self.hits), dtype=np.int64, count=len(self.hits))
+
+    @property
+    def budget(self) -> int:
+        """Total candidate budget: the sum of the quotas of the generators that ran."""
+        return int(sum(self.quotas.values()))
+
+    def __len__(self) -> int:
+        return len(self.hits)
+
+    def __iter__(self) -> Iterator[Hit]:
+        return iter(self.hits)
+
+    def __getitem__(self, index: int) -> Hit:
+        return self.hits[index]
+
+
+@dataclass(frozen=True)
+class WhyNot:
+    """Why a memory was (not) returned by a recall (:meth:`MemoryStore.why_not`).
+
+    Attributes
+    ----------
+    memory_id : int
+    reason : str
+        One of :data:`fieldrank.memory.WHY_NOT_REASONS`: ``returned``, ``not_found``,
+        ``tombstoned``, ``other_tenant``, ``gated``, ``not_admitted``, ``outranked``.
+    detail : str
+        One readable sentence.
+    failed_gates : tuple of str
+        For ``gated``: the gates it fails (names from :data:`fieldrank.memory.GATES`).
+    generator_ranks : Mapping[str, Optional[int]]
+        For every generator of the mode: the 1-based rank the memory has in that generator's
+        full ordering of the eligible rows (None: that generator cannot admit it at all, e.g. no
+        term overlap, no cue tag, no graph activation). Admitted iff rank <= quota.
+    quotas : Mapping[str, int]
+    rank : int or None
+        Its rank among the scored candidates (``outranked``/``returned``).
+    score, cutoff_score : float or None
+        Its score and the score of the k-th hit; ``margin = cutoff_score − score``.
+    hit : Hit or None
+        Its full provenance when it was scored.
+    """
+
+    memory_id: int
+    reason: str
+    detail: str
+    failed_gates: tuple[str, ...] = ()
+    generator_ranks: Mapping[str, Optional[int]] = field(default_factory=lambda: MappingProxyType({}))
+    quotas: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    rank: Optional[int] = None
+    score: Optional[float] = None
+    cutoff_score: Optional[float] = None
+    hit: Optional[Hit] = None
+
+    @property
+    def margin(self) -> Optional[float]:
+        """How much more score it needed to make the cut (None unless scored)."""
+        if self.score is None or self.cutoff_score is None:
+            return None
+        return self.cutoff_score - self.score

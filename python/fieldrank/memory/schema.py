@@ -1,0 +1,309 @@
+"""Names, the :class:`Memory` record and the checks applied to everything a caller passes in.
+
+The tuples here are the single source of the valid names (modes, generators, tiers, gates,
+why-not reasons); error messages are generated from them.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, fields
+from typing import Optional
+
+import numpy as np
+
+__all__ = [
+    "DEFAULT_IMPORTANCE",
+    "DEFAULT_MODE",
+    "DEFAULT_STORAGE_STRENGTH",
+    "DEFAULT_TENANT",
+    "DEFAULT_TIER",
+    "DEFAULT_VALENCE",
+    "GATES",
+    "GENERATORS",
+    "MODES",
+    "MODE_GENERATORS",
+    "SECONDS_PER_DAY",
+    "TIERS",
+    "WHY_NOT_REASONS",
+    "Memory",
+]
+
+#: Retrieval modes (SPEC §8).
+MODES: tuple[str, ...] = ("hybrid", "vector", "keyword", "full", "rerank")
+DEFAULT_MODE = "hybrid"
+
+#: Candidate generators, in the order they run. ``graph`` runs last: it expands the others.
+GENERATORS: tuple[str, ...] = ("dense", "bm25", "tag", "temporal", "importance", "graph")
+#: Which generators each mode runs. ``rerank`` builds the ``full`` union, then reranks it.
+MODE_GENERATORS: dict[str, tuple[str, ...]] = {
+    "hybrid": ("dense", "bm25"),
+    "vector": ("dense",),
+    "keyword": ("bm25",),
+    "full": GENERATORS,
+    "rerank": GENERATORS,
+}
+
+#: Memory tiers; ``tier_mask`` in a recall is a collection of these names.
+TIERS: tuple[str, ...] = ("working", "episodic", "semantic", "core")
+DEFAULT_TIER = "episodic"
+
+#: Hard gates, in the order ``why_not`` checks them.
+GATES: tuple[str, ...] = ("tombstone", "tenant", "tier", "required_tags", "valence_window", "min_importance")
+
+#: What :meth:`MemoryStore.why_not` can answer.
+WHY_NOT_REASONS: tuple[str, ...] = (
+    "returned", "not_found", "tombstoned", "other_tenant", "gated", "not_admitted", "outranked",
+)
+
+DEFAULT_TENANT = "default"
+DEFAULT_IMPORTANCE = 0.5
+DEFAULT_VALENCE = 0.0
+DEFAULT_STORAGE_STRENGTH = 1.0
+SECONDS_PER_DAY = 86400.0
+
+IMPORTANCE_RANGE = (0.0, 1.0)
+VALENCE_RANGE = (-1.0, 1.0)
+
+
+@dataclass(frozen=True, eq=False)
+class Memory:
+    """One stored memory, as :meth:`MemoryStore.get` returns it.
+
+    Attributes
+    ----------
+    id : int
+        Stable id (unchanged by :meth:`~MemoryStore.update` and :meth:`~MemoryStore.compact`).
+    tenant : str
+    text : str
+    embedding : np.ndarray
+        float32 (dim,), unit norm (a copy).
+    created_at, last_access : float
+        Unix seconds.
+    recall_count : int
+        How many recalls returned it.
+    importance : float
+        In [0, 1].
+    storage_strength : float
+        S >= 1; grows with recall, never decreases.
+    valence : float
+        In [-1, 1].
+    tier : str
+        One of :data:`TIERS`.
+    tags, entities : tuple of str
+        Sorted, without repeats.
+    """
+
+    id: int
+    tenant: str
+    text: str
+    embedding: np.ndarray
+    created_at: float
+    last_access: float
+    recall_count: int
+    importance: float
+    storage_strength: float
+    valence: float
+    tier: str
+    tags: tuple[str, ...]
+    entities: tuple[str, ...]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Memory):
+            return NotImplemented
+        return all(
+            np.array_equal(getattr(self, f.name), getattr(other, f.name)) if f.name == "embedding"
+            else getattr(self, f.name) == getattr(other, f.name)
+            for f in fields(self)
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # holds an array: compared by value, not hashable
+
+
+# ---------------------------------------------------------------------------- input checks
+
+
+def check_text(value: object, name: str = "text") -> str:
+    if not isinstance(value, str):
+        msg = f"{name} must be a str, got {type(value).__name__}"
+        raise TypeError(msg)
+    return value
+
+
+def check_tenant(value: object, name: str = "tenant") -> str:
+    if not isinstance(value, str):
+        msg = f"{name} must be a str, got {type(value).__name__}"
+        raise TypeError(msg)
+    if not value:
+        msg = f"{name} must be a non-empty str"
+        raise ValueError(msg)
+    return value
+
+
+def check_real(value: object, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        msg = f"{name} must be a real number, got {type(value).__name__}"
+        raise TypeError(msg)
+    number = float(value)
+    if not math.isfinite(number):
+        msg = f"{name} must be finite, got {value!r}"
+        raise ValueError(msg)
+    return number
+
+
+def check_in_range(value: object, name: str, low: float, high: float) -> float:
+    number = check_real(value, name)
+    if not low <= number <= high:
+        msg = f"{name} must lie in [{low}, {high}], got {number}"
+        raise ValueError(msg)
+    return number
+
+
+def check_importance(value: object, name: str = "importance") -> float:
+    return check_in_range(value, name, *IMPORTANCE_RANGE)
+
+
+def check_valence(value: object, name: str = "valence") -> float:
+    return check_in_range(value, name, *VALENCE_RANGE)
+
+
+def check_storage_strength(value: object, name: str = "storage_strength") -> float:
+    number = check_real(value, name)
+    if number < 1.0:
+        msg = f"{name} must be >= 1 (S >= 1, SPEC §8), got {number}"
+        raise ValueError(msg)
+    return number
+
+
+def check_tier(value: object, name: str = "tier") -> str:
+    if value not in TIERS:
+        msg = f"{name} must be one of {TIERS}, got {value!r}"
+        raise ValueError(msg)
+    return str(value)
+
+
+def check_labels(value: object, name: str) -> tuple[str, ...]:
+    """Tags or entities: an iterable of non-empty str (not a bare str); returned sorted, unique."""
+    if value is None:
+        return ()
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        msg = f"{name} must be an iterable of str (a list, tuple or set), got {type(value).__name__}"
+        raise TypeError(msg)
+    labels = set()
+    for item in value:
+        if not isinstance(item, str):
+            msg = f"{name} must contain only str, got {type(item).__name__}"
+            raise TypeError(msg)
+        if not item:
+            msg = f"{name} must not contain the empty string"
+            raise ValueError(msg)
+        labels.add(item)
+    return tuple(sorted(labels))
+
+
+def check_timestamp(value: object, name: str) -> float:
+    return check_real(value, name)
+
+
+def check_memory_id(value: object, name: str = "memory_id") -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        msg = f"{name} must be an int, got {type(value).__name__}"
+        raise TypeError(msg)
+    return int(value)
+
+
+def check_k(value: object, name: str = "k") -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        msg = f"{name} must be an int, got {type(value).__name__}"
+        raise TypeError(msg)
+    if value <= 0:
+        msg = f"{name} must be > 0, got {value}"
+        raise ValueError(msg)
+    return int(value)
+
+
+def check_mode(value: object) -> str:
+    if value not in MODES:
+        msg = f"mode must be one of {MODES}, got {value!r}"
+        raise ValueError(msg)
+    return str(value)
+
+
+def check_tier_mask(value: object) -> Optional[frozenset[str]]:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = (value,)
+    if not isinstance(value, Iterable):
+        msg = f"tier_mask must be a collection of tier names from {TIERS}, got {type(value).__name__}"
+        raise TypeError(msg)
+    tiers = frozenset(value)
+    unknown = sorted(str(t) for t in tiers - set(TIERS))
+    if unknown:
+        msg = f"tier_mask must contain only tiers from {TIERS}, got {unknown}"
+        raise ValueError(msg)
+    return tiers
+
+
+def check_valence_window(value: object) -> Optional[tuple[float, float]]:
+    if value is None:
+        return None
+    if not isinstance(value, Sequence) or isinstance(value, str) or len(value) != 2:
+        msg = f"valence_window must be a (low, high) pair, got {value!r}"
+        raise TypeError(msg)
+    low = check_valence(value[0], "valence_window[0]")
+    high = check_valence(value[1], "valence_window[1]")
+    if low > high:
+        msg = f"valence_window must have low <= high, got ({low}, {high})"
+        raise ValueError(msg)
+    return low, high
+
+
+def embedding_rows(value: object, dim: int, name: str = "embeddings") -> np.ndarray:
+    """Convert embeddings to float32 C-order unit rows, once, on ingest.
+
+    Any real floating or integer array is accepted and converted to float32 (this is the store's
+    convenience layer: the one place it converts); rows are L2-normalised. Rows with NaN/inf or
+    zero norm raise ``ValueError`` naming the row.
+    """
+    array = np.asarray(value) if isinstance(value, (list, tuple)) else value
+    if not isinstance(array, np.ndarray):
+        msg = f"{name} must be a numpy array, got {type(value).__name__}"
+        raise TypeError(msg)
+    if array.dtype.kind not in "fiu" or array.dtype == np.float16:
+        msg = f"{name} must have a real float dtype (float32 preferred), got {array.dtype}"
+        raise TypeError(msg)
+    if array.ndim != 2 or array.shape[1] != dim:
+        msg = f"{name} must have shape (n, {dim}), got {array.shape}"
+        raise ValueError(msg)
+    rows = array if array.dtype == np.float32 else array.astype(np.float32)
+    finite = np.isfinite(rows).all(axis=1) if array.dtype.kind == "f" else np.ones(rows.shape[0], dtype=bool)
+    if array.dtype.kind == "f" and array.dtype != np.float32:
+        finite &= np.isfinite(array).all(axis=1)  # e.g. float64 values beyond the float32 range
+    if not finite.all():
+        bad = int(np.flatnonzero(~finite)[0])
+        msg = f"{name} must be finite, row {bad} is not"
+        raise ValueError(msg)
+    norms = np.sqrt(np.einsum("ij,ij->i", rows, rows, dtype=np.float64))
+    if rows.shape[0] and not (norms > 0).all():
+        bad = int(np.flatnonzero(~(norms > 0))[0])
+        msg = f"{name} rows must have a non-zero norm, row {bad} is the zero vector"
+        raise ValueError(msg)
+    return np.ascontiguousarray(rows / norms[:, None].astype(np.float32), dtype=np.float32)
+
+
+def cue_vector(value: object, dim: int) -> np.ndarray:
+    """The cue embedding as a float32 unit vector (converted once, like stored embeddings)."""
+    array = np.asarray(value) if isinstance(value, (list, tuple)) else value
+    if not isinstance(array, np.ndarray):
+        msg = f"cue_vector must be a numpy array of shape ({dim},), got {type(value).__name__}"
+        raise TypeError(msg)
+    if array.ndim != 1:
+        msg = f"cue_vector must be 1-D with shape ({dim},), got shape {array.shape}"
+        raise ValueError(msg)
+    if array.dtype.kind in "fiu" and array.shape == (dim,) and not np.any(array):
+        msg = "cue_vector must have a non-zero norm, got the zero vector"
+        raise ValueError(msg)
+    return embedding_rows(array[None, :], dim, "cue_vector")[0]

@@ -1,0 +1,985 @@
+"""``MemoryStore``: long-lived agent memory with multi-signal fused recall (SPEC §8).
+
+Pipeline of one recall:
+
+1. **gates pushed down**: the rows of the cue's tenant that are live and pass every hard gate
+   (:mod:`.gates`);
+2. **candidate generation**: each generator of the mode admits up to its own quota from those
+   rows, independently; the union is taken (:mod:`.generators`);
+3. **gates on the union** (re-checked per candidate);
+4. **fused score** of every candidate (:mod:`.scoring`); in ``rerank`` mode the fused union is
+   then reranked by CFS-R or CFS (``fieldrank.cfsr_pool`` / ``cfs_pool`` with the fused scores
+   as the pool's query similarities);
+5. the top ``k`` with provenance (:mod:`.provenance`); with ``reinforce=True`` the returned
+   memories are strengthened and linked (SPEC §8 recall dynamics).
+
+Thread-safety model. One re-entrant lock serialises writers (``add``, ``add_many``, ``update``,
+``forget``, ``compact``, the bookkeeping at the end of a recall) and the SQLite connection. A
+recall holds the lock only to take a snapshot (rows ``[0, n)`` of the current generation and a
+copy of the live mask, O(n) bytes) and, if it reinforces, for the bookkeeping; candidate
+generation and scoring run without it, and the native prefilter releases the GIL. Rows a
+snapshot can see are never modified except the bookkeeping columns (element writes), and a
+half-added memory is never visible: writers publish the row count last (:mod:`.columns`). The
+BM25 leg has its own lock (:mod:`.lexical`). A memory forgotten before a recall takes its
+snapshot is never returned by it.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import os
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Optional, Union
+
+import numpy as np
+
+from ..operators import cfs_pool, cfsr_pool
+from .columns import Generation, RowBatch, Snapshot
+from .gates import Eligibility, GateSpec, eligible_rows, failed_gates, passes_union_gates
+from .generators import Admissions, Cue, generate, generator_rank
+from .params import DEFAULT_PARAMS, MemoryParams
+from .persistence import SYNCHRONOUS_MODES, SqliteBackend, encode_labels
+from .provenance import Hit, RecallResult, ScoreFactors, WhyNot
+from .schema import (
+    DEFAULT_IMPORTANCE,
+    DEFAULT_MODE,
+    DEFAULT_STORAGE_STRENGTH,
+    DEFAULT_TENANT,
+    DEFAULT_TIER,
+    DEFAULT_VALENCE,
+    GENERATORS,
+    IMPORTANCE_RANGE,
+    MODE_GENERATORS,
+    SECONDS_PER_DAY,
+    TIERS,
+    VALENCE_RANGE,
+    Memory,
+    check_importance,
+    check_k,
+    check_labels,
+    check_memory_id,
+    check_mode,
+    check_storage_strength,
+    check_tenant,
+    check_text,
+    check_tier,
+    check_tier_mask,
+    check_timestamp,
+    check_valence,
+    check_valence_window,
+    cue_vector,
+    embedding_rows,
+)
+from .scoring import FactorArrays, fuse, retrieval_strength
+
+__all__ = ["MemoryStore"]
+
+DEFAULT_K = 10
+DEFAULT_SYNCHRONOUS = "FULL"
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def _is_scalar(value: object) -> bool:
+    return isinstance(value, (str, numbers.Number)) or (isinstance(value, np.ndarray) and value.ndim == 0)
+
+
+
+def _numeric_column(value: object, n: int, name: str, low: float, high: float) -> np.ndarray:
+    """A scalar (broadcast) or one value per item, as float64, each finite and in [low, high]."""
+    if isinstance(value, (bool, np.bool_, str, bytes)):
+        msg = f"{name} must be a real number or a sequence of real numbers, got {type(value).__name__}"
+        raise TypeError(msg)
+    if isinstance(value, numbers.Real) or (isinstance(value, np.ndarray) and value.ndim == 0):
+        values = np.full(n, float(value), dtype=np.float64)
+    elif isinstance(value, (Sequence, np.ndarray)):
+        values = np.asarray(value)
+        if values.dtype.kind not in "fiu":
+            msg = f"{name} must hold real numbers, got dtype {values.dtype}"
+            raise TypeError(msg)
+        if values.ndim != 1 or values.shape[0] != n:
+            msg = f"{name} must be a scalar or have one value per memory ({n}), got shape {values.shape}"
+            raise ValueError(msg)
+        values = values.astype(np.float64)
+    else:
+        msg = f"{name} must be a real number or a sequence of real numbers, got {type(value).__name__}"
+        raise TypeError(msg)
+    bad = ~np.isfinite(values) | (values < low) | (values > high)
+    if bad.any():
+        position = int(np.flatnonzero(bad)[0])
+        msg = f"{name} must be finite and lie in [{low}, {high}], got {values[position]} at position {position}"
+        raise ValueError(msg)
+    return values
+
+
+def _per_item(value: object, n: int, name: str, check) -> list:
+    """A str/scalar (broadcast) or one value per item, each passed through ``check``."""
+    if _is_scalar(value):
+        return [check(value, name)] * n
+    if not isinstance(value, (Sequence, np.ndarray)):
+        msg = f"{name} must be a single value or one value per memory, got {type(value).__name__}"
+        raise TypeError(msg)
+    if len(value) != n:
+        msg = f"{name} must have one value per memory ({n}), got {len(value)}"
+        raise ValueError(msg)
+    return [check(item, f"{name}[{i}]") for i, item in enumerate(value)]
+
+
+def _labels_per_item(value: object, n: int, name: str) -> list[tuple[str, ...]]:
+    if value is None:
+        return [()] * n
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        msg = f"{name} must be a sequence with one collection of labels per memory, got {type(value).__name__}"
+        raise TypeError(msg)
+    if len(value) != n:
+        msg = f"{name} must have one entry per memory ({n}), got {len(value)}"
+        raise ValueError(msg)
+    return [check_labels(item, f"{name}[{i}]") for i, item in enumerate(value)]
+
+
+@dataclass(frozen=True)
+class _Scored:
+    """The scored, gated union of one recall (internal)."""
+
+    snapshot: Snapshot
+    cue: Cue
+    eligible: Eligibility
+    admissions: Admissions
+    factors: FactorArrays
+    order: np.ndarray  # positions into factors.rows, best first
+    ranking_scores: np.ndarray  # score per position of `order`
+    rerank: bool
+
+
+class MemoryStore:
+    """Agent memory with multi-signal fused recall, provenance, tenants and SQLite persistence.
+
+    Parameters
+    ----------
+    path : str or os.PathLike, optional
+        SQLite file (created if missing). None keeps everything in memory.
+    dim : int, optional
+        Embedding dimension; required for a new store, checked against an existing file.
+    params : MemoryParams, default DEFAULT_PARAMS
+        Quotas, fused-score weights and index policy.
+    synchronous : str, default "FULL"
+        SQLite ``PRAGMA synchronous`` for a file store ("FULL": a returned add survives a
+        machine crash; "NORMAL": it survives a process crash).
+
+    Notes
+    -----
+    The store never embeds text: ``add`` takes the memory's embedding and ``recall`` the cue's
+    vector. Embeddings of any real dtype are converted once to float32 and L2-normalised on
+    ingest. See the module docstring for the thread-safety model.
+    """
+
+    def __init__(
+        self,
+        path: Optional[PathLike] = None,
+        dim: Optional[int] = None,
+        *,
+        params: MemoryParams = DEFAULT_PARAMS,
+        synchronous: str = DEFAULT_SYNCHRONOUS,
+    ) -> None:
+        if not isinstance(params, MemoryParams):
+            msg = f"params must be a MemoryParams, got {type(params).__name__}"
+            raise TypeError(msg)
+        if synchronous not in SYNCHRONOUS_MODES:
+            msg = f"synchronous must be one of {SYNCHRONOUS_MODES}, got {synchronous!r}"
+            raise ValueError(msg)
+        if dim is not None:
+            if isinstance(dim, bool) or not isinstance(dim, numbers.Integral):
+                msg = f"dim must be an int, got {type(dim).__name__}"
+                raise TypeError(msg)
+            if dim <= 0:
+                msg = f"dim must be > 0, got {dim}"
+                raise ValueError(msg)
+            dim = int(dim)
+        self._params = params
+        self._lock = threading.RLock()
+        self._links: dict[int, dict[int, float]] = {}
+        self._forgotten: set[int] = set()
+        self._next_id = 0
+        self._closed = False
+        if path is None:
+            if dim is None:
+                msg = "dim is required for an in-memory store (path=None)"
+                raise ValueError(msg)
+            self._backend: Optional[SqliteBackend] = None
+            self._dim = dim
+        else:
+            self._backend = SqliteBackend(path, dim, synchronous)
+            self._dim = self._backend.dim
+        self._generation = Generation(self._dim, params)
+        if self._backend is not None:
+            self._load()
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def dim(self) -> int:
+        """Embedding dimension."""
+        return self._dim
+
+    @property
+    def params(self) -> MemoryParams:
+        return self._params
+
+    @property
+    def path(self) -> Optional[str]:
+        """The SQLite file, or None for an in-memory store."""
+        return None if self._backend is None else self._backend.path
+
+    def __len__(self) -> int:
+        """Number of live (not forgotten) memories."""
+        return self._generation.n_live
+
+    def __contains__(self, memory_id: object) -> bool:
+        return isinstance(memory_id, numbers.Integral) and int(memory_id) in self._generation.row_of
+
+    def __repr__(self) -> str:
+        where = "in memory" if self._backend is None else repr(self._backend.path)
+        return f"MemoryStore({where}, dim={self._dim}, memories={len(self)})"
+
+    def tenants(self) -> tuple[str, ...]:
+        """Every tenant that has held a memory in the current generation, sorted."""
+        return tuple(sorted(self._generation.tenant_names))
+
+    def __enter__(self) -> MemoryStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the SQLite file (a no-op for in-memory stores). Further calls raise."""
+        with self._lock:
+            if not self._closed and self._backend is not None:
+                self._backend.close()
+            self._closed = True
+
+    def _check_open(self) -> None:
+        if self._closed:
+            msg = "the memory store is closed"
+            raise ValueError(msg)
+
+    # ------------------------------------------------------------------ loading
+    def _load(self) -> None:
+        backend = self._backend
+        ids, tenants, texts, blobs = [], [], [], []
+        created, last, counts, importance, strength, valence, tiers, tags, entities = ([] for _ in range(9))
+        for row in backend.rows():
+            (memory_id, tenant, text, blob, created_at, last_access, recall_count, imp, storage, val, tier,
+             row_tags, row_entities, tombstone) = row
+            if tombstone:
+                self._forgotten.add(memory_id)
+                continue
+            ids.append(memory_id)
+            tenants.append(tenant)
+            texts.append(text)
+            blobs.append(blob)
+            created.append(created_at)
+            last.append(last_access)
+            counts.append(recall_count)
+            importance.append(imp)
+            strength.append(storage)
+            valence.append(val)
+            tiers.append(check_tier(tier, f"tier of memory {memory_id}"))
+            tags.append(row_tags)
+            entities.append(row_entities)
+        max_id = max(ids + list(self._forgotten), default=-1)
+        self._next_id = max(backend.next_id(), max_id + 1)
+        if ids:
+            embeddings = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(ids), self._dim)
+            self._generation.append(RowBatch(
+                ids=np.asarray(ids, dtype=np.int64),
+                tenants=tenants,
+                texts=texts,
+                embeddings=embeddings.astype(np.float32),
+                created_at=np.asarray(created, dtype=np.float64),
+                last_access=np.asarray(last, dtype=np.float64),
+                recall_count=np.asarray(counts, dtype=np.int64),
+                importance=np.asarray(importance, dtype=np.float64),
+                storage_strength=np.asarray(strength, dtype=np.float64),
+                valence=np.asarray(valence, dtype=np.float64),
+                tiers=tiers,
+                tags=tags,
+                entities=entities,
+            ))
+        for a, b, weight in backend.links():
+            self._links.setdefault(a, {})[b] = weight
+            self._links.setdefault(b, {})[a] = weight
+
+    # ------------------------------------------------------------------ writing
+    def add(
+        self,
+        text: str,
+        embedding: np.ndarray,
+        *,
+        tenant: str = DEFAULT_TENANT,
+        importance: float = DEFAULT_IMPORTANCE,
+        valence: float = DEFAULT_VALENCE,
+        tier: str = DEFAULT_TIER,
+        tags: Iterable[str] = (),
+        entities: Iterable[str] = (),
+        storage_strength: float = DEFAULT_STORAGE_STRENGTH,
+        created_at: Optional[float] = None,
+    ) -> int:
+        """Store one memory and return its id.
+
+        Parameters
+        ----------
+        text : str
+        embedding : (dim,) array
+            Converted to float32 and L2-normalised once.
+        tenant : str, default "default"
+        importance : float in [0, 1], default 0.5
+        valence : float in [-1, 1], default 0.0
+        tier : str, default "episodic"
+            One of :data:`fieldrank.memory.TIERS`.
+        tags, entities : iterable of str
+        storage_strength : float >= 1, default 1.0
+            Initial S (a durable constraint may start higher: it decays more slowly).
+        created_at : float, optional
+            Unix seconds; default now. ``last_access`` starts equal to it.
+
+        Returns
+        -------
+        int
+            The new memory's id. With a file store the memory is committed before this returns.
+        """
+        if not isinstance(embedding, (np.ndarray, list, tuple)):
+            msg = f"embedding must be a numpy array of shape ({self._dim},), got {type(embedding).__name__}"
+            raise TypeError(msg)
+        vector = np.asarray(embedding)
+        if vector.ndim != 1:
+            msg = f"embedding must be 1-D with shape ({self._dim},), got shape {vector.shape}"
+            raise ValueError(msg)
+        ids = self.add_many(
+            [check_text(text)],
+            vector[None, :],
+            tenants=check_tenant(tenant),
+            importances=importance,
+            valences=valence,
+            tiers=tier,
+            tags=[check_labels(tags, "tags")],
+            entities=[check_labels(entities, "entities")],
+            storage_strengths=storage_strength,
+            created_at=created_at,
+        )
+        return int(ids[0])
+
+    def add_many(
+        self,
+        texts: Sequence[str],
+        embeddings: np.ndarray,
+        *,
+        tenants: Union[str, Sequence[str]] = DEFAULT_TENANT,
+        importances: Union[float, Sequence[float]] = DEFAULT_IMPORTANCE,
+        valences: Union[float, Sequence[float]] = DEFAULT_VALENCE,
+        tiers: Union[str, Sequence[str]] = DEFAULT_TIER,
+        tags: Optional[Sequence[Iterable[str]]] = None,
+        entities: Optional[Sequence[Iterable[str]]] = None,
+        storage_strengths: Union[float, Sequence[float]] = DEFAULT_STORAGE_STRENGTH,
+        created_at: Union[float, Sequence[float], None] = None,
+        last_access: Union[float, Sequence[float], None] = None,
+        recall_counts: Union[int, Sequence[int]] = 0,
+    ) -> np.ndarray:
+        """Store many memories in one step (one transaction for a file store); return their ids.
+
+        Every keyword takes either one value for all memories or a sequence with one value per
+        memory; ``tags``/``entities`` take one collection of labels per memory. Validation
+        happens before anything is written: either every memory is stored or none.
+        ``last_access`` (default: ``created_at``) and ``recall_counts`` (default 0) restore a
+        recall history, e.g. when importing memories from another system.
+
+        Returns
+        -------
+        np.ndarray
+            int64 ids, in the order of ``texts``.
+        """
+        if isinstance(texts, (str, bytes)) or not isinstance(texts, Sequence):
+            msg = f"texts must be a sequence of str, got {type(texts).__name__}"
+            raise TypeError(msg)
+        n = len(texts)
+        text_list = [check_text(t, f"texts[{i}]") for i, t in enumerate(texts)]
+        vectors = embedding_rows(embeddings, self._dim, "embeddings")
+        if vectors.shape[0] != n:
+            msg = f"embeddings must have one row per text ({n}), got {vectors.shape[0]}"
+            raise ValueError(msg)
+        tenant_list = _per_item(tenants, n, "tenants", check_tenant)
+        tier_list = _per_item(tiers, n, "tiers", check_tier)
+        importance = _numeric_column(importances, n, "importances", *IMPORTANCE_RANGE)
+        valence = _numeric_column(valences, n, "valences", *VALENCE_RANGE)
+        storage = _numeric_column(storage_strengths, n, "storage_strengths", 1.0, math.inf)
+        if created_at is None:
+            created = np.full(n, time.time(), dtype=np.float64)
+        else:
+            created = _numeric_column(created_at, n, "created_at", -math.inf, math.inf)
+        if last_access is None:
+            accessed = created.copy()
+        else:
+            accessed = np.maximum(_numeric_column(last_access, n, "last_access", -math.inf, math.inf), created)
+        counts = _numeric_column(recall_counts, n, "recall_counts", 0, math.inf)
+        if not np.array_equal(counts, np.floor(counts)):
+            msg = "recall_counts must be whole numbers"
+            raise ValueError(msg)
+        tag_list = _labels_per_item(tags, n, "tags")
+        entity_list = _labels_per_item(entities, n, "entities")
+        if n == 0:
+            return np.empty(0, dtype=np.int64)
+        with self._lock:
+            self._check_open()
+            ids = np.arange(self._next_id, self._next_id + n, dtype=np.int64)
+            batch = RowBatch(
+                ids=ids, tenants=tenant_list, texts=text_list, embeddings=vectors, created_at=created,
+                last_access=accessed, recall_count=counts.astype(np.int64), importance=importance,
+                storage_strength=storage, valence=valence, tiers=tier_list, tags=tag_list, entities=entity_list,
+            )
+            if self._backend is not None:
+                self._backend.insert(self._records(batch), next_id=self._next_id + n)
+            self._next_id += n
+            self._generation.append(batch)
+        return ids
+
+    @staticmethod
+    def _records(batch: RowBatch) -> list[tuple]:
+        encode = SqliteBackend.encode_embedding
+        return [
+            (int(batch.ids[i]), batch.tenants[i], batch.texts[i], encode(batch.embeddings[i]),
+             float(batch.created_at[i]), float(batch.last_access[i]), int(batch.recall_count[i]),
+             float(batch.importance[i]), float(batch.storage_strength[i]), float(batch.valence[i]),
+             batch.tiers[i], encode_labels(batch.tags[i]), encode_labels(batch.entities[i]), 0)
+            for i in range(len(batch))
+        ]
+
+    def _live_row(self, memory_id: int, tenant: Optional[str] = None) -> int:
+        """Row of a live memory in the current generation (caller holds the lock).
+
+        With ``tenant`` given, a memory of another tenant is reported exactly like a missing one.
+        """
+        generation = self._generation
+        row = generation.row_of.get(memory_id)
+        if (tenant is not None and row is not None
+                and generation.tenant_names[int(generation.tenant_codes.buffer[row])] != tenant):
+            row = None
+        if row is None:
+            if tenant is not None:
+                msg = f"no memory with id {memory_id} for tenant {tenant!r}"
+            elif memory_id in self._forgotten:
+                msg = f"memory {memory_id} was forgotten"
+            else:
+                msg = f"no memory with id {memory_id}"
+            raise KeyError(msg)
+        return row
+
+    def _memory_at(self, generation: Generation, row: int) -> Memory:
+        return Memory(
+            id=int(generation.ids.buffer[row]),
+            tenant=generation.tenant_names[int(generation.tenant_codes.buffer[row])],
+            text=generation.texts[row],
+            embedding=generation.embeddings.buffer[row].copy(),
+            created_at=float(generation.created_at.buffer[row]),
+            last_access=float(generation.last_access.buffer[row]),
+            recall_count=int(generation.recall_count.buffer[row]),
+            importance=float(generation.importance.buffer[row]),
+            storage_strength=float(generation.storage_strength.buffer[row]),
+            valence=float(generation.valence.buffer[row]),
+            tier=TIERS[int(generation.tier_codes.buffer[row])],
+            tags=generation.tags[row],
+            entities=generation.entities[row],
+        )
+
+    def get(self, memory_id: int, *, tenant: Optional[str] = None) -> Memory:
+        """The memory with this id.
+
+        Parameters
+        ----------
+        memory_id : int
+        tenant : str, optional
+            Scope the lookup: a memory of another tenant raises ``KeyError`` like a missing one.
+
+        Raises
+        ------
+        KeyError
+            If there is no such (live) memory; the message says whether it was forgotten,
+            unless ``tenant`` is given.
+        """
+        memory_id = check_memory_id(memory_id)
+        tenant = None if tenant is None else check_tenant(tenant)
+        with self._lock:
+            return self._memory_at(self._generation, self._live_row(memory_id, tenant))
+
+    def update(
+        self,
+        memory_id: int,
+        *,
+        text: Optional[str] = None,
+        embedding: Optional[np.ndarray] = None,
+        importance: Optional[float] = None,
+        valence: Optional[float] = None,
+        tier: Optional[str] = None,
+        tags: Optional[Iterable[str]] = None,
+        entities: Optional[Iterable[str]] = None,
+        storage_strength: Optional[float] = None,
+        tenant: Optional[str] = None,
+    ) -> Memory:
+        """Change fields of a memory (None: unchanged); returns the updated memory.
+
+        ``tenant`` scopes the call as in :meth:`get` (it does not move the memory).
+
+        The id, ``created_at``, ``last_access`` and ``recall_count`` are kept. Internally the old
+        row is tombstoned and a new row appended in one step, so every index (BM25 included)
+        sees the new text at once. ``storage_strength`` may not decrease (S never decreases).
+
+        Raises
+        ------
+        KeyError
+            If the memory does not exist or was forgotten.
+        """
+        memory_id = check_memory_id(memory_id)
+        tenant = None if tenant is None else check_tenant(tenant)
+        changes: dict[str, Any] = {}
+        if text is not None:
+            changes["text"] = check_text(text)
+        if embedding is not None:
+            vector = np.asarray(embedding)
+            if vector.ndim != 1:
+                msg = f"embedding must be 1-D with shape ({self._dim},), got shape {vector.shape}"
+                raise ValueError(msg)
+            changes["embedding"] = embedding_rows(vector[None, :], self._dim, "embedding")[0]
+        if importance is not None:
+            changes["importance"] = check_importance(importance)
+        if valence is not None:
+            changes["valence"] = check_valence(valence)
+        if tier is not None:
+            changes["tier"] = check_tier(tier)
+        if tags is not None:
+            changes["tags"] = check_labels(tags, "tags")
+        if entities is not None:
+            changes["entities"] = check_labels(entities, "entities")
+        if storage_strength is not None:
+            changes["storage_strength"] = check_storage_strength(storage_strength)
+        with self._lock:
+            self._check_open()
+            generation = self._generation
+            row = self._live_row(memory_id, tenant)
+            current = self._memory_at(generation, row)
+            if changes.get("storage_strength", current.storage_strength) < current.storage_strength:
+                msg = (f"storage_strength may not decrease (S never decreases): memory {memory_id} has "
+                       f"{current.storage_strength}, got {changes['storage_strength']}")
+                raise ValueError(msg)
+            merged = {**current.__dict__, **changes}
+            batch = RowBatch(
+                ids=np.array([memory_id], dtype=np.int64), tenants=[merged["tenant"]], texts=[merged["text"]],
+                embeddings=merged["embedding"][None, :].astype(np.float32),
+                created_at=np.array([merged["created_at"]]), last_access=np.array([merged["last_access"]]),
+                recall_count=np.array([merged["recall_count"]], dtype=np.int64),
+                importance=np.array([merged["importance"]]), storage_strength=np.array([merged["storage_strength"]]),
+                valence=np.array([merged["valence"]]), tiers=[merged["tier"]], tags=[merged["tags"]],
+                entities=[merged["entities"]],
+            )
+            if self._backend is not None:
+                self._backend.replace(self._records(batch)[0])
+            generation.tombstone(row)
+            generation.append(batch)
+            return self._memory_at(generation, generation.row_of[memory_id])
+
+    def forget(self, memory_id: int, *, tenant: Optional[str] = None) -> bool:
+        """Tombstone a memory: from now on no recall returns it, from any generator.
+
+        Returns True if it was live, False if it had already been forgotten. The row leaves the
+        in-memory indexes at the next :meth:`compact`; the text stays in the SQLite file (as a
+        tombstone) until ``compact(purge=True)``. ``tenant`` scopes the call as in :meth:`get`; with it,
+        an already forgotten id raises ``KeyError`` (its tenant can no longer be checked).
+
+        Raises
+        ------
+        KeyError
+            If there is no memory with this id (for this tenant).
+        """
+        memory_id = check_memory_id(memory_id)
+        tenant = None if tenant is None else check_tenant(tenant)
+        with self._lock:
+            self._check_open()
+            if memory_id in self._forgotten and tenant is None:
+                return False
+            if memory_id in self._forgotten:
+                msg = f"no memory with id {memory_id} for tenant {tenant!r}"
+                raise KeyError(msg)
+            row = self._live_row(memory_id, tenant)
+            if self._backend is not None:
+                self._backend.tombstone(memory_id)
+            self._generation.tombstone(row)
+            del self._generation.row_of[memory_id]
+            self._forgotten.add(memory_id)
+            for other in self._links.pop(memory_id, {}):
+                neighbours = dict(self._links.get(other, {}))  # copy-on-write: readers may hold the old dict
+                neighbours.pop(memory_id, None)
+                self._links[other] = neighbours
+            return True
+
+    def compact(self, *, purge: bool = False) -> int:
+        """Rebuild the in-memory indexes (embedding matrix, BM25, postings) without tombstones.
+
+        Ids do not change. Recalls running meanwhile keep using the old generation.
+
+        Parameters
+        ----------
+        purge : bool, default False
+            Also delete tombstoned rows from the SQLite file (their text and embedding); after
+            that ``why_not`` reports them as ``not_found``.
+
+        Returns
+        -------
+        int
+            Rows dropped from the in-memory indexes.
+        """
+        if not isinstance(purge, bool):
+            msg = f"purge must be a bool, got {type(purge).__name__}"
+            raise TypeError(msg)
+        with self._lock:
+            self._check_open()
+            old = self._generation
+            n = old.n
+            rows = np.flatnonzero(old.live.buffer[:n])
+            fresh = Generation(self._dim, self._params)
+            if rows.size:
+                fresh.append(RowBatch(
+                    ids=old.ids.buffer[rows].copy(),
+                    tenants=[old.tenant_names[c] for c in old.tenant_codes.buffer[rows].tolist()],
+                    texts=[old.texts[r] for r in rows.tolist()],
+                    embeddings=old.embeddings.buffer[rows].copy(),
+                    created_at=old.created_at.buffer[rows].copy(),
+                    last_access=old.last_access.buffer[rows].copy(),
+                    recall_count=old.recall_count.buffer[rows].copy(),
+                    importance=old.importance.buffer[rows].copy(),
+                    storage_strength=old.storage_strength.buffer[rows].copy(),
+                    valence=old.valence.buffer[rows].copy(),
+                    tiers=[TIERS[c] for c in old.tier_codes.buffer[rows].tolist()],
+                    tags=[old.tags[r] for r in rows.tolist()],
+                    entities=[old.entities[r] for r in rows.tolist()],
+                ))
+                fresh.lexical.build_now(fresh.texts, fresh.n)
+            if purge and self._backend is not None:
+                self._backend.purge_tombstones()
+            if purge:
+                self._forgotten.clear()
+            self._generation = fresh
+            return int(n - rows.size)
+
+    # ------------------------------------------------------------------ recall
+    def _cue(
+        self,
+        cue_text: Optional[str],
+        cue_vector_value: np.ndarray,
+        *,
+        tenant: str,
+        required_tags: Optional[Iterable[str]],
+        tier_mask: Optional[Iterable[str]],
+        valence_window: Optional[tuple[float, float]],
+        min_importance: Optional[float],
+        at_time: Optional[float],
+        cue_tags: Optional[Iterable[str]],
+        cue_entities: Optional[Iterable[str]],
+        cue_valence: Optional[float],
+        cue_time: Optional[float],
+    ) -> tuple[Cue, GateSpec]:
+        if cue_text is not None:
+            check_text(cue_text, "cue_text")
+        vector = cue_vector(cue_vector_value, self._dim)
+        at = time.time() if at_time is None else check_timestamp(at_time, "at_time")
+        required = frozenset(check_labels(required_tags, "required_tags"))
+        gates = GateSpec(
+            tenant=check_tenant(tenant),
+            tier_mask=check_tier_mask(tier_mask),
+            required_tags=required,
+            valence_window=check_valence_window(valence_window),
+            min_importance=None if min_importance is None else check_importance(min_importance, "min_importance"),
+        )
+        cue = Cue(
+            text=cue_text,
+            vector=vector,
+            tags=frozenset(check_labels(cue_tags, "cue_tags")) | required,
+            entities=frozenset(check_labels(cue_entities, "cue_entities")),
+            valence=None if cue_valence is None else check_valence(cue_valence, "cue_valence"),
+            time=at if cue_time is None else check_timestamp(cue_time, "cue_time"),
+            at_time=at,
+        )
+        return cue, gates
+
+    def _score(self, snapshot: Snapshot, cue: Cue, gates: GateSpec, mode: str) -> _Scored:
+        params = self._params
+        eligible = eligible_rows(snapshot, gates)
+        admissions = generate(snapshot, cue, eligible, MODE_GENERATORS[mode], params, self._links)
+        union = admissions.union()
+        union = union[passes_union_gates(snapshot, union, gates)]
+        factors = fuse(snapshot, union, cue, admissions.activation_of(union), params)
+        ids = snapshot.ids[union]
+        rerank = mode == "rerank" and union.size > 0
+        if rerank:
+            pool_ids = np.arange(union.size, dtype=np.int64)
+            vectors = np.ascontiguousarray(snapshot.embeddings[union])
+            fused = factors.score.astype(np.float32)
+            if params.rerank_operator == "cfsr":
+                ranking = cfsr_pool(pool_ids, vectors, cue.vector, union.size, sims=fused)
+            else:
+                ranking = cfs_pool(pool_ids, vectors, cue.vector, union.size, sims=fused)
+            order = np.asarray(ranking.ids, dtype=np.int64)
+            ranking_scores = np.asarray(ranking.scores, dtype=np.float64)
+        else:
+            order = np.lexsort((ids, -factors.score))
+            ranking_scores = factors.score[order]
+        return _Scored(snapshot, cue, eligible, admissions, factors, order, ranking_scores, rerank)
+
+    def _hit(self, scored: _Scored, position_in_order: int, ranks: dict[int, dict[str, int]]) -> Hit:
+        snapshot, f = scored.snapshot, scored.factors
+        i = int(scored.order[position_in_order])
+        row = int(f.rows[i])
+        factors = ScoreFactors(
+            sim=float(f.sim[i]), importance=float(f.importance_term[i]), valence=float(f.valence[i]),
+            tag=float(f.tag_term[i]), graph=float(f.graph[i]), cosine=float(f.cosine[i]),
+            importance_norm=float(f.importance_norm[i]), retrieval_strength=float(f.retrieval_strength[i]),
+            storage_strength=float(f.storage_strength[i]), storage_bounded=float(f.storage_bounded[i]),
+            tag_containment=float(f.tag_containment[i]), graph_activation=float(f.graph_activation[i]),
+            score=float(f.score[i]),
+        )
+        admitted = ranks.get(row, {})
+        return Hit(
+            id=int(snapshot.ids[row]),
+            rank=position_in_order + 1,
+            score=float(scored.ranking_scores[position_in_order]),
+            fused_score=float(f.score[i]),
+            rerank_score=float(scored.ranking_scores[position_in_order]) if scored.rerank else None,
+            text=snapshot.generation.texts[row],
+            tenant=snapshot.tenant_of(row),
+            factors=factors,
+            dominant_factor=factors.dominant,
+            weakest_factor=factors.weakest,
+            admitted_by=MappingProxyType({g: admitted[g] for g in GENERATORS if g in admitted}),
+            age_days=max(scored.cue.at_time - float(snapshot.created_at[row]), 0.0) / SECONDS_PER_DAY,
+            recall_count=int(snapshot.recall_count[row]),
+        )
+
+    def recall(
+        self,
+        cue_text: Optional[str],
+        cue_vector: np.ndarray,
+        k: int = DEFAULT_K,
+        *,
+        tenant: str = DEFAULT_TENANT,
+        mode: str = DEFAULT_MODE,
+        required_tags: Optional[Iterable[str]] = None,
+        tier_mask: Optional[Iterable[str]] = None,
+        valence_window: Optional[tuple[float, float]] = None,
+        min_importance: Optional[float] = None,
+        at_time: Optional[float] = None,
+        cue_tags: Optional[Iterable[str]] = None,
+        cue_entities: Optional[Iterable[str]] = None,
+        cue_valence: Optional[float] = None,
+        cue_time: Optional[float] = None,
+        reinforce: bool = True,
+    ) -> RecallResult:
+        """The ``k`` best memories of ``tenant`` for a cue, with provenance.
+
+        Parameters
+        ----------
+        cue_text : str or None
+            For the BM25 generator (None: BM25 admits nothing).
+        cue_vector : (dim,) array
+            The cue's embedding (same model as the memories); also gives every candidate's sim.
+        k : int, default 10
+        tenant : str, default "default"
+            Only this tenant's memories are searched, scored or returned.
+        mode : str, default "hybrid"
+            ``hybrid`` (dense + BM25), ``vector`` (dense), ``keyword`` (BM25), ``full`` (all
+            generators) or ``rerank`` (the ``full`` union reranked by CFS-R/CFS).
+        required_tags : iterable of str, optional
+            Gate: a memory must carry all of them. They also count as cue tags.
+        tier_mask : iterable of str, optional
+            Gate: allowed tiers (from :data:`fieldrank.memory.TIERS`).
+        valence_window : (low, high), optional
+            Gate: the memory's valence must lie in [low, high].
+        min_importance : float, optional
+            Gate: importance >= min_importance.
+        at_time : float, optional
+            Unix seconds the recall happens at (decay, ages, bookkeeping); default now.
+        cue_tags, cue_entities : iterable of str, optional
+            Soft signals: tag containment (factor and ``tag`` generator) and cue entities
+            (graph activation).
+        cue_valence : float in [-1, 1], optional
+            Enables the valence alignment V.
+        cue_time : float, optional
+            Centre of the ``temporal`` generator; default ``at_time``.
+        reinforce : bool, default True
+            Apply the recall dynamics to the returned memories (and persist them).
+
+        Returns
+        -------
+        RecallResult
+        """
+        check_k(k)
+        check_mode(mode)
+        if not isinstance(reinforce, bool):
+            msg = f"reinforce must be a bool, got {type(reinforce).__name__}"
+            raise TypeError(msg)
+        cue, gates = self._cue(
+            cue_text, cue_vector, tenant=tenant, required_tags=required_tags, tier_mask=tier_mask,
+            valence_window=valence_window, min_importance=min_importance, at_time=at_time, cue_tags=cue_tags,
+            cue_entities=cue_entities, cue_valence=cue_valence, cue_time=cue_time,
+        )
+        with self._lock:
+            self._check_open()
+            snapshot = self._generation.snapshot()
+        scored = self._score(snapshot, cue, gates, mode)
+        ranks = scored.admissions.ranks()
+        hits = tuple(self._hit(scored, position, ranks) for position in range(min(k, scored.order.size)))
+        # Defence in depth: a memory appears at most once (an update mid-recall cannot duplicate it).
+        seen: set[int] = set()
+        unique_hits = []
+        for hit in hits:
+            if hit.id not in seen:
+                seen.add(hit.id)
+                unique_hits.append(hit)
+        if reinforce and unique_hits:
+            self._reinforce([hit.id for hit in unique_hits], cue.at_time)
+        generators = MODE_GENERATORS[mode]
+        return RecallResult(
+            hits=tuple(unique_hits),
+            mode=mode,
+            tenant=gates.tenant,
+            k=k,
+            admitted=MappingProxyType({g: snapshot.ids[scored.admissions.by_generator.get(g, np.empty(0, np.int64))]
+                                       for g in generators}),
+            candidate_ids=np.sort(snapshot.ids[scored.factors.rows]),
+            quotas=MappingProxyType({g: self._params.quota(g) for g in generators}),
+        )
+
+    def _reinforce(self, memory_ids: list[int], at_time: float) -> None:
+        """Recall dynamics for the returned memories (see :mod:`.scoring`), persisted atomically."""
+        params = self._params
+        with self._lock:
+            if self._closed:
+                return
+            generation = self._generation
+            updates = []
+            for memory_id in memory_ids:
+                row = generation.row_of.get(memory_id)
+                if row is None or not generation.live.buffer[row]:
+                    continue  # forgotten meanwhile
+                last = generation.last_access.buffer[row]
+                storage = generation.storage_strength.buffer[row]
+                strength = float(retrieval_strength(np.array([last]), np.array([storage]), at_time, params)[0])
+                new_storage = float(storage + params.storage_gain * (1.0 - strength))
+                new_last = float(max(last, at_time))
+                new_count = int(generation.recall_count.buffer[row] + 1)
+                generation.storage_strength.buffer[row] = new_storage
+                generation.last_access.buffer[row] = new_last
+                generation.recall_count.buffer[row] = new_count
+                updates.append((new_last, new_count, new_storage, memory_id))
+            link_rows = []
+            live_ids = [u[3] for u in updates]
+            if params.hebbian_rate > 0:
+                for i, a in enumerate(live_ids):
+                    for b in live_ids[i + 1:]:
+                        low, high = min(a, b), max(a, b)
+                        weight = self._links.get(low, {}).get(high, 0.0)
+                        weight += params.hebbian_rate * (1.0 - weight)
+                        for x, y in ((low, high), (high, low)):
+                            neighbours = dict(self._links.get(x, {}))  # copy-on-write
+                            neighbours[y] = weight
+                            self._links[x] = neighbours
+                        link_rows.append((low, high, weight))
+            if self._backend is not None and updates:
+                self._backend.reinforce(updates, link_rows)
+
+    # ------------------------------------------------------------------ why not
+    def why_not(
+        self,
+        memory_id: int,
+        cue_text: Optional[str],
+        cue_vector: np.ndarray,
+        k: int = DEFAULT_K,
+        *,
+        tenant: str = DEFAULT_TENANT,
+        mode: str = DEFAULT_MODE,
+        required_tags: Optional[Iterable[str]] = None,
+        tier_mask: Optional[Iterable[str]] = None,
+        valence_window: Optional[tuple[float, float]] = None,
+        min_importance: Optional[float] = None,
+        at_time: Optional[float] = None,
+        cue_tags: Optional[Iterable[str]] = None,
+        cue_entities: Optional[Iterable[str]] = None,
+        cue_valence: Optional[float] = None,
+        cue_time: Optional[float] = None,
+    ) -> WhyNot:
+        """Why ``memory_id`` is (not) among the hits of the same :meth:`recall` (no side effects).
+
+        Checks, in order: not found; tombstoned; other tenant; gated (which gates); not admitted
+        by any generator within its quota (with the rank it has in each generator); outranked
+        (its rank, score, the k-th score and the margin); otherwise ``returned``.
+
+        Notes
+        -----
+        A diagnostic for trusted callers: it says whether an id exists in another tenant.
+        """
+        memory_id = check_memory_id(memory_id)
+        check_k(k)
+        check_mode(mode)
+        cue, gates = self._cue(
+            cue_text, cue_vector, tenant=tenant, required_tags=required_tags, tier_mask=tier_mask,
+            valence_window=valence_window, min_importance=min_importance, at_time=at_time, cue_tags=cue_tags,
+            cue_entities=cue_entities, cue_valence=cue_valence, cue_time=cue_time,
+        )
+        with self._lock:
+            self._check_open()
+            snapshot = self._generation.snapshot()
+            forgotten = memory_id in self._forgotten
+        generators = MODE_GENERATORS[mode]
+        quotas = MappingProxyType({g: self._params.quota(g) for g in generators})
+        if forgotten:
+            return WhyNot(memory_id, "tombstoned", f"memory {memory_id} was forgotten (tombstoned)", ("tombstone",),
+                          quotas=quotas)
+        row = snapshot.row_of(memory_id)
+        if row is None:
+            return WhyNot(memory_id, "not_found", f"no memory with id {memory_id}", quotas=quotas)
+        failed = failed_gates(snapshot, row, gates)
+        if "tombstone" in failed:
+            return WhyNot(memory_id, "tombstoned", f"memory {memory_id} was forgotten (tombstoned)", failed,
+                          quotas=quotas)
+        if "tenant" in failed:
+            detail = f"memory {memory_id} belongs to another tenant than {gates.tenant!r}"
+            return WhyNot(memory_id, "other_tenant", detail, failed, quotas=quotas)
+        if failed:
+            detail = f"memory {memory_id} fails the gate(s) {', '.join(failed)}"
+            return WhyNot(memory_id, "gated", detail, failed, quotas=quotas)
+        scored = self._score(snapshot, cue, gates, mode)
+        in_union = np.flatnonzero(scored.factors.rows == row)
+        if in_union.size == 0:
+            generator_ranks = MappingProxyType({
+                g: generator_rank(g, snapshot, cue, scored.eligible, row, scored.admissions) for g in generators
+            })
+            described = ", ".join(
+                f"{g}: {'cannot admit it' if r is None else f'rank {r} > quota {quotas[g]}'}"
+                for g, r in generator_ranks.items()
+            )
+            detail = f"memory {memory_id} was not admitted by any generator within its quota ({described})"
+            return WhyNot(memory_id, "not_admitted", detail, generator_ranks=generator_ranks, quotas=quotas)
+        position = int(np.flatnonzero(scored.order == in_union[0])[0])
+        ranks = scored.admissions.ranks()
+        hit = self._hit(scored, position, ranks)
+        cutoff_position = min(k, scored.order.size) - 1
+        cutoff = float(scored.ranking_scores[cutoff_position])
+        generator_ranks = MappingProxyType({g: hit.admitted_by.get(g) for g in generators})
+        if position < k:
+            detail = f"memory {memory_id} is returned at rank {position + 1}"
+            return WhyNot(memory_id, "returned", detail, generator_ranks=generator_ranks, quotas=quotas,
+                          rank=position + 1, score=hit.score, cutoff_score=cutoff, hit=hit)
+        detail = (f"memory {memory_id} was admitted but outranked: rank {position + 1} > k={k}, score "
+                  f"{hit.score:.4f} vs {cutoff:.4f} at rank {k} (short by {cutoff - hit.score:.4f})")
+        return WhyNot(memory_id, "outranked", detail, generator_ranks=generator_ranks, quotas=quotas,
+                      rank=position + 1, score=hit.score, cutoff_score=cutoff, hit=hit)

@@ -1,0 +1,444 @@
+"""The time-aware leg: fused relevance, propagated to session neighbours, with time priors.
+
+CFS-R reconstructs semantics, not chronology; the write-ups name temporal questions as its
+weakest spot. This leg uses what a conversation log knows about time without asking a
+language model to read dates:
+
+1. **Base relevance** ``b_i = α·z(lex)_i + (1 − α)·z(cos)_i``: the lexical (BM25) and dense
+   (cosine) scores of each candidate row, each z-normalised over the rows the query may
+   see (its ``subset``; population mean and standard deviation; a constant column
+   contributes 0). This is score fusion, not rank fusion: on LoCoMo with the local
+   embedders, BM25 is the stronger signal, and score fusion keeps how *much* stronger a
+   candidate is, which rank fusion throws away.
+2. **Temporal neighbours** ``n_i = max_{1 ≤ |d| ≤ h, same session} decay^{|d|−1}·max(b_{i+d}, 0)``:
+   evidence in a dialogue spans adjacent turns (a question and its answer, an announcement
+   and the details), so a turn next to a strong candidate of the same session is itself
+   likely to matter. Neighbours are rows ``i ± d`` of ``E`` (document order = chronological
+   order) that share the session key and are inside ``subset``.
+3. **Time-intent prior** ``c_i``: for a question that asks about time (``when``, ``how
+   long``, ``what year`` … — :func:`time_intent`, a regular expression), turns whose text
+   anchors an event in time (``yesterday``, ``last week``, ``two years ago``, a weekday, a
+   month, a year — :func:`time_cues`) get ``τ``.
+4. **Session-date prior** ``t_i``: when the question names a date, month or year
+   (:func:`date_windows`, regular expressions only), turns whose *session date* falls in
+   ``[start − before_days, end + after_days]`` of a named period get ``δ``.
+
+Score ``s_i = b_i + γ·n_i + τ·[intent]·c_i + δ·t_i``; the leg ranks the subset by ``s``
+(higher first, ties to the lower row) and returns the top ``k``. With ``γ = τ = δ = 0`` it
+is the plain score fusion of the two signals.
+
+Everything is numpy over a ``(B, n)`` block (B queries, n subset rows): one product of the
+queries with the subset rows plus a few vectorised passes, no Python loop over candidates.
+Scores are float64 and each query's row is computed by the same loops whatever the batch
+size, so a batch equals its queries run one by one, exactly.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from dataclasses import asdict, dataclass, fields
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from . import _validation as _v
+from ._results import Ranking
+
+__all__ = [
+    "TemporalParams",
+    "Timeline",
+    "date_windows",
+    "locomo_timeline",
+    "neighbour_support",
+    "question_features",
+    "session_keys",
+    "temporal",
+    "temporal_batch",
+    "temporal_scores",
+    "time_cues",
+    "time_intent",
+]
+
+DAY = np.timedelta64(1, "D")
+
+# --------------------------------------------------------------------------- text rules
+_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august",
+           "september", "october", "november", "december")
+_MONTH_RE = r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+_WEEKDAYS = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
+
+#: A turn that anchors something in time: relative expressions, weekdays, months, years.
+TIME_CUE_PATTERN = re.compile(
+    r"\b(?:yesterday|today|tonight|tomorrow|ago|recently|lately|"
+    r"(?:last|next|this|past|coming|previous)\s+(?:\w+\s+)?(?:night|morning|evening|weekend|week|month|year|"
+    r"summer|winter|spring|fall|autumn|time|" + _WEEKDAYS[3:-1] + r")|"
+    + _WEEKDAYS + r"s?|"
+    r"(?:january|february|march|april|june|july|august|september|october|november|december)|"
+    r"(?:19|20)\d\d|"
+    r"(?:a|one|two|three|four|five|six|seven|eight|nine|ten|few|couple\s+of|\d+)\s+(?:days?|weeks?|months?|years?)|"
+    r"since|back\s+in|when\s+i\s+was)\b",
+    re.IGNORECASE,
+)
+
+#: A question that asks about time.
+TIME_INTENT_PATTERN = re.compile(
+    r"^\s*(?:when|since\s+when|how\s+long|how\s+old)\b|"
+    r"\b(?:what|which|in\s+which)\s+(?:year|month|date|day|week|time|season)\b|"
+    r"\bhow\s+many\s+(?:years|months|weeks|days)\b",
+    re.IGNORECASE,
+)
+
+_DAY_FIRST = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)?\s+(" + _MONTH_RE + r")\b,?\s*((?:19|20)\d\d)?", re.IGNORECASE)
+_MONTH_FIRST = re.compile(r"\b(" + _MONTH_RE + r")\s+(\d{1,2})(?:st|nd|rd|th)?\b(?:,?\s*((?:19|20)\d\d))?", re.IGNORECASE)
+_MONTH_YEAR = re.compile(r"\b(" + _MONTH_RE + r")\b,?\s*((?:19|20)\d\d)?", re.IGNORECASE)
+_YEAR = re.compile(r"\b((?:19|20)\d\d)\b")
+
+
+def time_cues(texts: Sequence[str]) -> np.ndarray:
+    """bool ``(n,)``: does each turn text anchor something in time (:data:`TIME_CUE_PATTERN`)?"""
+    return np.fromiter((bool(TIME_CUE_PATTERN.search(t)) for t in texts), dtype=bool, count=len(texts))
+
+
+def time_intent(questions: Sequence[str]) -> np.ndarray:
+    """bool ``(B,)``: does each question ask about time (:data:`TIME_INTENT_PATTERN`)?"""
+    return np.fromiter((bool(TIME_INTENT_PATTERN.search(q)) for q in questions), dtype=bool, count=len(questions))
+
+
+def _month_number(token: str) -> int:
+    token = token.lower()[:3]
+    return next(i for i, name in enumerate(_MONTHS, start=1) if name.startswith(token))
+
+
+def _is_month_word(match: re.Match, group: int) -> bool:
+    """'May' and 'march' are also ordinary words: accept them only capitalised ("May")."""
+    word = match.group(group)
+    if word.lower() in ("may", "march", "mar", "jan", "sep", "dec", "oct", "nov", "aug", "apr", "jun", "jul", "feb"):
+        return word[0].isupper()
+    return True
+
+
+def date_windows(question: str, years: Sequence[int] = ()) -> list[tuple[np.datetime64, np.datetime64]]:
+    """The periods a question names, as inclusive ``(start, end)`` day pairs (regular expressions).
+
+    Recognised: ``8 May, 2023`` / ``May 8, 2023`` (one day), ``May 2023`` (the month), ``2023``
+    (the year), and a month or day without a year (``in July``, ``on May 3``), which names that
+    month or day in the year(s) the question names elsewhere ("between August 11 and August 15
+    2023"), else in each of ``years`` (pass the years the corpus spans). Nothing is inferred from
+    relative words ("last week"): that would need the question's own date, which it has not.
+    """
+    windows: list[tuple[np.datetime64, np.datetime64]] = []
+    taken: list[tuple[int, int]] = []
+    # A month or day without a year takes the year the question names elsewhere, if any.
+    named_years = sorted({int(m.group(1)) for m in _YEAR.finditer(question)})
+    if named_years:
+        years = named_years
+
+    def free(m: re.Match) -> bool:
+        return not any(m.start() < e and s < m.end() for s, e in taken)
+
+    def add_day(year: int, month: int, day: int) -> None:
+        if 1 <= day <= calendar.monthrange(year, month)[1]:
+            d = np.datetime64(f"{year:04d}-{month:02d}-{day:02d}", "D")
+            windows.append((d, d))
+
+    def add_month(year: int, month: int) -> None:
+        start = np.datetime64(f"{year:04d}-{month:02d}-01", "D")
+        windows.append((start, start + (calendar.monthrange(year, month)[1] - 1) * DAY))
+
+    for pattern, month_group, day_group, year_group in ((_DAY_FIRST, 2, 1, 3), (_MONTH_FIRST, 1, 2, 3)):
+        for m in pattern.finditer(question):
+            if not free(m) or not _is_month_word(m, month_group):
+                continue
+            month, day = _month_number(m.group(month_group)), int(m.group(day_group))
+            for year in ([int(m.group(year_group))] if m.group(year_group) else years):
+                add_day(int(year), month, day)
+            taken.append(m.span())
+    for m in _MONTH_YEAR.finditer(question):
+        if not free(m) or not _is_month_word(m, 1):
+            continue
+        month = _month_number(m.group(1))
+        for year in ([int(m.group(2))] if m.group(2) else years):
+            add_month(int(year), month)
+        taken.append(m.span())
+    for m in _YEAR.finditer(question):
+        if free(m):
+            year = int(m.group(1))
+            windows.append((np.datetime64(f"{year:04d}-01-01", "D"), np.datetime64(f"{year:04d}-12-31", "D")))
+            taken.append(m.span())
+    return windows
+
+
+def session_keys(*columns: np.ndarray) -> np.ndarray:
+    """int64 key per row, equal exactly when all ``columns`` agree (e.g. conversation and session)."""
+    stacked = np.stack([np.asarray(c) for c in columns], axis=1)
+    _, inverse = np.unique(stacked, axis=0, return_inverse=True)
+    return inverse.reshape(-1).astype(np.int64)
+
+
+# --------------------------------------------------------------------------- parameters
+@dataclass(frozen=True)
+class TemporalParams:
+    """Parameters of the time-aware leg (module docstring gives the formula).
+
+    The defaults are the values ``fieldrank calibrate`` chose on the LoCoMo tuning split for
+    both local embedders (``python/fieldrank/data/default_config.toml``).
+
+    alpha : lexical share of the base blend, in [0, 1].
+    gamma : weight of the neighbour support, >= 0 (0: no propagation).
+    radius : neighbours ``i ± 1 … i ± radius`` of the same session, >= 1.
+    decay : factor per extra step of distance, in [0, 1].
+    tau : time-cue boost for questions with time intent, >= 0.
+    delta : boost for turns whose session date is in a period the question names, >= 0.
+    before_days, after_days : slack around a named period, >= 0 (events are reported in
+        sessions on or after the day they happen, and a little before a named deadline).
+    """
+
+    alpha: float = 0.5
+    gamma: float = 0.5
+    radius: int = 2
+    decay: float = 0.5
+    tau: float = 1.0
+    delta: float = 1.5
+    before_days: int = 7
+    after_days: int = 14
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "alpha", _v.unit_interval(self.alpha, "alpha"))
+        object.__setattr__(self, "gamma", _v.non_negative_real(self.gamma, "gamma"))
+        object.__setattr__(self, "radius", _v.positive_int(self.radius, "radius"))
+        object.__setattr__(self, "decay", _v.unit_interval(self.decay, "decay"))
+        object.__setattr__(self, "tau", _v.non_negative_real(self.tau, "tau"))
+        object.__setattr__(self, "delta", _v.non_negative_real(self.delta, "delta"))
+        object.__setattr__(self, "before_days", _v.non_negative_int(self.before_days, "before_days"))
+        object.__setattr__(self, "after_days", _v.non_negative_int(self.after_days, "after_days"))
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "TemporalParams":
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            msg = f"unknown TemporalParams field(s) {unknown}; expected a subset of {sorted(known)}"
+            raise ValueError(msg)
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """What the leg knows about each corpus row (row i = row i of ``E``).
+
+    session : int64 ``(N,)`` session key; rows ``i`` and ``i + d`` are neighbours only when their
+        keys are equal (use :func:`session_keys` to make keys unique across conversations).
+    time : ``datetime64`` ``(N,)`` session date of each row, or None (no session-date prior).
+    cue : bool ``(N,)`` from :func:`time_cues`, or None (no time-intent prior).
+    """
+
+    session: np.ndarray
+    time: Optional[np.ndarray] = None
+    cue: Optional[np.ndarray] = None
+
+    def __post_init__(self) -> None:
+        session = np.asarray(self.session)
+        if session.ndim != 1 or session.dtype.kind not in "iu":
+            msg = f"Timeline.session must be a 1-D integer array, got {session.dtype} with shape {session.shape}"
+            raise ValueError(msg)
+        object.__setattr__(self, "session", session.astype(np.int64, copy=False))
+        n = session.shape[0]
+        if self.time is not None:
+            time = np.asarray(self.time)
+            if time.shape != (n,) or time.dtype.kind != "M":
+                msg = f"Timeline.time must be datetime64 of shape ({n},), got {time.dtype} with shape {time.shape}"
+                raise ValueError(msg)
+            object.__setattr__(self, "time", time.astype("datetime64[D]"))
+        if self.cue is not None:
+            cue = np.asarray(self.cue)
+            if cue.shape != (n,) or cue.dtype != np.bool_:
+                msg = f"Timeline.cue must be bool of shape ({n},), got {cue.dtype} with shape {cue.shape}"
+                raise ValueError(msg)
+            object.__setattr__(self, "cue", cue)
+
+    def __len__(self) -> int:
+        return self.session.shape[0]
+
+    @classmethod
+    def from_turns(cls, session: np.ndarray, time: Optional[np.ndarray] = None,
+                   texts: Optional[Sequence[str]] = None) -> "Timeline":
+        """Build from session keys, session dates and turn texts (for :func:`time_cues`)."""
+        return cls(session=session, time=time, cue=None if texts is None else time_cues(texts))
+
+
+def locomo_timeline(data: Any) -> Timeline:
+    """The turns of a loaded LoCoMo set (``fieldrank.evaluation.locomo.LocomoData``) as a Timeline.
+
+    Session keys are unique per (conversation, session); dates are ``turns.session_datetime``;
+    time cues come from ``turns.embed_text`` (the texts the retriever indexes).
+    """
+    T = data.turns
+    return Timeline.from_turns(session_keys(T.conv_index, T.session), T.session_datetime,
+                               [str(t) for t in T.embed_text])
+
+
+# --------------------------------------------------------------------------- scoring core
+def _znorm(S: np.ndarray) -> np.ndarray:
+    mu = S.mean(axis=1, keepdims=True)
+    sd = S.std(axis=1, keepdims=True)
+    sd[sd == 0] = 1.0
+    return (S - mu) / sd
+
+
+def neighbour_support(base: np.ndarray, rows: np.ndarray, session: np.ndarray, radius: int,
+                      decay: float) -> np.ndarray:
+    """``max_{1<=|d|<=radius} decay^(|d|-1) · max(base[:, j(i+d)], 0)`` over same-session rows in ``rows``.
+
+    ``base`` is ``(B, n)`` over the sorted corpus rows ``rows`` (n,); ``session`` is the full
+    ``(N,)`` key array. Rows without a neighbour get 0.
+    """
+    support = np.zeros_like(base)
+    n = rows.shape[0]
+    positive = np.maximum(base, 0.0)
+    for distance in range(1, radius + 1):
+        factor = decay ** (distance - 1)
+        if factor == 0.0:
+            break
+        for d in (distance, -distance):
+            target = rows + d
+            j = np.searchsorted(rows, target)
+            ok = j < n
+            ok[ok] &= rows[j[ok]] == target[ok]
+            ok[ok] &= session[target[ok]] == session[rows[ok]]
+            if ok.any():
+                cols = np.flatnonzero(ok)
+                support[:, cols] = np.maximum(support[:, cols], factor * positive[:, j[cols]])
+    return support
+
+
+def temporal_scores(dense: np.ndarray, lexical: Optional[np.ndarray], rows: np.ndarray, timeline: Timeline,
+                    params: TemporalParams = TemporalParams(), *, intent: Optional[np.ndarray] = None,
+                    windows: Optional[Sequence[Sequence[tuple[np.datetime64, np.datetime64]]]] = None) -> np.ndarray:
+    """Leg scores ``(B, n)`` (float64) over the sorted corpus rows ``rows`` (n,).
+
+    ``dense`` and ``lexical`` are ``(B, n)`` scores of those rows (``lexical`` may be None only
+    when ``alpha == 0``); ``intent`` (B,) bool and ``windows`` (one list of day periods per query)
+    switch on the two priors.
+    """
+    # C order: every row is then reduced (mean, std) by the same loop whatever B is.
+    dense = np.ascontiguousarray(dense, dtype=np.float64)
+    base = (1.0 - params.alpha) * _znorm(dense) if params.alpha < 1.0 else np.zeros_like(dense)
+    if params.alpha > 0.0:
+        if lexical is None:
+            msg = "lexical scores are required when alpha > 0"
+            raise ValueError(msg)
+        base = base + params.alpha * _znorm(np.ascontiguousarray(lexical, dtype=np.float64))
+    score = base
+    if params.gamma > 0.0:
+        score = score + params.gamma * neighbour_support(base, rows, timeline.session, params.radius, params.decay)
+    if params.tau > 0.0 and intent is not None and timeline.cue is not None:
+        score = score + params.tau * (np.asarray(intent, bool)[:, None] & timeline.cue[rows][None, :])
+    if params.delta > 0.0 and windows is not None and timeline.time is not None:
+        t = timeline.time[rows]
+        for b, periods in enumerate(windows):
+            if not periods:
+                continue
+            hit = np.zeros(rows.shape[0], dtype=bool)
+            for start, end in periods:
+                hit |= (t >= start - params.before_days * DAY) & (t <= end + params.after_days * DAY)
+            score[b] += params.delta * hit
+    return score
+
+
+def _top_k(scores: np.ndarray, rows: np.ndarray, k: int) -> Ranking:
+    """Top ``k`` per row of ``scores`` (B, n): higher first, ties to the lower id (``rows`` sorted)."""
+    order = np.argsort(-scores, axis=1, kind="stable")[:, : min(k, rows.shape[0])]
+    return Ranking(rows[order], np.take_along_axis(scores, order, 1))
+
+
+def question_features(questions: Optional[Sequence[str]], timeline: Timeline, rows: np.ndarray):
+    """Per query: time intent (bool ``(B,)``) and the named periods (:func:`date_windows`).
+
+    ``rows`` are the corpus rows the queries may see; a month or day without a year is looked
+    up in every year their session dates span. ``questions=None`` gives ``(None, None)`` (no
+    priors); without session dates in ``timeline`` the periods are None.
+    """
+    if questions is None:
+        return None, None
+    if isinstance(questions, str):
+        msg = "questions must be a sequence of str (one per query), got a single str"
+        raise ValueError(msg)
+    intent = time_intent(questions)
+    windows = None
+    if timeline.time is not None:
+        t = timeline.time[rows].astype("datetime64[Y]").astype(int) + 1970
+        years = tuple(range(int(t.min()), int(t.max()) + 1))
+        windows = [date_windows(q, years) for q in questions]
+    return intent, windows
+
+
+def temporal_batch(E: np.ndarray, Q: np.ndarray, lexical: Optional[np.ndarray], k: int = 50, *,
+                   timeline: Timeline, questions: Optional[Sequence[str]] = None,
+                   params: TemporalParams = TemporalParams(), subset: Optional[np.ndarray] = None) -> Ranking:
+    """The time-aware leg for a batch of queries; returns ``Ranking`` with ``(B, min(k, n))`` arrays.
+
+    Parameters
+    ----------
+    E : (N, d) float32, L2-normalised rows.
+    Q : (B, d) float32 query embeddings.
+    lexical : (B, N) lexical scores of every row of ``E`` for each query (e.g.
+        ``BM25Index.scores``), or None when ``params.alpha == 0``. Only ``subset`` columns are read.
+    k : ids to return per query.
+    timeline : per-row session keys, session dates and time cues (:class:`Timeline`).
+    questions : the query texts (B,), for the time-intent and session-date priors; None
+        switches both off.
+    params : :class:`TemporalParams`.
+    subset : optional unique row ids; only these rows are scored and returned, and only they
+        count as neighbours.
+    """
+    E, Q, subset, _ = _v.batch_call(E, Q, subset, 0)
+    k = _v.positive_int(k, "k")
+    if not isinstance(timeline, Timeline) or len(timeline) != E.shape[0]:
+        msg = f"timeline must be a Timeline with one entry per row of E ({E.shape[0]})"
+        raise ValueError(msg)
+    if not isinstance(params, TemporalParams):
+        msg = f"params must be a TemporalParams, got {type(params).__name__}"
+        raise TypeError(msg)
+    rows = np.arange(E.shape[0], dtype=np.int64) if subset is None else np.sort(subset)
+    B = Q.shape[0]
+    if params.alpha > 0.0:
+        if lexical is None:
+            msg = "lexical must be given (B, N) when params.alpha > 0"
+            raise ValueError(msg)
+        lexical = np.asarray(lexical)
+        if lexical.shape != (B, E.shape[0]) or lexical.dtype.kind != "f":
+            msg = f"lexical must be a float array of shape ({B}, {E.shape[0]}), got {lexical.dtype} {lexical.shape}"
+            raise ValueError(msg)
+        lexical = lexical[:, rows]
+        if not np.isfinite(lexical).all():
+            msg = "lexical must be finite"
+            raise ValueError(msg)
+    _v.check_rows_finite_nonzero(E, "E", rows)
+    if B == 0:
+        empty = np.empty((0, min(k, rows.shape[0])))
+        return Ranking(empty.astype(np.int64), empty)
+    # float64 and einsum's own loop (no BLAS): each score is summed in the same order whatever
+    # the batch size, so a batch equals its queries one by one exactly.
+    dense = np.einsum("bd,nd->bn", Q.astype(np.float64), E[rows].astype(np.float64), optimize=False)
+    if questions is not None and (isinstance(questions, str) or len(questions) != B):
+        msg = f"questions must be a sequence of {B} str (one per query), got {type(questions).__name__}"
+        raise ValueError(msg)
+    intent, windows = question_features(questions, timeline, rows)
+    scores = temporal_scores(dense, lexical if params.alpha > 0 else None, rows, timeline, params,
+                             intent=intent, windows=windows)
+    return _top_k(scores, rows, k)
+
+
+def temporal(E: np.ndarray, q: np.ndarray, lexical: Optional[np.ndarray], k: int = 50, *, timeline: Timeline,
+             question: Optional[str] = None, params: TemporalParams = TemporalParams(),
+             subset: Optional[np.ndarray] = None) -> Ranking:
+    """:func:`temporal_batch` for one query ``q`` (d,) with lexical scores (N,); 1-D ``Ranking``."""
+    q = _v.float32_array(q, "q", 1)
+    lex = None if lexical is None else np.asarray(lexical)[None, :]
+    res = temporal_batch(E, q[None, :], lex, k, timeline=timeline,
+                         questions=None if question is None else [question], params=params, subset=subset)
+    return Ranking(res.ids[0], res.scores[0])
