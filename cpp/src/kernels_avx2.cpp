@@ -23,7 +23,7 @@ struct Ops {
     // several queries use 2 rows × 2 queries.
     static constexpr int kRowsSingle = 2;
     static constexpr int kRowsMulti = 2;
-    static constexpr int kAxpyBlocks = 4;  // 16-row blocks of G·a kept in registers
+    static constexpr int kAxpyBlocks = 2;  // 16-row blocks of G·a kept in registers
     static constexpr int kQueriesMulti = 2;
 
     static void prefetch(const void* p) { _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0); }

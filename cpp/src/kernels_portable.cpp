@@ -40,7 +40,7 @@ struct Ops {
 #endif
     static constexpr int kRowsSingle = 4;
     static constexpr int kRowsMulti = 2;
-    static constexpr int kAxpyBlocks = 4;  // 16-row blocks of G·a kept in registers
+    static constexpr int kAxpyBlocks = 2;  // 16-row blocks of G·a kept in registers
     static constexpr int kQueriesMulti = 2;
 
     static void prefetch(const void* p) {

@@ -178,23 +178,36 @@ void gram(const float* C, Index ldc, Index n, Index d, float* G, Index ldg) {
         for (Index j = 0; j < i; ++j) G[j * ldg + i] = G[i * ldg + j];
 }
 
-// y[col0 + 16b + l] = Σ_t point[nz[t]] · G[nz[t], col0 + 16b + l] for b < NB, in t order.
+// y[col0 + 16b + l] = Σ_t point[nz[t]] · G[nz[t], col0 + 16b + l] for b < NB. The terms are
+// summed in runs of kAxpyRun consecutive t, each run from zero, the runs then added in order: a
+// shallower summation than one long chain (the error grows with the run length plus the number
+// of runs, not with the number of terms), and the same for every element, whatever its position.
+constexpr Index kAxpyRun = 16;
+
 template <int NB>
 inline void axpy_columns(const float* G, Index ldg, const Index* nz, Index count, const float* point, Index col0,
                          float* y) {
     using L16 = typename Ops::L16;
-    L16 acc[NB];
+    L16 total[NB];
 #pragma GCC unroll 16
-    for (int b = 0; b < NB; ++b) acc[b] = Ops::zero();
-    for (Index t = 0; t < count; ++t) {
-        const Index j = nz[t];
-        const L16 weight = Ops::set1(point[j]);
-        const float* row = G + j * ldg + col0;
+    for (int b = 0; b < NB; ++b) total[b] = Ops::zero();
+    for (Index t0 = 0; t0 < count; t0 += kAxpyRun) {
+        const Index t1 = t0 + kAxpyRun < count ? t0 + kAxpyRun : count;
+        L16 run[NB];
 #pragma GCC unroll 16
-        for (int b = 0; b < NB; ++b) acc[b] = Ops::fmadd(weight, Ops::load(row + kLanes * b), acc[b]);
+        for (int b = 0; b < NB; ++b) run[b] = Ops::zero();
+        for (Index t = t0; t < t1; ++t) {
+            const Index j = nz[t];
+            const L16 weight = Ops::set1(point[j]);
+            const float* row = G + j * ldg + col0;
+#pragma GCC unroll 16
+            for (int b = 0; b < NB; ++b) run[b] = Ops::fmadd(weight, Ops::load(row + kLanes * b), run[b]);
+        }
+#pragma GCC unroll 16
+        for (int b = 0; b < NB; ++b) total[b] = Ops::add(total[b], run[b]);
     }
 #pragma GCC unroll 16
-    for (int b = 0; b < NB; ++b) Ops::store(y + col0 + kLanes * b, acc[b]);
+    for (int b = 0; b < NB; ++b) Ops::store(y + col0 + kLanes * b, total[b]);
 }
 
 template <int NB>
