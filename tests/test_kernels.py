@@ -56,7 +56,7 @@ def test_dispatch_reports_variants():
         assert key in info, key
     assert info["kernel_variant"] == _core.kernel_variant()
     assert "-march=native" not in info["cxx_flags"]
-    assert len(info["variant_flags"]) == len(compiled)
+    assert [line.split(":")[0] for line in info["variant_flags"]] == compiled
 
 
 def test_default_variant_is_the_best_supported():

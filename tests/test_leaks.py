@@ -52,6 +52,7 @@ def data():
         "sims": E[:32] @ E[0], "subset": np.arange(0, 64, 2, dtype=np.int64),
         "legs": [np.arange(10, dtype=np.int64), np.arange(5, 15, dtype=np.int64)],
         "bad_E": np.vstack([E, np.full((1, 8), np.nan, np.float32)]),
+        "QC": fieldrank.quantize(E, "bf16"),
     }
 
 
@@ -75,6 +76,9 @@ def _calls(fr, d):
         "ring_pool": lambda: fr.ring_pool(ids, C, q, 5),
         "rrf": lambda: fr.rrf(legs, [1.0, 2.0], 10),
         "rrf_batch": lambda: fr.rrf_batch([legs, legs[::-1]], None, 10),
+        "quantize": lambda: fr.quantize(E, "int8"),
+        "prefilter_quantized": lambda: fr.prefilter_quantized(d["QC"], E, q, 10, subset=sub),
+        "prefilter_quantized_batch": lambda: fr.prefilter_quantized_batch(d["QC"], E, Q, 10, n_threads=2),
     }
 
 

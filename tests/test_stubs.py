@@ -76,7 +76,7 @@ def binary_kind(annotation: str) -> str:
     sequence = "collections.abc.Sequence["
     if annotation.startswith(sequence):
         return f"seq[{binary_kind(annotation[len(sequence):-1])}]"
-    for dtype in ("float32", "float64", "int64"):
+    for dtype in ("float32", "float64", "int64", "int32", "uint16", "int8"):
         if f"numpy.{dtype}" in annotation:
             rank = 2 if '"[m, n]"' in annotation else 1
             contiguous = "C" if "flags.c_contiguous" in annotation else ""
@@ -86,6 +86,7 @@ def binary_kind(annotation: str) -> str:
         "typing.SupportsFloat | typing.SupportsIndex": "float",
         "bool": "bool",
         "int": "int",
+        "str": "str",
     }
     assert annotation in simple, f"unknown pybind11 annotation {annotation!r}: teach binary_kind"
     return simple[annotation]
@@ -97,7 +98,11 @@ STUB_ALIASES = {
     "_F32Matrix": "float32[2]C",
     "_F32Vector": "float32[1]",
     "_I64Vector": "int64[1]",
+    "_U16Matrix": "uint16[2]C",
+    "_I8Matrix": "int8[2]C",
+    "_I32Vector": "int32[1]",
     "int": "int",
+    "str": "str",
     "float": "float",
     "bool": "bool",
 }

@@ -31,8 +31,8 @@ void register_info(py::module_& m) {
     info["build_type"] = FIELDRANK_BUILD_TYPE;
     info["eigen_version"] = std::to_string(EIGEN_WORLD_VERSION) + "." + std::to_string(EIGEN_MAJOR_VERSION) + "." +
                             std::to_string(EIGEN_MINOR_VERSION);
-    py::list flags;
-    for (const auto& line : fieldrank::simd::variant_flags()) flags.append(line);
+    std::string flags;  // one "variant: flags" line per compiled kernel variant
+    for (const auto& line : fieldrank::simd::variant_flags()) flags += (flags.empty() ? "" : "\n") + line;
     info["variant_flags"] = flags;
     m.attr("BUILD_INFO") = info;
 

@@ -18,6 +18,9 @@ _F32Vector = npt.NDArray[np.float32]  # (d,) float32, contiguous
 _I64Vector = npt.NDArray[np.int64]  # (n,) int64, contiguous
 _I64Matrix = npt.NDArray[np.int64]  # (B, m) int64
 _F64Vector = npt.NDArray[np.float64]
+_U16Matrix = npt.NDArray[np.uint16]  # (N, d) bf16 bit patterns, C-contiguous
+_I8Matrix = npt.NDArray[np.int8]  # (N, d) int8 codes, C-contiguous
+_I32Vector = npt.NDArray[np.int32]  # (N,) int32
 
 DEFAULTS: dict[str, Union[int, float]]
 """The one table of defaults (``cpp/include/fieldrank/defaults.hpp``); ``fieldrank.DEFAULTS`` copies it."""
@@ -216,3 +219,82 @@ def rrf(rankings: Sequence[_I64Vector], weights: Sequence[float], k: int, k0: fl
 def rrf_batch(
     rankings: Sequence[Sequence[_I64Vector]], weights: Sequence[float], k: int, k0: float, n_threads: int = 0
 ) -> list[NativeFusedRanking]: ...
+
+# Reduced-precision prefilter (python/fieldrank/quantized.py)
+
+class NativeBf16Corpus:
+    """bf16 copy of a corpus: codes (N, d) uint16 bit patterns."""
+
+    @property
+    def codes(self) -> _U16Matrix: ...
+
+class NativeInt8Corpus:
+    """int8 copy of a corpus: codes (N, d) int8, scale (N,) float32, sums (N,) int32."""
+
+    @property
+    def codes(self) -> _I8Matrix: ...
+    @property
+    def scale(self) -> _F32Vector: ...
+    @property
+    def sums(self) -> _I32Vector: ...
+
+def quantize_bf16(E: _F32Matrix) -> NativeBf16Corpus: ...
+def quantize_int8(E: _F32Matrix) -> NativeInt8Corpus: ...
+def prefilter_bf16(
+    codes: _U16Matrix,
+    E: _F32Matrix,
+    q: _F32Vector,
+    p: int,
+    rescore_factor: int,
+    subset: Optional[_I64Vector] = None,
+) -> NativeRanking: ...
+def prefilter_bf16_batch(
+    codes: _U16Matrix,
+    E: _F32Matrix,
+    Q: _F32Matrix,
+    p: int,
+    rescore_factor: int,
+    subset: Optional[_I64Vector] = None,
+    n_threads: int = 0,
+) -> NativeBatchRanking: ...
+def prefilter_int8(
+    codes: _I8Matrix,
+    scale: _F32Vector,
+    sums: _I32Vector,
+    E: _F32Matrix,
+    q: _F32Vector,
+    p: int,
+    rescore_factor: int,
+    subset: Optional[_I64Vector] = None,
+) -> NativeRanking: ...
+def prefilter_int8_batch(
+    codes: _I8Matrix,
+    scale: _F32Vector,
+    sums: _I32Vector,
+    E: _F32Matrix,
+    Q: _F32Matrix,
+    p: int,
+    rescore_factor: int,
+    subset: Optional[_I64Vector] = None,
+    n_threads: int = 0,
+) -> NativeBatchRanking: ...
+
+# SIMD kernel variants (cpp/include/fieldrank/simd.hpp) and the read-bandwidth probe
+
+def kernel_variant() -> str:
+    """Name of the kernel variant in use (portable, avx2, avx512 or avx512_bf16)."""
+
+def set_kernel_variant(variant: str) -> None:
+    """Switch the variant for every later call; ValueError if unknown or not runnable on this CPU."""
+
+def compiled_kernel_variants() -> list[str]:
+    """Kernel variants in this build, portable first."""
+
+def supported_kernel_variants() -> list[str]:
+    """Kernel variants this build contains and this CPU runs, best last."""
+
+def cpu_features() -> str:
+    """CPU features the dispatcher detected (CPUID and XGETBV)."""
+
+def read_probe(x: _F32Vector, n_threads: int = 1) -> float:
+    """Sum of x read once by n_threads threads; time it for the machine's read bandwidth."""

@@ -134,9 +134,9 @@ def quantize(E: np.ndarray, kind: str = "int8") -> QuantizedCorpus:
     kind = _kind(kind)
     E = _v.corpus(E)
     if kind == "bf16":
-        return QuantizedCorpus("bf16", _core.quantize_bf16(E))
-    codes, scale, sums = _core.quantize_int8(E)
-    return QuantizedCorpus("int8", codes, scale, sums)
+        return QuantizedCorpus("bf16", _core.quantize_bf16(E).codes)
+    native = _core.quantize_int8(E)
+    return QuantizedCorpus("int8", native.codes, native.scale, native.sums)
 
 
 def prefilter_quantized(QC: QuantizedCorpus, E: np.ndarray, q: np.ndarray, p: int = _D["p"], *,

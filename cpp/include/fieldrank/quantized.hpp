@@ -28,6 +28,11 @@ using Bf16Ref = Eigen::Ref<const RowMatrixXu16>;
 using Int8Ref = Eigen::Ref<const RowMatrixXi8>;
 using Int32Ref = Eigen::Ref<const VectorXi32>;
 
+// A bf16 copy of E: the upper 16 bits of each float after round-to-nearest-even.
+struct Bf16Corpus {
+    RowMatrixXu16 codes;
+};
+
 // An int8 copy of E: codes (N, d), per-row scales (row ≈ codes · scale) and per-row code sums.
 struct Int8Corpus {
     RowMatrixXi8 codes;
@@ -59,12 +64,13 @@ inline float quantize_int8_row(const float* x, Index d, std::int8_t* codes, std:
     return scale;
 }
 
-inline RowMatrixXu16 quantize_bf16(const MatrixRef& E) {
+inline Bf16Corpus quantize_bf16(const MatrixRef& E) {
     require_rows("E", E);
     check_rows_finite_nonzero("E", E, defaults::min_row_norm_sq);
-    RowMatrixXu16 out(E.rows(), E.cols());
+    Bf16Corpus out;
+    out.codes.resize(E.rows(), E.cols());
     for (Index i = 0; i < E.rows(); ++i)
-        for (Index j = 0; j < E.cols(); ++j) out(i, j) = to_bf16(E(i, j));
+        for (Index j = 0; j < E.cols(); ++j) out.codes(i, j) = to_bf16(E(i, j));
     return out;
 }
 
