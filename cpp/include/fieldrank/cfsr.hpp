@@ -148,7 +148,13 @@ inline double exact_lambda_max(const float* G, Index ldg, Index n) {
 inline double lambda_max(const simd::KernelTable& kernels, const float* G, Index ldg, Index n, double rel_tol,
                          Index max_steps) {
     const Index steps = std::min<Index>(n, max_steps);
-    std::vector<double> basis(static_cast<std::size_t>(steps * ldg), 0.0);
+    // Scratch reused by the thread (see cfsr_gram_buffer); only the rows Lanczos reaches are written,
+    // each over its full padded length, so stale values never leak in.
+    static thread_local std::vector<double> reused;
+    std::vector<double> local;
+    std::vector<double>& basis = ldg <= 1024 ? reused : local;
+    if (basis.size() < static_cast<std::size_t>(steps * ldg)) basis.resize(static_cast<std::size_t>(steps * ldg));
+    std::fill(basis.begin(), basis.begin() + ldg, 0.0);
     std::vector<double> u(static_cast<std::size_t>(ldg), 0.0);
     std::vector<double> coefficients(static_cast<std::size_t>(steps));
     std::vector<double> alpha(static_cast<std::size_t>(steps)), beta(static_cast<std::size_t>(steps));
@@ -232,11 +238,8 @@ inline SharedGram shared_gram(const MatrixRef& E, const IdRef& subset) {
     const simd::KernelTable& kernels = simd::kernels();
     SharedGram out;
     out.n = subset.size();
-    const Index d = E.cols();
-    RowMatrixXf rows(out.n, d);
-    for (Index i = 0; i < out.n; ++i) rows.row(i) = E.row(subset[i]);
     out.G.assign(static_cast<std::size_t>(out.n * out.n), 0.0f);
-    kernels.gram(rows.data(), d, out.n, d, out.G.data(), out.n);
+    kernels.gram(E.data(), E.outerStride(), subset.data(), out.n, E.cols(), out.G.data(), out.n);
     std::vector<Index> order(static_cast<std::size_t>(out.n));
     for (Index i = 0; i < out.n; ++i) order[static_cast<std::size_t>(i)] = i;
     std::sort(order.begin(), order.end(), [&](Index a, Index b) { return subset[a] < subset[b]; });
@@ -246,13 +249,28 @@ inline SharedGram shared_gram(const MatrixRef& E, const IdRef& subset) {
     return out;
 }
 
+// Per-thread scratch for cfsr_on_pool, reused across the queries a thread solves so that a batch
+// does not allocate (and page-fault) a Gram matrix per query. Pools above the cap allocate.
+struct CfsrScratch {
+    std::vector<float> G;
+};
+
+inline std::vector<float>& cfsr_gram_buffer(Index ldg, std::vector<float>& local) {
+    constexpr Index kMaxReused = 1024;  // ldg above this (4 MiB): a buffer per call
+    static thread_local CfsrScratch scratch;
+    std::vector<float>& G = ldg <= kMaxReused ? scratch.G : local;
+    G.assign(static_cast<std::size_t>(ldg * ldg), 0.0f);
+    return G;
+}
+
 inline Reconstruction cfsr_on_pool(const Pool& pool, Index k, const CfsrParams& params,
                                    const SharedGram* shared = nullptr) {
     const simd::KernelTable& kernels = simd::kernels();
     const Index n = pool.ids.size();
     const Index d = pool.dim();
     const Index ldg = detail::pad16(n);
-    std::vector<float> G(static_cast<std::size_t>(ldg * ldg), 0.0f);
+    std::vector<float> local;
+    std::vector<float>& G = cfsr_gram_buffer(ldg, local);
     if (shared != nullptr) {
         std::vector<Index> at(static_cast<std::size_t>(n));
         for (Index i = 0; i < n; ++i) at[static_cast<std::size_t>(i)] = shared->position_of(pool.ids[i]);
@@ -262,7 +280,7 @@ inline Reconstruction cfsr_on_pool(const Pool& pool, Index k, const CfsrParams& 
             for (Index j = 0; j < n; ++j) target[j] = source[at[static_cast<std::size_t>(j)]];
         }
     } else {
-        kernels.gram(pool.rows(), pool.stride(), n, d, G.data(), ldg);
+        kernels.gram(pool.rows(), pool.stride(), pool.row_ids(), n, d, G.data(), ldg);
     }
     const double top = lambda_max(kernels, G.data(), ldg, n, defaults::lambda_max_rel_tol, defaults::lambda_max_max_steps);
     const float lam = static_cast<float>(params.lam);
@@ -358,7 +376,7 @@ inline BatchReconstruction cfsr_batch(const MatrixRef& E, const MatrixRef& Q, In
     if (shared_gram_pays(subset, Q.rows(), p)) shared = shared_gram(E, *subset);
     parallel_for(0, Q.rows(), n_threads, [&](Index b) {
         const Reconstruction r =
-            cfsr_on_pool(gather_pool(E, std::move(tops[static_cast<std::size_t>(b)]), !shared), k, params,
+            cfsr_on_pool(gather_pool(E, std::move(tops[static_cast<std::size_t>(b)]), false), k, params,
                          shared ? &*shared : nullptr);
         out.ids.row(b) = r.ids.transpose();
         out.scores.row(b) = r.scores.transpose();

@@ -18,21 +18,24 @@
 namespace fieldrank {
 
 // The candidates an operator reranks: ids, their vectors (one row each) and their cosines
-// with the query. A pool gathered from E owns its rows (`vectors`); a caller's pool reads the
-// caller's C in place (no copy). Either way rows() points at n rows of dim() floats, stride().
+// with the query. The rows are either owned (`vectors`, gathered from E), or read in place:
+// the caller's C (row i at external + i · stride), or E itself (row i at external + ids[i] ·
+// stride, `by_id`), so batches copy no rows. Kernels take rows(), stride() and row_ids().
 struct Pool {
     IdVector ids;
-    RowMatrixXf vectors;  // owned rows; empty when the pool views the caller's C
+    RowMatrixXf vectors;  // owned rows; empty when the pool reads rows in place
     VectorXf sims;
     const float* external = nullptr;
     Index external_stride = 0;
     Index external_dim = 0;
+    bool by_id = false;  // external is E and row i is E.row(ids[i])
 
     Index size() const { return ids.size(); }
     const float* rows() const { return external != nullptr ? external : vectors.data(); }
     Index stride() const { return external != nullptr ? external_stride : vectors.cols(); }
     Index dim() const { return external != nullptr ? external_dim : vectors.cols(); }
-    const float* row(Index i) const { return rows() + i * stride(); }
+    const Index* row_ids() const { return by_id ? ids.data() : nullptr; }
+    const float* row(Index i) const { return rows() + (by_id ? ids[i] : i) * stride(); }
 };
 
 inline void check_subset(const OptionalIds& subset, Index n_rows) {
@@ -279,19 +282,25 @@ inline Ranking prefilter_pool(const IdRef& ids, const MatrixRef& C, const Vector
 }
 
 // The rows of a ranking gathered from E, with their cosines: the pool an operator reranks.
-// (with_vectors = false: ids and cosines only, for an operator that reads no row, e.g. CFS-R
-// with a batch's shared Gram matrix.)
-inline Pool gather_pool(const MatrixRef& E, std::vector<ScoredId<float>>&& top, bool with_vectors = true) {
+// (copy_rows = false: the pool reads its rows from E in place, by id; E must outlive it.)
+inline Pool gather_pool(const MatrixRef& E, std::vector<ScoredId<float>>&& top, bool copy_rows = true) {
     Pool pool;
     const Index m = static_cast<Index>(top.size());
     pool.ids.resize(m);
     pool.sims.resize(m);
-    pool.vectors.resize(with_vectors ? m : 0, E.cols());
+    if (copy_rows) {
+        pool.vectors.resize(m, E.cols());
+    } else {
+        pool.external = E.data();
+        pool.external_stride = E.outerStride();
+        pool.external_dim = E.cols();
+        pool.by_id = true;
+    }
     for (Index i = 0; i < m; ++i) {
         const auto& item = top[static_cast<std::size_t>(i)];
         pool.ids[i] = item.id;
         pool.sims[i] = item.score;
-        if (with_vectors) pool.vectors.row(i) = E.row(item.id);
+        if (copy_rows) pool.vectors.row(i) = E.row(item.id);
     }
     return pool;
 }
@@ -336,7 +345,7 @@ BatchRanking run_ranking_batch(const MatrixRef& E, const MatrixRef& Q, Index p, 
     if (Q.rows() == 0) return out;
     auto tops = scan_topk(E, Q.data(), Q.outerStride(), Q.rows(), subset, p, n_threads);
     parallel_for(0, Q.rows(), n_threads, [&](Index b) {
-        Ranking r = on_pool(gather_pool(E, std::move(tops[static_cast<std::size_t>(b)])));
+        Ranking r = on_pool(gather_pool(E, std::move(tops[static_cast<std::size_t>(b)]), false));
         out.ids.row(b).head(r.ids.size()) = r.ids.transpose();
         out.scores.row(b).head(r.scores.size()) = r.scores.transpose();
     });
