@@ -1,0 +1,37 @@
+"""The rrf_cfsr stack (cosine 10, BM25 10, CFS-R 50 ×3) over LoCoMo questions, native vs reference."""
+
+from __future__ import annotations
+
+import os
+
+import fieldrank
+
+from .common import SkipNotImplemented
+
+
+class LocomoStack:
+    params = [[1, 2]]
+    param_names = ["threads"]
+    timeout = 600
+
+    def setup(self, threads):
+        from fieldrank.bench import locomo_stack_inputs
+
+        # FIELDRANK_ASV_STACK_QUESTIONS limits the question set (benchmarks/check_asv.sh uses 100).
+        limit = os.environ.get("FIELDRANK_ASV_STACK_QUESTIONS")
+        self.inputs = locomo_stack_inputs(limit=int(limit) if limit else None)
+        if self.inputs is None:
+            raise NotImplementedError("LoCoMo data not found beside the repository")
+
+    def time_rrf_cfsr_stack(self, threads):
+        from fieldrank.bench import run_stack
+
+        run_stack(self.inputs, fieldrank, n_threads=threads)
+
+    def time_rrf_cfsr_stack_reference(self, threads):
+        if threads != 1:
+            raise SkipNotImplemented("the reference is single-threaded")
+        import fieldrank.reference as ref
+        from fieldrank.bench import run_stack
+
+        run_stack(self.inputs, ref, n_threads=threads)

@@ -1,0 +1,64 @@
+"""Shared data and size guards for the asv suite.
+
+Every class uses the full parameter grids of the issue (N ∈ {10k, 100k, 1M}, d ∈ {384, 768,
+1536}, ...). A combination whose data would exceed FIELDRANK_ASV_MAX_MB (default 400 MB) is
+skipped in ``setup`` with NotImplementedError before anything is allocated, so a default or
+``--quick`` run stays small; raise the budget for the big sizes.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+try:  # asv >= 0.6 ships asv_runner; a benchmark raising this is reported as skipped
+    from asv_runner.benchmarks.mark import SkipNotImplemented
+except ImportError:  # pragma: no cover
+    SkipNotImplemented = NotImplementedError
+
+N_GRID = [10_000, 100_000, 1_000_000]
+D_GRID = [384, 768, 1536]
+P = 150
+MAX_MB = float(os.environ.get("FIELDRANK_ASV_MAX_MB", "400"))
+REFERENCE_MAX_MB = float(os.environ.get("FIELDRANK_ASV_REFERENCE_MAX_MB", "160"))
+SEED = 20261130
+
+
+def megabytes(*shape: int, itemsize: int = 4) -> float:
+    return float(np.prod(shape)) * itemsize / 2**20
+
+
+def require(*shape: int, itemsize: int = 4) -> None:
+    """Skip (in setup) a combination whose array would exceed the budget."""
+    size = megabytes(*shape, itemsize=itemsize)
+    if size > MAX_MB:
+        msg = f"{shape} needs {size:.0f} MB > FIELDRANK_ASV_MAX_MB={MAX_MB:.0f}"
+        raise NotImplementedError(msg)
+
+
+def reference_fits(*shape: int) -> None:
+    """Skip a reference benchmark (inside the benchmark) where its float64 copies get too large."""
+    size = megabytes(*shape)
+    if size > REFERENCE_MAX_MB:
+        msg = f"reference on {shape} ({size:.0f} MB) > FIELDRANK_ASV_REFERENCE_MAX_MB={REFERENCE_MAX_MB:.0f}"
+        raise SkipNotImplemented(msg)
+
+
+def unit_rows(n: int, d: int, seed: int = SEED) -> np.ndarray:
+    """Seeded (n, d) float32 with unit rows, generated in chunks to bound temporaries."""
+    rng = np.random.default_rng(seed)
+    out = np.empty((n, d), dtype=np.float32)
+    for start in range(0, n, 65536):
+        block = rng.standard_normal((min(65536, n - start), d), dtype=np.float32)
+        block /= np.linalg.norm(block, axis=1, keepdims=True)
+        out[start:start + block.shape[0]] = block
+    return out
+
+
+def queries(E: np.ndarray, count: int, seed: int = SEED + 1) -> np.ndarray:
+    """Queries near corpus rows (a real query has close neighbours), unit length."""
+    rng = np.random.default_rng(seed)
+    rows = rng.choice(E.shape[0], size=count, replace=False)
+    Q = E[rows] + 0.5 * rng.standard_normal((count, E.shape[1]), dtype=np.float32) / np.sqrt(E.shape[1])
+    return (Q / np.linalg.norm(Q, axis=1, keepdims=True)).astype(np.float32)
