@@ -36,7 +36,7 @@ def shared():
     E[7] = E[3]  # exact duplicates: the tie rule must hold under concurrency too
     Q = unit_rows(rng, 12, 48)
     subset = np.sort(rng.permutation(600)[:350]).astype(np.int64)
-    pool_ids = rng.permutation(10**9)[:200].astype(np.int64)
+    pool_ids = rng.choice(10**12, size=200, replace=False).astype(np.int64)
     C = unit_rows(rng, 200, 48)
     for array in (E, Q, subset, pool_ids, C):
         array.setflags(write=False)  # any write from any thread raises

@@ -164,8 +164,6 @@ BM25_GAPS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="open bug: BM25Index.load checks neither the CSC arrays' structure "
-                                        "nor symlinks; docs/reliability.md")
 @pytest.mark.parametrize("tamper", list(BM25_GAPS))
 def test_bm25_load_rejects_inconsistent_arrays(bm25_dir, tamper):
     """Today these load, then fail at query time (IndexError, bm25s ValueError) or rank silently wrong."""
@@ -348,8 +346,6 @@ def test_hybrid_load_tampered_manifest_fields(saved_index, change):
         _load(directory)
 
 
-@pytest.mark.xfail(strict=True, reason="open bug: HybridRetriever.load relies on BM25Index.load, which does not "
-                                        "check the bm25s arrays; docs/reliability.md")
 def test_hybrid_load_crafted_bm25_arrays_resealed(saved_index):
     _, directory, persistence = saved_index
     _index_out_of_range(directory / "bm25")
@@ -457,8 +453,6 @@ STORE_GAPS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="open bug: the store loads rows without checking embedding values or "
-                                        "numeric ranges; one bad row breaks every recall; docs/reliability.md")
 @pytest.mark.parametrize("gap", list(STORE_GAPS))
 def test_store_rejects_bad_values_on_open(store_file, gap):
     statement, value = STORE_GAPS[gap]
@@ -468,8 +462,6 @@ def test_store_rejects_bad_values_on_open(store_file, gap):
         MemoryStore(store_file).close()
 
 
-@pytest.mark.xfail(strict=True, reason="open bug: opening another application's SQLite file adds the store's "
-                                        "tables to it and switches it to WAL; docs/reliability.md")
 def test_store_refuses_foreign_sqlite_file_untouched(tmp_path):
     MemoryStore = _memory_store()
     path = tmp_path / "someone-else.sqlite"

@@ -1,13 +1,25 @@
 // Runner of the C++ core tests: every TEST_CASE in this executable, in registration order, or
 // only those whose name contains argv[1]. Prints one line per case and the plain closing line
-// "N passed, N failed"; exits non-zero on any failure.
+// "N passed, N failed"; exits non-zero on any failure. The SIMD kernel variant is the one
+// FIELDRANK_KERNEL names (else the best this CPU runs); `--list-variants` prints the variants
+// this CPU supports, one per line, so a script can run the tests under each.
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
+
+#include <fieldrank/simd.hpp>
 
 #include "check.hpp"
 
 int main(int argc, char** argv) {
+    if (argc > 1 && std::strcmp(argv[1], "--list-variants") == 0) {
+        for (const auto& name : fieldrank::simd::supported_variants()) std::printf("%s\n", name.c_str());
+        return 0;
+    }
+    const char* requested = std::getenv("FIELDRANK_KERNEL");
+    if (requested != nullptr && requested[0] != '\0') fieldrank::simd::set_kernel_variant(requested);
+    std::printf("kernel variant: %s\n", fieldrank::simd::kernel_variant().c_str());
     const char* filter = argc > 1 ? argv[1] : nullptr;
     int passed = 0, failed = 0;
     for (const auto& test : fieldrank_test::registry()) {

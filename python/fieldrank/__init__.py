@@ -42,9 +42,16 @@ def build_info() -> dict:
 
 
 def tie_key(seed: int, lap: int, ids):
-    """Ring's seeded tie draw for each id (same values as :func:`fieldrank.reference.tie_key`)."""
+    """Ring's seeded tie draw for each id (same values as :func:`fieldrank.reference.tie_key`).
+
+    ``seed`` and ``lap`` are checked like Ring's seed: ints in [0, 2**64) (``TypeError`` for a
+    non-int, ``ValueError`` out of range), alike in both modules.
+    """
     import numpy as np
 
+    from . import _validation
+
+    seed, lap = _validation.tie_key_args(seed, lap)
     return np.array([_core.tie_key(seed, lap, int(i)) for i in np.atleast_1d(ids)], dtype=np.uint64)
 
 

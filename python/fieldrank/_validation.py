@@ -161,6 +161,16 @@ def _real(value: object, name: str) -> float:
     return float(value)
 
 
+#: Largest finite float32: the native kernels cast every real parameter to float.
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def _check_float32(v: float, value: object, name: str) -> None:
+    if abs(v) > _FLOAT32_MAX:
+        msg = f"{name} must be finite as a float32 (at most {_FLOAT32_MAX:g} in magnitude), got {value}"
+        raise ValueError(msg)
+
+
 def unit_interval(value: object, name: str) -> float:
     v = _real(value, name)
     if not 0.0 <= v <= 1.0:
@@ -174,6 +184,7 @@ def positive_real(value: object, name: str) -> float:
     if not (v > 0.0 and np.isfinite(v)):
         msg = f"{name} must be a finite number > 0, got {value}"
         raise ValueError(msg)
+    _check_float32(v, value, name)
     return v
 
 
@@ -182,6 +193,7 @@ def non_negative_real(value: object, name: str) -> float:
     if not (v >= 0.0 and np.isfinite(v)):
         msg = f"{name} must be a finite number >= 0, got {value}"
         raise ValueError(msg)
+    _check_float32(v, value, name)
     return v
 
 
@@ -205,6 +217,12 @@ def id_array(x: object, name: str) -> np.ndarray:
     if x.ndim != 1:
         msg = f"{name} must be a 1-D array, got {x.ndim}-D with shape {x.shape}"
         raise ValueError(msg)
+    if x.dtype.kind == "u" and x.dtype.itemsize >= 8 and x.size:
+        # uint64 values >= 2**63 would wrap to negative int64 ids: refuse them, never cast.
+        high = int(x.max())
+        if high > np.iinfo(np.int64).max:
+            msg = f"{name} must hold ids that fit in int64 (at most {np.iinfo(np.int64).max}), got {high}"
+            raise ValueError(msg)
     return np.ascontiguousarray(x, dtype=np.int64)
 
 
@@ -275,7 +293,12 @@ def rankings(x: object, name: str = "rankings") -> list:
 
 
 def weights(x: object, n_rankings: int) -> list:
-    """Per-ranking RRF weights (None: all 1.0): finite, >= 0, one per ranking."""
+    """Per-ranking RRF weights (None: all 1.0): finite, >= 0, at most float32's max, one per ranking.
+
+    The float32 bound keeps every weight in the range the other real parameters are held to and
+    rules out the sums near 1.8e308 that overflow double: a fused score is at most
+    ``sum(weights) / (k0 + 1)``, and a few float32-sized weights cannot sum past double's range.
+    """
     if x is None:
         return [1.0] * n_rankings
     values = np.asarray(x)  # no dtype: strings or objects must reach the check below, not numpy's ValueError
@@ -290,6 +313,13 @@ def weights(x: object, n_rankings: int) -> list:
     if bad.size:
         msg = f"weights must be finite and >= 0, got {values[bad[0]]} at position {bad[0]}"
         raise ValueError(msg)
+    large = np.flatnonzero(values > _FLOAT32_MAX)
+    if large.size:
+        msg = (
+            f"weights must be finite as float32 (at most {_FLOAT32_MAX:g}), "
+            f"got {values[large[0]]} at position {large[0]}"
+        )
+        raise ValueError(msg)
     return values.tolist()
 
 
@@ -300,6 +330,16 @@ def seed(value: object) -> int:
         msg = f"seed must be an integer below 2**64 (a uint64), got {value}"
         raise ValueError(msg)
     return v
+
+
+def tie_key_args(seed_value: object, lap: object) -> tuple:
+    """``tie_key``'s seed (like Ring's seed) and lap: integers in [0, 2**64)."""
+    v = seed(seed_value)
+    lap_value = non_negative_int(lap, "lap")
+    if lap_value >= 2**64:
+        msg = f"lap must be an integer below 2**64 (a uint64), got {lap}"
+        raise ValueError(msg)
+    return v, lap_value
 
 
 # Parameter groups, shared by the native wrappers and the reference so both check alike.

@@ -342,7 +342,11 @@ def _splitmix64(x: np.ndarray) -> np.ndarray:
 
 
 def tie_key(seed: int, lap: int, ids: np.ndarray) -> np.ndarray:
-    """Ring's seeded tie draw, identical to the native ``tie_key`` (splitmix64 of seed, lap, id)."""
+    """Ring's seeded tie draw, identical to the native ``tie_key`` (splitmix64 of seed, lap, id).
+
+    ``seed`` and ``lap`` are checked like Ring's seed: ints in [0, 2**64), as in the native module.
+    """
+    seed, lap = _v.tie_key_args(seed, lap)
     with np.errstate(over="ignore"):
         seeded = _splitmix64(np.array([seed], dtype=np.uint64))
         lapped = _splitmix64(seeded ^ np.uint64(lap))

@@ -88,12 +88,32 @@ class SqliteBackend:
         self.path = os.fspath(path)
         # isolation_level=None: autocommit; every mutation opens its own BEGIN IMMEDIATE ... COMMIT.
         self._connection = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        try:
+            self._refuse_foreign_database()
+        except BaseException:
+            self._connection.close()
+            raise
         self._connection.execute("PRAGMA journal_mode=WAL")
         self._connection.execute(f"PRAGMA synchronous={synchronous}")
         self._connection.executescript(_SCHEMA)
         self.dim = self._check_meta(dim)
 
     # ------------------------------------------------------------------ meta
+    def _refuse_foreign_database(self) -> None:
+        """Read-only check, before any write: a file with tables but no ``meta`` is not a store.
+
+        Another application's SQLite database must not gain the store's tables or be switched to
+        WAL: refuse it while the file is still untouched.
+        """
+        tables = {name for (name,) in self._connection.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()}
+        if tables and "meta" not in tables:
+            msg = (
+                f"{self.path!r} is an SQLite database but not a {FORMAT_NAME} store (it has tables "
+                f"{sorted(tables)} and no 'meta' table); refusing to modify it"
+            )
+            raise ValueError(msg)
+
     def _meta(self) -> dict[str, str]:
         return dict(self._connection.execute("SELECT key, value FROM meta").fetchall())
 

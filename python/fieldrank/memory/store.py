@@ -38,6 +38,7 @@ from typing import Any, Optional, Union
 
 import numpy as np
 
+from .. import _core
 from ..operators import cfs_pool, cfsr_pool
 from .columns import Generation, RowBatch, Snapshot
 from .gates import Eligibility, GateSpec, eligible_rows, failed_gates, passes_union_gates
@@ -88,6 +89,49 @@ PathLike = Union[str, "os.PathLike[str]"]
 def _is_scalar(value: object) -> bool:
     return isinstance(value, (str, numbers.Number)) or (isinstance(value, np.ndarray) and value.ndim == 0)
 
+
+
+#: Squared-norm floor of the native kernels: a stored embedding below it breaks every recall.
+_MIN_ROW_NORM_SQ = float(_core.DEFAULTS["min_row_norm_sq"])
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def _check_loaded_embeddings(embeddings: np.ndarray, ids: np.ndarray, path: str) -> None:
+    """Every stored embedding finite, of non-zero norm (above the kernels' floor), no float32 overflow."""
+    finite = np.isfinite(embeddings).all(axis=1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        norms_sq = np.einsum("ij,ij->i", embeddings, embeddings, dtype=np.float64)
+    bad = np.flatnonzero(~finite | ~(norms_sq >= _MIN_ROW_NORM_SQ) | ~(norms_sq <= _FLOAT32_MAX))
+    if bad.size:
+        row = int(bad[0])
+        what = "a non-finite value" if not finite[row] else f"squared norm {norms_sq[row]:g}"
+        msg = (
+            f"memory {int(ids[row])} in {path!r} has an invalid embedding ({what}); stored embeddings "
+            "must be finite with a non-zero norm"
+        )
+        raise ValueError(msg)
+
+
+def _loaded_column(values: list, name: str, ids: np.ndarray, path: str, low: float, high: float,
+                   *, whole: bool = False) -> np.ndarray:
+    """A numeric column read from the file, as float64: real numbers, finite, in [low, high]."""
+    if not set(map(type, values)) <= {int, float}:
+        position = next(i for i, v in enumerate(values) if type(v) not in (int, float))
+        msg = f"{name} of memory {int(ids[position])} in {path!r} must be a number, got {values[position]!r}"
+        raise ValueError(msg)
+    column = np.asarray(values, dtype=np.float64)
+    bad = ~np.isfinite(column) | (column < low) | (column > high)
+    if whole:
+        bad |= column != np.floor(column)
+    if bad.any():
+        position = int(np.flatnonzero(bad)[0])
+        kind = "a whole number" if whole else "finite"
+        msg = (
+            f"{name} of memory {int(ids[position])} in {path!r} must be {kind} and lie in [{low}, {high}], "
+            f"got {values[position]!r}"
+        )
+        raise ValueError(msg)
+    return column
 
 
 def _numeric_column(value: object, n: int, name: str, low: float, high: float) -> np.ndarray:
@@ -294,18 +338,27 @@ class MemoryStore:
         max_id = max(ids + list(self._forgotten), default=-1)
         self._next_id = max(backend.next_id(), max_id + 1)
         if ids:
+            id_array = np.asarray(ids, dtype=np.int64)
             embeddings = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(ids), self._dim)
+            _check_loaded_embeddings(embeddings, id_array, backend.path)
+            created_at = _loaded_column(created, "created_at", id_array, backend.path, -math.inf, math.inf)
+            last_access = _loaded_column(last, "last_access", id_array, backend.path, -math.inf, math.inf)
+            recall_count = _loaded_column(counts, "recall_count", id_array, backend.path, 0.0, 2.0**53,
+                                          whole=True)
+            importance_values = _loaded_column(importance, "importance", id_array, backend.path, *IMPORTANCE_RANGE)
+            strength_values = _loaded_column(strength, "storage_strength", id_array, backend.path, 1.0, math.inf)
+            valence_values = _loaded_column(valence, "valence", id_array, backend.path, *VALENCE_RANGE)
             self._generation.append(RowBatch(
-                ids=np.asarray(ids, dtype=np.int64),
+                ids=id_array,
                 tenants=tenants,
                 texts=texts,
                 embeddings=embeddings.astype(np.float32),
-                created_at=np.asarray(created, dtype=np.float64),
-                last_access=np.asarray(last, dtype=np.float64),
-                recall_count=np.asarray(counts, dtype=np.int64),
-                importance=np.asarray(importance, dtype=np.float64),
-                storage_strength=np.asarray(strength, dtype=np.float64),
-                valence=np.asarray(valence, dtype=np.float64),
+                created_at=created_at,
+                last_access=last_access,
+                recall_count=recall_count.astype(np.int64),
+                importance=importance_values,
+                storage_strength=strength_values,
+                valence=valence_values,
                 tiers=tiers,
                 tags=tags,
                 entities=entities,
