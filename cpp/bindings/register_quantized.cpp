@@ -4,18 +4,14 @@
 
 void register_quantized(py::module_& m) {
     using namespace fieldrank;
-    // Fields are exposed as read-only numpy views that keep the result object alive.
-    py::class_<Bf16Corpus>(m, "NativeBf16Corpus", "bf16 copy of a corpus: codes (N, d) uint16 bit patterns.")
-        .def_readonly("codes", &Bf16Corpus::codes);
-    py::class_<Int8Corpus>(m, "NativeInt8Corpus",
-                           "int8 copy of a corpus: codes (N, d) int8, scale (N,) float32, sums (N,) int32.")
-        .def_readonly("codes", &Int8Corpus::codes)
-        .def_readonly("scale", &Int8Corpus::scale)
-        .def_readonly("sums", &Int8Corpus::sums);
-    m.def("quantize_bf16", &quantize_bf16, "E"_a.noconvert(), release_gil(),
-          "bf16 copy of E (N, d) float32 (round to nearest even). Returns NativeBf16Corpus.");
-    m.def("quantize_int8", &quantize_int8, "E"_a.noconvert(), release_gil(),
-          "int8 copy of E (N, d) float32, one scale per row (row ≈ codes · scale). Returns NativeInt8Corpus.");
+    // The caller allocates the outputs (numpy: huge pages for large arrays, which the scans read
+    // at full bandwidth; Eigen's malloc would not ask for them).
+    m.def("quantize_bf16", &quantize_bf16_into, "E"_a.noconvert(), "codes"_a.noconvert(), release_gil(),
+          "Writes the bf16 copy of E (N, d) float32 (round to nearest even) into codes (N, d) uint16.");
+    m.def("quantize_int8", &quantize_int8_into, "E"_a.noconvert(), "codes"_a.noconvert(), "scale"_a.noconvert(),
+          "sums"_a.noconvert(), release_gil(),
+          "Writes the int8 copy of E (N, d) float32 into codes (N, d) int8, scale (N,) float32 and sums (N,) "
+          "int32 (row ≈ codes · scale).");
     m.def("prefilter_bf16", &prefilter_bf16, "codes"_a.noconvert(), "E"_a.noconvert(), "q"_a.noconvert(), "p"_a,
           "rescore_factor"_a, "subset"_a.noconvert() = py::none(), release_gil(),
           "Top-(rescore_factor·p) rows by the bf16 codes, rescored exactly from E; returns NativeRanking of min(p, n).");

@@ -142,7 +142,7 @@ void score_f32(const float* base, Index stride, const Index* ids, Index n, Index
         score_rows<Ops::kRowsMulti, Ops::kQueriesMulti>(base, stride, ids, n, d, Q, ldq, nq, dots, ld_dots, norms);
 }
 
-void score_f32_stream(const float* base, Index stride, Index n, Index d, const float* q, float* out, float* norms,
+[[maybe_unused]] void score_f32_stream(const float* base, Index stride, Index n, Index d, const float* q, float* out, float* norms,
                       Index prefetch_rows) {
     for (Index r = 0; r < n; ++r) {
         const float* row = base + r * stride;
@@ -333,7 +333,6 @@ void mmr_update(const float* column, const float* sims, Index n, float relevance
     }
 }
 
-constexpr Index kQuantizedAhead = 8;
 
 // Runs tile(rows, ahead, out) over row tiles of R (then single rows), row r at base + id(r)·stride;
 // `ahead` holds the next tile's rows for prefetching, or is null.
@@ -344,12 +343,11 @@ inline void for_row_tiles(const T* base, Index stride, const Index* ids, Index n
     const T* ahead[R];
     Index r0 = 0;
     if (ids == nullptr) {
-        // Contiguous rows: one after the other, a single memory stream (see score_f32_stream),
-        // prefetching kQuantizedAhead rows ahead (these scans are meant for corpora beyond cache).
+        // Contiguous rows: one after the other, a single memory stream that the hardware
+        // prefetchers follow (see score_f32_stream; no software prefetch).
         for (; r0 < n; ++r0) {
             rows[0] = base + r0 * stride;
-            ahead[0] = base + (r0 + kQuantizedAhead) * stride;
-            tile_1(rows, r0 + kQuantizedAhead < n ? ahead : nullptr, out + r0);
+            tile_1(rows, nullptr, out + r0);
         }
         return;
     }

@@ -222,24 +222,12 @@ def rrf_batch(
 
 # Reduced-precision prefilter (python/fieldrank/quantized.py)
 
-class NativeBf16Corpus:
-    """bf16 copy of a corpus: codes (N, d) uint16 bit patterns."""
+def quantize_bf16(E: _F32Matrix, codes: _U16Matrix) -> None:
+    """Writes the bf16 copy of E (round to nearest even) into codes (same shape, uint16)."""
 
-    @property
-    def codes(self) -> _U16Matrix: ...
+def quantize_int8(E: _F32Matrix, codes: _I8Matrix, scale: _F32Vector, sums: _I32Vector) -> None:
+    """Writes the int8 copy of E into codes (same shape), scale (N,) and sums (N,) (row ≈ codes · scale)."""
 
-class NativeInt8Corpus:
-    """int8 copy of a corpus: codes (N, d) int8, scale (N,) float32, sums (N,) int32."""
-
-    @property
-    def codes(self) -> _I8Matrix: ...
-    @property
-    def scale(self) -> _F32Vector: ...
-    @property
-    def sums(self) -> _I32Vector: ...
-
-def quantize_bf16(E: _F32Matrix) -> NativeBf16Corpus: ...
-def quantize_int8(E: _F32Matrix) -> NativeInt8Corpus: ...
 def prefilter_bf16(
     codes: _U16Matrix,
     E: _F32Matrix,

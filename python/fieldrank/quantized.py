@@ -133,10 +133,15 @@ def quantize(E: np.ndarray, kind: str = "int8") -> QuantizedCorpus:
     """
     kind = _kind(kind)
     E = _v.corpus(E)
+    # numpy allocates the copy (huge pages for large arrays: the scan reads them at full bandwidth).
+    codes = np.empty(E.shape, dtype=np.uint16 if kind == "bf16" else np.int8)
     if kind == "bf16":
-        return QuantizedCorpus("bf16", _core.quantize_bf16(E).codes)
-    native = _core.quantize_int8(E)
-    return QuantizedCorpus("int8", native.codes, native.scale, native.sums)
+        _core.quantize_bf16(E, codes)
+        return QuantizedCorpus("bf16", codes)
+    scale = np.empty(E.shape[0], dtype=np.float32)
+    sums = np.empty(E.shape[0], dtype=np.int32)
+    _core.quantize_int8(E, codes, scale, sums)
+    return QuantizedCorpus("int8", codes, scale, sums)
 
 
 def prefilter_quantized(QC: QuantizedCorpus, E: np.ndarray, q: np.ndarray, p: int = _D["p"], *,

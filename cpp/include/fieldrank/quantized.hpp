@@ -65,28 +65,53 @@ inline float quantize_int8_row(const float* x, Index d, std::int8_t* codes, std:
     return scale;
 }
 
-inline Bf16Corpus quantize_bf16(const MatrixRef& E) {
-    require_rows("E", E);
-    check_rows_finite_nonzero("E", E, defaults::min_row_norm_sq);
-    Bf16Corpus out;
-    out.codes.resize(E.rows(), E.cols());
-    for (Index i = 0; i < E.rows(); ++i)
-        for (Index j = 0; j < E.cols(); ++j) out.codes(i, j) = to_bf16(E(i, j));
-    return out;
+using Bf16Out = Eigen::Ref<RowMatrixXu16>;
+using Int8Out = Eigen::Ref<RowMatrixXi8>;
+using FloatOut = Eigen::Ref<VectorXf>;
+using Int32Out = Eigen::Ref<VectorXi32>;
+
+inline void check_quantize_out(const MatrixRef& E, Index rows, Index cols) {
+    if (rows != E.rows() || cols != E.cols())
+        fail("codes must have E's shape (", E.rows(), ", ", E.cols(), "), got (", rows, ", ", cols, ")");
 }
 
-inline Int8Corpus quantize_int8(const MatrixRef& E) {
+// bf16 codes of E written into `codes` (N, d): the caller allocates, e.g. numpy with huge pages,
+// which the scan then reads at full bandwidth.
+inline void quantize_bf16_into(const MatrixRef& E, Bf16Out codes) {
+    require_rows("E", E);
+    check_quantize_out(E, codes.rows(), codes.cols());
+    check_rows_finite_nonzero("E", E, defaults::min_row_norm_sq);
+    for (Index i = 0; i < E.rows(); ++i)
+        for (Index j = 0; j < E.cols(); ++j) codes(i, j) = to_bf16(E(i, j));
+}
+
+inline void quantize_int8_into(const MatrixRef& E, Int8Out codes, FloatOut scale, Int32Out sums) {
     require_rows("E", E);
     if (E.cols() > defaults::int8_max_dim)
         fail("E must have at most ", defaults::int8_max_dim, " columns for the int8 copy (int32 sums stay exact), got ",
              E.cols());
+    check_quantize_out(E, codes.rows(), codes.cols());
+    if (scale.size() != E.rows() || sums.size() != E.rows())
+        fail("scale and sums must have one entry per row of E (", E.rows(), "), got ", scale.size(), " and ",
+             sums.size());
     check_rows_finite_nonzero("E", E, defaults::min_row_norm_sq);
+    for (Index i = 0; i < E.rows(); ++i)
+        scale[i] = quantize_int8_row(E.row(i).data(), E.cols(), codes.row(i).data(), &sums[i]);
+}
+
+inline Bf16Corpus quantize_bf16(const MatrixRef& E) {
+    Bf16Corpus out;
+    out.codes.resize(E.rows(), E.cols());
+    quantize_bf16_into(E, out.codes);
+    return out;
+}
+
+inline Int8Corpus quantize_int8(const MatrixRef& E) {
     Int8Corpus out;
     out.codes.resize(E.rows(), E.cols());
     out.scale.resize(E.rows());
     out.sums.resize(E.rows());
-    for (Index i = 0; i < E.rows(); ++i)
-        out.scale[i] = quantize_int8_row(E.row(i).data(), E.cols(), out.codes.row(i).data(), &out.sums[i]);
+    quantize_int8_into(E, out.codes, out.scale, out.sums);
     return out;
 }
 
@@ -135,7 +160,8 @@ std::vector<std::vector<ScoredId<float>>> scan_quantized(Index n, const Index* i
     parallel_for(0, nq * chunks, n_threads, [&](Index task) {
         const Index b = task / chunks;
         const Index c = task % chunks;
-        constexpr Index kBlock = defaults::scan_block_rows;
+        // Rows are streamed in long blocks (the kernels read contiguous rows one after the other).
+        constexpr Index kBlock = defaults::scan_stream_block_rows;
         float scores[kBlock];
         TopK<float> best(capacity);
         const Index end = std::min(n, (c + 1) * chunk_rows);
