@@ -24,6 +24,8 @@ struct Ops {
     static constexpr int kRowsSingle = 8;
     static constexpr int kRowsMulti = 4;
     static constexpr int kAxpyBlocks = 10;  // 16-row blocks of G·a kept in registers
+    static constexpr int kRowsStream = 1;  // rows per tile when several queries are scored (one stream)
+    static constexpr int kQueriesStream = 16;  // queries per row when several are scored
     static constexpr int kQueriesMulti = 4;
 
     static void prefetch(const void* p) { _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0); }

@@ -134,12 +134,15 @@ inline void score_rows(const float* base, Index stride, const Index* ids, Index 
     }
 }
 
+// Several queries: one row at a time against up to kQueriesStream queries held in L1, so E is
+// read as a single stream (a tile of several rows pulls several streams from memory at once and
+// ran at a third of the bandwidth) while each row feeds kQueriesStream FMAs per load.
 void score_f32(const float* base, Index stride, const Index* ids, Index n, Index d, const float* Q, Index ldq,
                Index nq, float* dots, Index ld_dots, float* norms) {
     if (nq == 1)
         score_rows<Ops::kRowsSingle, 1>(base, stride, ids, n, d, Q, ldq, nq, dots, ld_dots, norms);
     else
-        score_rows<Ops::kRowsMulti, Ops::kQueriesMulti>(base, stride, ids, n, d, Q, ldq, nq, dots, ld_dots, norms);
+        score_rows<Ops::kRowsStream, Ops::kQueriesStream>(base, stride, ids, n, d, Q, ldq, nq, dots, ld_dots, norms);
 }
 
 [[maybe_unused]] void score_f32_stream(const float* base, Index stride, Index n, Index d, const float* q, float* out, float* norms,
