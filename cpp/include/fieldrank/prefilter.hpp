@@ -144,7 +144,8 @@ inline std::vector<std::vector<ScoredId<float>>> scan_topk(const MatrixRef& E, c
     capacity = std::min(capacity, n);
     const Index group = defaults::scan_query_group;
     const Index groups = (nq + group - 1) / group;
-    const Index workers = resolve_threads(n_threads);
+    // More workers than rows never helps; the cap also keeps chunks_per_thread · workers in range.
+    const Index workers = std::min<Index>(resolve_threads(n_threads), std::max<Index>(n, 1));
     Index chunks = 1;
     if (workers > 1 && groups > 0) {
         const Index wanted = (defaults::scan_chunks_per_thread * workers + groups - 1) / groups;

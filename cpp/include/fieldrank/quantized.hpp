@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "defaults.hpp"
@@ -122,7 +123,8 @@ template <typename ScoreBlock>
 std::vector<std::vector<ScoredId<float>>> scan_quantized(Index n, const Index* ids, Index nq, Index capacity,
                                                          Index n_threads, ScoreBlock score_block) {
     capacity = std::min(capacity, n);
-    const Index workers = resolve_threads(n_threads);
+    // More workers than rows never helps; the cap also keeps chunks_per_thread · workers in range.
+    const Index workers = std::min<Index>(resolve_threads(n_threads), std::max<Index>(n, 1));
     Index chunks = 1;
     if (workers > 1) {
         const Index wanted = (defaults::scan_chunks_per_thread * workers + nq - 1) / nq;
@@ -170,8 +172,10 @@ BatchRanking prefilter_quantized_impl(const MatrixRef& E, const MatrixRef& Q, In
     out.ids.setConstant(Q.rows(), width, -1);
     out.scores.setZero(Q.rows(), width);
     if (Q.rows() == 0) return out;
+    // factor · p, saturated: both are validated >= 1 but their product can pass the Index limit.
+    const Index keep = factor > std::numeric_limits<Index>::max() / p ? std::numeric_limits<Index>::max() : factor * p;
     const auto candidates =
-        scan_quantized(n, subset ? subset->data() : nullptr, Q.rows(), factor * p, n_threads, score_block);
+        scan_quantized(n, subset ? subset->data() : nullptr, Q.rows(), keep, n_threads, score_block);
     parallel_for(0, Q.rows(), n_threads, [&](Index b) {
         const auto top = rescore(kernels, E, Q.row(b).data(), candidates[static_cast<std::size_t>(b)], p);
         for (Index i = 0; i < static_cast<Index>(top.size()); ++i) {
