@@ -155,7 +155,7 @@ void score_f32_stream(const float* base, Index stride, Index n, Index d, const f
     }
 }
 
-void gram(const float* C, Index ldc, Index n, Index d, float* G, Index ldg) {
+void gram(const float* base, Index stride, const Index* ids, Index n, Index d, float* G, Index ldg) {
     constexpr int R = Ops::kRowsMulti;
     constexpr int QB = Ops::kQueriesMulti;
     const float* rows[R];
@@ -163,11 +163,11 @@ void gram(const float* C, Index ldc, Index n, Index d, float* G, Index ldg) {
     float block[QB * R];
     for (Index i0 = 0; i0 < n; i0 += R) {
         const int r = static_cast<int>(n - i0 < R ? n - i0 : R);
-        for (int i = 0; i < r; ++i) rows[i] = C + (i0 + i) * ldc;
+        for (int i = 0; i < r; ++i) rows[i] = base + (ids != nullptr ? ids[i0 + i] : i0 + i) * stride;
         const Index last = i0 + r;  // columns j < last reach the lower triangle of this row block
         for (Index j0 = 0; j0 < last; j0 += QB) {
             const int qb = static_cast<int>(last - j0 < QB ? last - j0 : QB);
-            for (int b = 0; b < qb; ++b) qs[b] = C + (j0 + b) * ldc;
+            for (int b = 0; b < qb; ++b) qs[b] = base + (ids != nullptr ? ids[j0 + b] : j0 + b) * stride;
             tile_any<R, QB, false>(r, qb, rows, qs, d, block, R, nullptr);
             for (int b = 0; b < qb; ++b)
                 for (int i = 0; i < r; ++i)

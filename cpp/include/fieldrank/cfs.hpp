@@ -71,7 +71,7 @@ inline Ranking cfs_on_pool(const Pool& pool, Index k, const CfsParams& params) {
         out.scores[t] = value[pick];
         if (t + 1 == m) break;
         // One kernel column per pick keeps the summed field current at O(P·d).
-        kernels.score_f32(pool.rows(), pool.stride(), nullptr, n, d, pool.row(pick), d, 1, column.data(), ld,
+        kernels.score_f32(pool.rows(), pool.stride(), pool.row_ids(), n, d, pool.row(pick), d, 1, column.data(), ld,
                           nullptr);
         kernels.cfs_update(column.data(), base.data(), ld, inv_two_sigma_sq, beta, field.data(), value.data());
     }

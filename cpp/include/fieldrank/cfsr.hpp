@@ -5,6 +5,7 @@
 #include <Eigen/Eigenvalues>
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <vector>
 
 #include "defaults.hpp"
@@ -147,7 +148,13 @@ inline double exact_lambda_max(const float* G, Index ldg, Index n) {
 inline double lambda_max(const simd::KernelTable& kernels, const float* G, Index ldg, Index n, double rel_tol,
                          Index max_steps) {
     const Index steps = std::min<Index>(n, max_steps);
-    std::vector<double> basis(static_cast<std::size_t>(steps * ldg), 0.0);
+    // Scratch reused by the thread (see cfsr_gram_buffer); only the rows Lanczos reaches are written,
+    // each over its full padded length, so stale values never leak in.
+    static thread_local std::vector<double> reused;
+    std::vector<double> local;
+    std::vector<double>& basis = ldg <= 1024 ? reused : local;
+    if (basis.size() < static_cast<std::size_t>(steps * ldg)) basis.resize(static_cast<std::size_t>(steps * ldg));
+    std::fill(basis.begin(), basis.begin() + ldg, 0.0);
     std::vector<double> u(static_cast<std::size_t>(ldg), 0.0);
     std::vector<double> coefficients(static_cast<std::size_t>(steps));
     std::vector<double> alpha(static_cast<std::size_t>(steps)), beta(static_cast<std::size_t>(steps));
@@ -203,13 +210,78 @@ inline double lambda_max(const simd::KernelTable& kernels, const float* G, Index
 // The reconstruction on a pool: returns the top k of the pool by the blended score and the
 // raw coefficient a of each returned candidate. G lives in an (ldg × ldg) zero-padded buffer,
 // ldg a multiple of 16, so every element-wise kernel runs over whole vectors.
-inline Reconstruction cfsr_on_pool(const Pool& pool, Index k, const CfsrParams& params) {
+// The Gram matrix of a batch's shared candidate set (a subset of E): each query's pool Gram is
+// then a gather instead of P(P+1)/2 dot products. Entries are the dot products kernels.gram
+// computes for the pool itself (same per-pair arithmetic, and x·y = y·x exactly), so a pool's G
+// is bit-identical either way.
+struct SharedGram {
+    std::vector<Index> ids;        // candidate ids, sorted
+    std::vector<Index> positions;  // positions[i]: row of ids[i] in G
+    std::vector<float> G;          // n × n
+    Index n = 0;
+
+    Index position_of(Index id) const {
+        const auto it = std::lower_bound(ids.begin(), ids.end(), id);
+        return positions[static_cast<std::size_t>(it - ids.begin())];
+    }
+};
+
+// Worth it when the batch's pools together would compute more dot products than the set has pairs.
+inline bool shared_gram_pays(const OptionalIds& subset, Index batch, Index p) {
+    if (!subset) return false;
+    const Index n = subset->size();
+    const Index pool = std::min(p, n);
+    return n <= defaults::cfsr_shared_gram_max_rows && batch * pool * pool >= n * n;
+}
+
+inline SharedGram shared_gram(const MatrixRef& E, const IdRef& subset) {
+    const simd::KernelTable& kernels = simd::kernels();
+    SharedGram out;
+    out.n = subset.size();
+    out.G.assign(static_cast<std::size_t>(out.n * out.n), 0.0f);
+    kernels.gram(E.data(), E.outerStride(), subset.data(), out.n, E.cols(), out.G.data(), out.n);
+    std::vector<Index> order(static_cast<std::size_t>(out.n));
+    for (Index i = 0; i < out.n; ++i) order[static_cast<std::size_t>(i)] = i;
+    std::sort(order.begin(), order.end(), [&](Index a, Index b) { return subset[a] < subset[b]; });
+    out.ids.resize(order.size());
+    out.positions = order;
+    for (std::size_t i = 0; i < order.size(); ++i) out.ids[i] = subset[order[i]];
+    return out;
+}
+
+// Per-thread scratch for cfsr_on_pool, reused across the queries a thread solves so that a batch
+// does not allocate (and page-fault) a Gram matrix per query. Pools above the cap allocate.
+struct CfsrScratch {
+    std::vector<float> G;
+};
+
+inline std::vector<float>& cfsr_gram_buffer(Index ldg, std::vector<float>& local) {
+    constexpr Index kMaxReused = 1024;  // ldg above this (4 MiB): a buffer per call
+    static thread_local CfsrScratch scratch;
+    std::vector<float>& G = ldg <= kMaxReused ? scratch.G : local;
+    G.assign(static_cast<std::size_t>(ldg * ldg), 0.0f);
+    return G;
+}
+
+inline Reconstruction cfsr_on_pool(const Pool& pool, Index k, const CfsrParams& params,
+                                   const SharedGram* shared = nullptr) {
     const simd::KernelTable& kernels = simd::kernels();
     const Index n = pool.ids.size();
     const Index d = pool.dim();
     const Index ldg = detail::pad16(n);
-    std::vector<float> G(static_cast<std::size_t>(ldg * ldg), 0.0f);
-    kernels.gram(pool.rows(), pool.stride(), n, d, G.data(), ldg);
+    std::vector<float> local;
+    std::vector<float>& G = cfsr_gram_buffer(ldg, local);
+    if (shared != nullptr) {
+        std::vector<Index> at(static_cast<std::size_t>(n));
+        for (Index i = 0; i < n; ++i) at[static_cast<std::size_t>(i)] = shared->position_of(pool.ids[i]);
+        for (Index i = 0; i < n; ++i) {
+            const float* source = shared->G.data() + at[static_cast<std::size_t>(i)] * shared->n;
+            float* target = G.data() + i * ldg;
+            for (Index j = 0; j < n; ++j) target[j] = source[at[static_cast<std::size_t>(j)]];
+        }
+    } else {
+        kernels.gram(pool.rows(), pool.stride(), pool.row_ids(), n, d, G.data(), ldg);
+    }
     const double top = lambda_max(kernels, G.data(), ldg, n, defaults::lambda_max_rel_tol, defaults::lambda_max_max_steps);
     const float lam = static_cast<float>(params.lam);
     const float step = static_cast<float>(1.0 / (top + params.lam));
@@ -298,9 +370,14 @@ inline BatchReconstruction cfsr_batch(const MatrixRef& E, const MatrixRef& Q, In
     out.coef.setZero(Q.rows(), width);
     if (Q.rows() == 0) return out;
     // One scan of E for the whole batch, then every pool in parallel (see run_ranking_batch).
+    // Many queries over one small subset (a conversation, a tenant) share its Gram matrix.
     auto tops = scan_topk(E, Q.data(), Q.outerStride(), Q.rows(), subset, p, n_threads);
+    std::optional<SharedGram> shared;
+    if (shared_gram_pays(subset, Q.rows(), p)) shared = shared_gram(E, *subset);
     parallel_for(0, Q.rows(), n_threads, [&](Index b) {
-        const Reconstruction r = cfsr_on_pool(gather_pool(E, std::move(tops[static_cast<std::size_t>(b)])), k, params);
+        const Reconstruction r =
+            cfsr_on_pool(gather_pool(E, std::move(tops[static_cast<std::size_t>(b)]), false), k, params,
+                         shared ? &*shared : nullptr);
         out.ids.row(b) = r.ids.transpose();
         out.scores.row(b) = r.scores.transpose();
         out.coef.row(b) = r.coef.transpose();

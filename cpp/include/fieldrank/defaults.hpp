@@ -54,7 +54,12 @@ inline constexpr std::int64_t scan_block_rows = 128;
 inline constexpr std::int64_t scan_stream_block_rows = 1024;  // one query over contiguous rows
 inline constexpr std::int64_t scan_query_group = 16;
 inline constexpr std::int64_t scan_min_chunk_rows = 8192;
-inline constexpr std::int64_t scan_chunks_per_thread = 4;
+inline constexpr std::int64_t scan_chunks_per_thread = 2;
+// A chunk of at most this many times p candidate rows keeps all scores and selects once.
+inline constexpr std::int64_t scan_select_all_factor = 4;
+// cfsr_batch over a subset of at most this many rows computes the subset's Gram matrix once
+// (n² floats) when the batch's pools would otherwise compute more dot products than that.
+inline constexpr std::int64_t cfsr_shared_gram_max_rows = 2048;
 
 }  // namespace defaults
 

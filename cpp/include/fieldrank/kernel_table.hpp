@@ -25,9 +25,10 @@ struct KernelTable {
     void (*score_f32_stream)(const float* base, Index stride, Index n, Index d, const float* q, float* out,
                              float* norms);
 
-    // Lower triangle of G = C Cᵀ (n × n, row stride ldg), mirrored into the upper one. Entries are
-    // the same dot products score_f32 computes, so G is exactly symmetric.
-    void (*gram)(const float* C, Index ldc, Index n, Index d, float* G, Index ldg);
+    // Lower triangle of G = C Cᵀ (n × n, row stride ldg) for the rows C_i = base + id(i) · stride
+    // (id(i) = ids ? ids[i] : i), mirrored into the upper one. Entries are the same dot products
+    // score_f32 computes, so G is exactly symmetric.
+    void (*gram)(const float* base, Index stride, const Index* ids, Index n, Index d, float* G, Index ldg);
 
     // One projected-gradient step of CFS-R from `point` (length ldg, zero-padded beyond n):
     // grad_i = (G point)_i + lam point_i - r_i, a_out_i = max(0, point_i - step grad_i), i < ldg.

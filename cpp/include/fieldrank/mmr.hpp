@@ -45,7 +45,7 @@ inline Ranking mmr_on_pool(const Pool& pool, Index k, double mu) {
         out.ids[t] = pool.ids[pick];
         out.scores[t] = value[pick];
         if (t + 1 == m) break;
-        kernels.score_f32(pool.rows(), pool.stride(), nullptr, n, d, pool.row(pick), d, 1, column.data(), ld,
+        kernels.score_f32(pool.rows(), pool.stride(), pool.row_ids(), n, d, pool.row(pick), d, 1, column.data(), ld,
                           nullptr);
         kernels.mmr_update(column.data(), sims.data(), ld, relevance, redundancy, t == 0, max_sim.data(), value.data());
     }

@@ -18,21 +18,24 @@
 namespace fieldrank {
 
 // The candidates an operator reranks: ids, their vectors (one row each) and their cosines
-// with the query. A pool gathered from E owns its rows (`vectors`); a caller's pool reads the
-// caller's C in place (no copy). Either way rows() points at n rows of dim() floats, stride().
+// with the query. The rows are either owned (`vectors`, gathered from E), or read in place:
+// the caller's C (row i at external + i · stride), or E itself (row i at external + ids[i] ·
+// stride, `by_id`), so batches copy no rows. Kernels take rows(), stride() and row_ids().
 struct Pool {
     IdVector ids;
-    RowMatrixXf vectors;  // owned rows; empty when the pool views the caller's C
+    RowMatrixXf vectors;  // owned rows; empty when the pool reads rows in place
     VectorXf sims;
     const float* external = nullptr;
     Index external_stride = 0;
     Index external_dim = 0;
+    bool by_id = false;  // external is E and row i is E.row(ids[i])
 
     Index size() const { return ids.size(); }
     const float* rows() const { return external != nullptr ? external : vectors.data(); }
     Index stride() const { return external != nullptr ? external_stride : vectors.cols(); }
     Index dim() const { return external != nullptr ? external_dim : vectors.cols(); }
-    const float* row(Index i) const { return rows() + i * stride(); }
+    const Index* row_ids() const { return by_id ? ids.data() : nullptr; }
+    const float* row(Index i) const { return rows() + (by_id ? ids[i] : i) * stride(); }
 };
 
 inline void check_subset(const OptionalIds& subset, Index n_rows) {
@@ -124,6 +127,27 @@ inline void scan_range(const simd::KernelTable& kernels, const MatrixRef& E, con
     }
 }
 
+// scan_range keeping every (score, row) instead of a top-p heap (for ranges of a few times p).
+inline void scan_range_all(const simd::KernelTable& kernels, const MatrixRef& E, const float* Q, Index ldq, Index nq,
+                           const Index* ids, Index begin, Index end, std::vector<ScoredId<float>>* all) {
+    constexpr Index kBlock = defaults::scan_block_rows;
+    float dots[defaults::scan_query_group * defaults::scan_block_rows];
+    float norms[defaults::scan_block_rows];
+    const Index d = E.cols();
+    const Index stride = E.outerStride();
+    for (Index b = 0; b < nq; ++b) all[b].reserve(static_cast<std::size_t>(end - begin));
+    for (Index b0 = begin; b0 < end; b0 += kBlock) {
+        const Index count = std::min(kBlock, end - b0);
+        const Index* block_ids = ids != nullptr ? ids + b0 : nullptr;
+        const float* base = ids != nullptr ? E.data() : E.data() + b0 * stride;
+        kernels.score_f32(base, stride, block_ids, count, d, Q, ldq, nq, dots, kBlock, norms);
+        check_scored_block(E, "E", block_ids, b0, count, dots, kBlock, nq, norms);
+        for (Index b = 0; b < nq; ++b)
+            for (Index i = 0; i < count; ++i)
+                all[b].push_back({dots[b * kBlock + i], block_ids != nullptr ? block_ids[i] : b0 + i});
+    }
+}
+
 }  // namespace detail
 
 inline Index candidate_count(const MatrixRef& E, const OptionalIds& subset) {
@@ -158,14 +182,22 @@ inline std::vector<std::vector<ScoredId<float>>> scan_topk(const MatrixRef& E, c
         const Index c = task % chunks;
         const Index q0 = g * group;
         const Index count = std::min(group, nq - q0);
+        const Index begin = c * chunk_rows;
+        const Index end = std::min(n, begin + chunk_rows);
+        auto& out = partial[static_cast<std::size_t>(task)];
+        out.reserve(static_cast<std::size_t>(count));
+        if (end - begin <= defaults::scan_select_all_factor * capacity) {
+            // Few candidates per kept row (a small subset): keep every score and select once,
+            // cheaper than a heap that most rows enter. O(capacity) memory all the same.
+            std::vector<std::vector<ScoredId<float>>> all(static_cast<std::size_t>(count));
+            detail::scan_range_all(kernels, E, Q + q0 * ldq, ldq, count, ids, begin, end, all.data());
+            for (auto& items : all) out.push_back(select_sorted(std::move(items), capacity));
+            return;
+        }
         std::vector<TopK<float>> tops;
         tops.reserve(static_cast<std::size_t>(count));
         for (Index b = 0; b < count; ++b) tops.emplace_back(capacity);
-        const Index begin = c * chunk_rows;
-        const Index end = std::min(n, begin + chunk_rows);
         detail::scan_range(kernels, E, Q + q0 * ldq, ldq, count, ids, begin, end, tops.data());
-        auto& out = partial[static_cast<std::size_t>(task)];
-        out.reserve(static_cast<std::size_t>(count));
         for (auto& top : tops) out.push_back(top.take_sorted());
     });
     std::vector<std::vector<ScoredId<float>>> result(static_cast<std::size_t>(nq));
@@ -251,17 +283,25 @@ inline Ranking prefilter_pool(const IdRef& ids, const MatrixRef& C, const Vector
 }
 
 // The rows of a ranking gathered from E, with their cosines: the pool an operator reranks.
-inline Pool gather_pool(const MatrixRef& E, std::vector<ScoredId<float>>&& top) {
+// (copy_rows = false: the pool reads its rows from E in place, by id; E must outlive it.)
+inline Pool gather_pool(const MatrixRef& E, std::vector<ScoredId<float>>&& top, bool copy_rows = true) {
     Pool pool;
     const Index m = static_cast<Index>(top.size());
     pool.ids.resize(m);
     pool.sims.resize(m);
-    pool.vectors.resize(m, E.cols());
+    if (copy_rows) {
+        pool.vectors.resize(m, E.cols());
+    } else {
+        pool.external = E.data();
+        pool.external_stride = E.outerStride();
+        pool.external_dim = E.cols();
+        pool.by_id = true;
+    }
     for (Index i = 0; i < m; ++i) {
         const auto& item = top[static_cast<std::size_t>(i)];
         pool.ids[i] = item.id;
         pool.sims[i] = item.score;
-        pool.vectors.row(i) = E.row(item.id);
+        if (copy_rows) pool.vectors.row(i) = E.row(item.id);
     }
     return pool;
 }
@@ -306,7 +346,7 @@ BatchRanking run_ranking_batch(const MatrixRef& E, const MatrixRef& Q, Index p, 
     if (Q.rows() == 0) return out;
     auto tops = scan_topk(E, Q.data(), Q.outerStride(), Q.rows(), subset, p, n_threads);
     parallel_for(0, Q.rows(), n_threads, [&](Index b) {
-        Ranking r = on_pool(gather_pool(E, std::move(tops[static_cast<std::size_t>(b)])));
+        Ranking r = on_pool(gather_pool(E, std::move(tops[static_cast<std::size_t>(b)]), false));
         out.ids.row(b).head(r.ids.size()) = r.ids.transpose();
         out.scores.row(b).head(r.scores.size()) = r.scores.transpose();
     });

@@ -55,7 +55,7 @@ inline Ranking ring_on_pool(const Pool& pool, Index k, const RingParams& params)
     const Index d = pool.dim();
     const Index keep = std::min(k, n);
     RowMatrixXf cosines(n, n);
-    simd::kernels().gram(pool.rows(), pool.stride(), n, d, cosines.data(), n);
+    simd::kernels().gram(pool.rows(), pool.stride(), pool.row_ids(), n, d, cosines.data(), n);
 
     const float alpha = static_cast<float>(params.alpha);
     const double bump = defaults::ring_ablation_bump;
