@@ -1023,7 +1023,6 @@ def test_fixed_huge_n_threads_is_not_an_overflow():
 xfail_open = pytest.mark.xfail(strict=True, reason="open bug found by fuzzing; see docs/reliability.md")
 
 
-@xfail_open
 def test_known_hybrid_normalize_tiny_query():
     """hybrid.py _query_vector computes the norm in float32: with normalize=True a finite,
     non-zero query of 1e-30 has norm 0, the division warns and the query is rejected as
@@ -1034,7 +1033,6 @@ def test_known_hybrid_normalize_tiny_query():
     assert result.ids.shape == (2,)
 
 
-@xfail_open
 def test_known_memory_store_embedding_norm_overflow():
     """memory/schema.py embedding_rows casts the float64 norm to float32 before dividing: a finite
     row whose norm passes FLT_MAX becomes a zero row (with a RuntimeWarning), and from then on
