@@ -11,7 +11,8 @@
 #include <string>
 #include <vector>
 
-#if defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)
+// FIELDRANK_NO_CPUID compiles the non-x86 branch on x86 too (to check it builds).
+#if (defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)) && !defined(FIELDRANK_NO_CPUID)
 #define FIELDRANK_X86 1
 #if defined(_MSC_VER)
 #include <intrin.h>
@@ -127,11 +128,12 @@ const Features& features() {
     return f;
 }
 
-bool runs_avx2(const Features& f) { return f.os_ymm && f.avx2 && f.fma; }
-bool runs_avx512(const Features& f) {
+// (Unused in builds without the x86 variants: FIELDRANK_SIMD=OFF or another architecture.)
+[[maybe_unused]] bool runs_avx2(const Features& f) { return f.os_ymm && f.avx2 && f.fma; }
+[[maybe_unused]] bool runs_avx512(const Features& f) {
     return runs_avx2(f) && f.os_zmm && f.avx512f && f.avx512bw && f.avx512dq && f.avx512vl;
 }
-bool runs_avx512_bf16(const Features& f) { return runs_avx512(f) && f.avx512bf16 && f.avx512vnni; }
+[[maybe_unused]] bool runs_avx512_bf16(const Features& f) { return runs_avx512(f) && f.avx512bf16 && f.avx512vnni; }
 
 struct Variant {
     const char* name;

@@ -162,9 +162,9 @@ void score_int8_avx2(const std::int8_t* base, Index stride, const Index* ids, In
             for (int i = 0; i < R; ++i)
                 o[i] = static_cast<float>(dots[i]) * row_scale[ids != nullptr ? ids[r0 + i] : r0 + i] * q_scale;
         },
-        [&](const std::int8_t* const* rows, float* o) {
+        [&](const std::int8_t* const* rows, const std::int8_t* const* ahead, float* o) {
             std::int32_t dot;
-            int8_tile<1>(rows, nullptr, q8, d, &dot);
+            int8_tile<1>(rows, ahead, q8, d, &dot);
             const Index r0 = o - out;
             o[0] = static_cast<float>(dot) * row_scale[ids != nullptr ? ids[r0] : r0] * q_scale;
         });

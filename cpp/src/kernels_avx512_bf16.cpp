@@ -20,6 +20,17 @@ inline void for_row_tiles(const T* base, Index stride, const Index* ids, Index n
     const T* rows[kRows];
     const T* ahead[kRows];
     Index r0 = 0;
+    if (ids == nullptr) {
+        // Contiguous rows: one after the other, a single memory stream (see score_f32_stream),
+        // prefetching kAhead rows ahead (these scans are meant for corpora beyond cache).
+        constexpr Index kAhead = 8;
+        for (; r0 < n; ++r0) {
+            rows[0] = base + r0 * stride;
+            ahead[0] = base + (r0 + kAhead) * stride;
+            tile_1(rows, r0 + kAhead < n ? ahead : nullptr, r0);
+        }
+        return;
+    }
     for (; r0 + kRows <= n; r0 += kRows) {
         for (int i = 0; i < kRows; ++i) rows[i] = base + (ids != nullptr ? ids[r0 + i] : r0 + i) * stride;
         const bool next = r0 + 2 * kRows <= n;
@@ -30,7 +41,7 @@ inline void for_row_tiles(const T* base, Index stride, const Index* ids, Index n
     }
     for (; r0 < n; ++r0) {
         rows[0] = base + (ids != nullptr ? ids[r0] : r0) * stride;
-        tile_1(rows, r0);
+        tile_1(rows, nullptr, r0);
     }
 }
 
@@ -38,9 +49,10 @@ inline __mmask16 lane_mask16(Index left) {
     return left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1u);
 }
 
-// Rows of bf16 against the query rounded to bf16: 32 products per instruction, accumulated in fp32.
+// Rows of bf16 against the query rounded to bf16: 32 products per instruction, accumulated in
+// fp32. qb holds the query already converted (d rounded up to 32, zero-padded).
 template <int R>
-inline void bf16_tile(const std::uint16_t* const* rows, const std::uint16_t* const* ahead, const float* q, Index d,
+inline void bf16_tile(const std::uint16_t* const* rows, const std::uint16_t* const* ahead, const __m512bh* qb, Index d,
                       float* out) {
     __m512 acc[R];
     for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
@@ -50,17 +62,14 @@ inline void bf16_tile(const std::uint16_t* const* rows, const std::uint16_t* con
 #pragma GCC unroll 16
             for (int r = 0; r < R; ++r) _mm_prefetch(reinterpret_cast<const char*>(ahead[r] + j), _MM_HINT_T0);
         }
-        const __m512bh qv = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(q + j + 16), _mm512_loadu_ps(q + j));
+        const __m512bh qv = qb[j / 32];
 #pragma GCC unroll 16
         for (int r = 0; r < R; ++r)
             acc[r] = _mm512_dpbf16_ps(acc[r], (__m512bh)_mm512_loadu_si512(rows[r] + j), qv);
     }
     if (j < d) {
-        const Index left = d - j;
-        const __mmask16 lo = lane_mask16(left);
-        const __mmask16 hi = lane_mask16(left > 16 ? left - 16 : 0);
-        const __mmask32 pairs = static_cast<__mmask32>((__mmask64{1} << left) - 1);
-        const __m512bh qv = _mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(hi, q + j + 16), _mm512_maskz_loadu_ps(lo, q + j));
+        const __mmask32 pairs = static_cast<__mmask32>((__mmask64{1} << (d - j)) - 1);
+        const __m512bh qv = qb[j / 32];
 #pragma GCC unroll 16
         for (int r = 0; r < R; ++r)
             acc[r] = _mm512_dpbf16_ps(acc[r], (__m512bh)_mm512_maskz_loadu_epi16(pairs, rows[r] + j), qv);
@@ -68,14 +77,44 @@ inline void bf16_tile(const std::uint16_t* const* rows, const std::uint16_t* con
     for (int r = 0; r < R; ++r) out[r] = _mm512_reduce_add_ps(acc[r]);
 }
 
+constexpr Index kMaxStackBlocks = 128;  // queries up to d = 4096 are converted once on the stack
+
+inline void convert_query(const float* q, Index d, __m512bh* qb) {
+    for (Index j = 0; j < d; j += 32) {
+        const Index left = d - j;
+        const __mmask16 lo = lane_mask16(left);
+        const __mmask16 hi = lane_mask16(left > 16 ? left - 16 : 0);
+        qb[j / 32] = _mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(hi, q + j + 16), _mm512_maskz_loadu_ps(lo, q + j));
+    }
+}
+
 void score_bf16_dp(const std::uint16_t* base, Index stride, const Index* ids, Index n, Index d, const float* q,
                    float* out) {
-    for_row_tiles(
-        base, stride, ids, n,
-        [&](const std::uint16_t* const* rows, const std::uint16_t* const* ahead, Index r0) {
-            bf16_tile<kRows>(rows, ahead, q, d, out + r0);
-        },
-        [&](const std::uint16_t* const* rows, Index r0) { bf16_tile<1>(rows, nullptr, q, d, out + r0); });
+    // The query in bf16, once per call (in pieces of kMaxStackBlocks · 32 columns for wider rows).
+    __m512bh qb[kMaxStackBlocks];
+    if (d <= kMaxStackBlocks * 32) {
+        convert_query(q, d, qb);
+        for_row_tiles(
+            base, stride, ids, n,
+            [&](const std::uint16_t* const* rows, const std::uint16_t* const* ahead, Index r0) {
+                bf16_tile<kRows>(rows, ahead, qb, d, out + r0);
+            },
+            [&](const std::uint16_t* const* rows, const std::uint16_t* const* ahead, Index r0) {
+                bf16_tile<1>(rows, ahead, qb, d, out + r0);
+            });
+        return;
+    }
+    for (Index r = 0; r < n; ++r) out[r] = 0.0f;
+    for (Index c0 = 0; c0 < d; c0 += kMaxStackBlocks * 32) {
+        const Index width = d - c0 < kMaxStackBlocks * 32 ? d - c0 : kMaxStackBlocks * 32;
+        convert_query(q + c0, width, qb);
+        for (Index r = 0; r < n; ++r) {
+            const std::uint16_t* row = base + (ids != nullptr ? ids[r] : r) * stride + c0;
+            float part;
+            bf16_tile<1>(&row, nullptr, qb, width, &part);
+            out[r] += part;
+        }
+    }
 }
 
 // Σ q·e exactly: vpdpbusd multiplies unsigned (q + 128) by signed e, and 128·Σe is taken off.
@@ -120,9 +159,9 @@ void score_int8_vnni(const std::int8_t* base, Index stride, const Index* ids, In
             int8_tile<kRows>(rows, ahead, q8, d, dots);
             finish(r0, kRows, dots);
         },
-        [&](const std::int8_t* const* rows, Index r0) {
+        [&](const std::int8_t* const* rows, const std::int8_t* const* ahead, Index r0) {
             std::int32_t dot;
-            int8_tile<1>(rows, nullptr, q8, d, &dot);
+            int8_tile<1>(rows, ahead, q8, d, &dot);
             finish(r0, 1, &dot);
         });
 }

@@ -142,12 +142,12 @@ void score_f32(const float* base, Index stride, const Index* ids, Index n, Index
         score_rows<Ops::kRowsMulti, Ops::kQueriesMulti>(base, stride, ids, n, d, Q, ldq, nq, dots, ld_dots, norms);
 }
 
-void score_f32_stream(const float* base, Index stride, Index n, Index d, const float* q, float* out, float* norms) {
-    constexpr Index kAhead = 8;  // rows between the row being scored and the one being prefetched
+void score_f32_stream(const float* base, Index stride, Index n, Index d, const float* q, float* out, float* norms,
+                      Index prefetch_rows) {
     for (Index r = 0; r < n; ++r) {
         const float* row = base + r * stride;
-        const float* ahead = base + (r + kAhead) * stride;
-        const float* const* prefetch = r + kAhead < n ? &ahead : nullptr;
+        const float* ahead = base + (r + prefetch_rows) * stride;
+        const float* const* prefetch = prefetch_rows > 0 && r + prefetch_rows < n ? &ahead : nullptr;
         if (norms != nullptr)
             tile<1, 1, true>(&row, &q, d, out + r, 1, norms + r, prefetch);
         else
@@ -333,6 +333,8 @@ void mmr_update(const float* column, const float* sims, Index n, float relevance
     }
 }
 
+constexpr Index kQuantizedAhead = 8;
+
 // Runs tile(rows, ahead, out) over row tiles of R (then single rows), row r at base + id(r)·stride;
 // `ahead` holds the next tile's rows for prefetching, or is null.
 template <int R, typename T, typename TileR, typename Tile1>
@@ -341,6 +343,16 @@ inline void for_row_tiles(const T* base, Index stride, const Index* ids, Index n
     const T* rows[R];
     const T* ahead[R];
     Index r0 = 0;
+    if (ids == nullptr) {
+        // Contiguous rows: one after the other, a single memory stream (see score_f32_stream),
+        // prefetching kQuantizedAhead rows ahead (these scans are meant for corpora beyond cache).
+        for (; r0 < n; ++r0) {
+            rows[0] = base + r0 * stride;
+            ahead[0] = base + (r0 + kQuantizedAhead) * stride;
+            tile_1(rows, r0 + kQuantizedAhead < n ? ahead : nullptr, out + r0);
+        }
+        return;
+    }
     for (; r0 + R <= n; r0 += R) {
         for (int i = 0; i < R; ++i) rows[i] = base + (ids != nullptr ? ids[r0 + i] : r0 + i) * stride;
         const bool next = r0 + 2 * R <= n;
@@ -350,7 +362,7 @@ inline void for_row_tiles(const T* base, Index stride, const Index* ids, Index n
     }
     for (; r0 < n; ++r0) {
         rows[0] = base + (ids != nullptr ? ids[r0] : r0) * stride;
-        tile_1(rows, out + r0);
+        tile_1(rows, nullptr, out + r0);
     }
 }
 
@@ -391,5 +403,7 @@ void score_bf16_generic(const std::uint16_t* base, Index stride, const Index* id
         [&](const std::uint16_t* const* rows, const std::uint16_t* const* ahead, float* o) {
             bf16_tile<R>(rows, ahead, q, d, o);
         },
-        [&](const std::uint16_t* const* rows, float* o) { bf16_tile<1>(rows, nullptr, q, d, o); });
+        [&](const std::uint16_t* const* rows, const std::uint16_t* const* ahead, float* o) {
+            bf16_tile<1>(rows, ahead, q, d, o);
+        });
 }

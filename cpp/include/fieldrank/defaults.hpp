@@ -52,6 +52,9 @@ inline constexpr std::int64_t int8_max_dim = 16384;  // int32 sums of d products
 // the fewest rows a thread's chunk gets when one pass over E is split across threads.
 inline constexpr std::int64_t scan_block_rows = 128;
 inline constexpr std::int64_t scan_stream_block_rows = 1024;  // one query over contiguous rows
+// Streams over more bytes than this (far beyond cache) prefetch scan_prefetch_rows rows ahead.
+inline constexpr std::int64_t scan_prefetch_min_bytes = std::int64_t{64} << 20;
+inline constexpr std::int64_t scan_prefetch_rows = 8;
 inline constexpr std::int64_t scan_query_group = 16;
 inline constexpr std::int64_t scan_min_chunk_rows = 8192;
 inline constexpr std::int64_t scan_chunks_per_thread = 2;

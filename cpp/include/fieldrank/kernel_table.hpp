@@ -19,11 +19,12 @@ struct KernelTable {
                       Index nq, float* dots, Index ld_dots, float* norms);
 
     // out[r] = row_r · q (and norms[r] = row_r · row_r unless null) for n contiguous rows
-    // (row_r = base + r · stride), one row after the other with a software prefetch a few rows
-    // ahead: a single memory stream, which reads best from DRAM and from cache alike. Same
-    // per-row arithmetic as score_f32, hence bit-identical scores.
+    // (row_r = base + r · stride), one row after the other: a single memory stream, which reads
+    // best from DRAM and from cache alike. prefetch_rows > 0 adds a software prefetch that many
+    // rows ahead (a small gain far beyond cache, a loss within it). Same per-row arithmetic as
+    // score_f32, hence bit-identical scores.
     void (*score_f32_stream)(const float* base, Index stride, Index n, Index d, const float* q, float* out,
-                             float* norms);
+                             float* norms, Index prefetch_rows);
 
     // Lower triangle of G = C Cᵀ (n × n, row stride ldg) for the rows C_i = base + id(i) · stride
     // (id(i) = ids ? ids[i] : i), mirrored into the upper one. Entries are the same dot products

@@ -114,12 +114,16 @@ inline void scan_range(const simd::KernelTable& kernels, const MatrixRef& E, con
     const Index stride = E.outerStride();
     const bool stream = nq == 1 && ids == nullptr;
     const Index kBlock = stream ? defaults::scan_stream_block_rows : defaults::scan_block_rows;
+    const Index prefetch_rows =
+        (end - begin) * d * static_cast<Index>(sizeof(float)) >= defaults::scan_prefetch_min_bytes
+            ? defaults::scan_prefetch_rows
+            : 0;
     for (Index b0 = begin; b0 < end; b0 += kBlock) {
         const Index count = std::min(kBlock, end - b0);
         const Index* block_ids = ids != nullptr ? ids + b0 : nullptr;
         const float* base = ids != nullptr ? E.data() : E.data() + b0 * stride;
         if (stream)
-            kernels.score_f32_stream(base, stride, count, d, Q, dots, norms);
+            kernels.score_f32_stream(base, stride, count, d, Q, dots, norms, prefetch_rows);
         else
             kernels.score_f32(base, stride, block_ids, count, d, Q, ldq, nq, dots, kBlock, norms);
         check_scored_block(E, "E", block_ids, b0, count, dots, kBlock, nq, norms);

@@ -30,39 +30,52 @@ struct RanksBefore {
     }
 };
 
-// Keeps the best `capacity` items seen so far. The heap's front is the worst kept item, so
-// a new item costs one comparison unless it enters.
+// Keeps the best `capacity` items seen so far. Items go into a buffer of up to 2·capacity;
+// when it fills, nth_element keeps the best `capacity` and the worst of those becomes the
+// threshold an item must beat to enter. A rejected item costs one comparison and an accepted
+// one amortised O(1) (a heap costs O(log capacity) per accepted item). The items kept are the
+// best `capacity` by the total order (score, then id), however they arrive.
 template <typename Score>
 class TopK {
 public:
-    explicit TopK(Index capacity) : capacity_(capacity) { heap_.reserve(static_cast<std::size_t>(capacity)); }
-
-    void push(Score score, Index id) {
-        const ScoredId<Score> item{score, id};
-        if (static_cast<Index>(heap_.size()) < capacity_) {
-            heap_.push_back(item);
-            std::push_heap(heap_.begin(), heap_.end(), RanksBefore{});
-        } else if (capacity_ > 0 && ranks_before(item, heap_.front())) {
-            std::pop_heap(heap_.begin(), heap_.end(), RanksBefore{});
-            heap_.back() = item;
-            std::push_heap(heap_.begin(), heap_.end(), RanksBefore{});
-        }
+    explicit TopK(Index capacity) : capacity_(std::max<Index>(capacity, 0)) {
+        items_.reserve(static_cast<std::size_t>(std::min<Index>(capacity_, Index{1} << 20) * 2));
     }
 
-    // Worst kept score, for callers that skip work on items that cannot enter.
-    bool full() const { return static_cast<Index>(heap_.size()) == capacity_; }
+    void push(Score score, Index id) {
+        if (capacity_ == 0) return;
+        const ScoredId<Score> item{score, id};
+        if (has_threshold_ && !ranks_before(item, threshold_)) return;
+        items_.push_back(item);
+        if (static_cast<Index>(items_.size()) - capacity_ >= capacity_) compact();  // 2·capacity, no overflow
+    }
+
+    // Once full(), an item that does not rank before worst() cannot enter (callers skip work on it).
+    bool full() const { return has_threshold_; }
     Index capacity() const { return capacity_; }
-    const ScoredId<Score>& worst() const { return heap_.front(); }
+    const ScoredId<Score>& worst() const { return threshold_; }
 
     // Best first. Leaves the selector empty.
     std::vector<ScoredId<Score>> take_sorted() {
-        std::sort_heap(heap_.begin(), heap_.end(), RanksBefore{});
-        return std::move(heap_);
+        if (static_cast<Index>(items_.size()) > capacity_) compact();
+        std::sort(items_.begin(), items_.end(), RanksBefore{});
+        has_threshold_ = false;
+        return std::move(items_);
     }
 
 private:
+    void compact() {
+        const auto keep = static_cast<std::ptrdiff_t>(capacity_);
+        std::nth_element(items_.begin(), items_.begin() + keep - 1, items_.end(), RanksBefore{});
+        threshold_ = items_[static_cast<std::size_t>(keep - 1)];
+        items_.resize(static_cast<std::size_t>(keep));
+        has_threshold_ = true;
+    }
+
     Index capacity_;
-    std::vector<ScoredId<Score>> heap_;
+    std::vector<ScoredId<Score>> items_;
+    ScoredId<Score> threshold_{};
+    bool has_threshold_ = false;
 };
 
 // The best `capacity` items best first, by the same total order as TopK (same result).
