@@ -18,7 +18,14 @@ int main(int argc, char** argv) {
         return 0;
     }
     const char* requested = std::getenv("FIELDRANK_KERNEL");
-    if (requested != nullptr && requested[0] != '\0') fieldrank::simd::set_kernel_variant(requested);
+    if (requested != nullptr && requested[0] != '\0') {
+        try {
+            fieldrank::simd::set_kernel_variant(requested);
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "FIELDRANK_KERNEL=%s: %s\n", requested, e.what());
+            return 2;
+        }
+    }
     std::printf("kernel variant: %s\n", fieldrank::simd::kernel_variant().c_str());
     const char* filter = argc > 1 ? argv[1] : nullptr;
     int passed = 0, failed = 0;

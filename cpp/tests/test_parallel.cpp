@@ -5,6 +5,7 @@
 #include <fieldrank/mmr.hpp>
 #include <fieldrank/parallel.hpp>
 #include <fieldrank/prefilter.hpp>
+#include <fieldrank/quantized.hpp>
 #include <fieldrank/ring.hpp>
 
 #include <atomic>
@@ -83,4 +84,19 @@ TEST_CASE("batch operators: a bad corpus row found inside a worker becomes std::
     }
     E.row(123).setZero();
     CHECK_THROWS_WITH(prefilter_batch(E, Q, 10, std::nullopt, 8), std::invalid_argument, "non-zero");
+}
+
+TEST_CASE("batch operators: n_threads near the Index limit is not an overflow") {
+    // The scans size their chunks from the thread count (chunks_per_thread · workers); any
+    // positive n_threads is accepted, so the arithmetic must not overflow (UBSan reports it).
+    const RowMatrixXf E = unit_rows(40, 8, 53);
+    const RowMatrixXf Q = unit_rows(3, 8, 54);
+    const BatchRanking expected = prefilter_batch(E, Q, 5, std::nullopt, 1);
+    const Bf16Corpus QC = quantize_bf16(E);
+    for (const Index threads : {std::numeric_limits<Index>::max(), std::numeric_limits<Index>::max() / 2,
+                                Index{1} << 61}) {
+        CHECK(prefilter_batch(E, Q, 5, std::nullopt, threads).ids == expected.ids);
+        CHECK(prefilter_bf16_batch(QC.codes, E, Q, 5, 1000, std::nullopt, threads).ids == expected.ids);
+        CHECK(cfs_batch(E, Q, 5, 10, CfsParams{}, std::nullopt, threads).ids.rows() == 3);
+    }
 }

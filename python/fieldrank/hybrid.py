@@ -450,9 +450,10 @@ class HybridRetriever:
     def _query_vector(self, vector: object, name: str = "vector") -> np.ndarray:
         q = _as_float32(vector, name, 1)
         q = _v.query(q, self.dim, name, "embeddings")
-        norm = float(np.sqrt(np.dot(q, q)))
+        q64 = q.astype(np.float64)
+        norm = float(np.sqrt(np.dot(q64, q64)))  # float64: a tiny finite query must not get norm 0
         if self._normalize:
-            return (q / np.float32(norm)).astype(np.float32, copy=False)
+            return (q64 / norm).astype(np.float32)
         if abs(norm - 1.0) > UNIT_NORM_ATOL:
             msg = (f"{name} must be L2-normalised (norm {norm:.6g}); normalise it or build the retriever "
                    "with normalize=True")

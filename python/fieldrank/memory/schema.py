@@ -291,7 +291,8 @@ def embedding_rows(value: object, dim: int, name: str = "embeddings") -> np.ndar
         bad = int(np.flatnonzero(~(norms > 0))[0])
         msg = f"{name} rows must have a non-zero norm, row {bad} is the zero vector"
         raise ValueError(msg)
-    return np.ascontiguousarray(rows / norms[:, None].astype(np.float32), dtype=np.float32)
+    # Divide in float64: a finite row whose norm passes the float32 range must not become zeros.
+    return np.ascontiguousarray(rows / norms[:, None], dtype=np.float32)
 
 
 def cue_vector(value: object, dim: int) -> np.ndarray:
