@@ -18,8 +18,8 @@ Profiles (registered in ``conftest.py``): ``ci`` (default, derandomized, bounded
 stays under a minute) and ``long`` (``--hypothesis-profile=long``, 20,000 examples per test);
 see ``docs/reliability.md``.
 
-Inputs outside the ranges noted at ``_PARAM_LIMITS`` hit known bugs pinned by the
-``test_known_*`` cases at the end of this file.
+``_PARAM_LIMITS`` says which accepted inputs are drawn; the ``test_fixed_*`` cases at the end
+pin the bugs the fuzz found.
 """
 
 from __future__ import annotations
@@ -38,16 +38,17 @@ import fieldrank  # noqa: E402
 import fieldrank.reference  # noqa: E402
 
 MODULES = {"native": fieldrank, "reference": fieldrank.reference}
+DEFAULT_LAM = fieldrank.DEFAULTS["lam"]
 ALLOWED_ERRORS = (ValueError, TypeError)
 
 # ----------------------------------------------------------------------------- value builders
 
 NAN, INF = float("nan"), float("inf")
 # Injected into rows: every large value here makes the row's float32 squared norm overflow, so
-# the row must be rejected. Queries and caller sims get only values whose products stay inside
-# float32 (see _PARAM_LIMITS): larger finite ones are accepted and overflow CFS-R (open bug).
+# the row must be rejected. Queries are rejected the same way (|q|^2 past float32); caller sims
+# may be any finite float32.
 SPECIAL_VALUES = (NAN, INF, -INF, 0.0, -0.0, 1e30, -1e30, 1e-40, 1e-45, 3.4e38, -3.4e38, 1e-20)
-SPECIAL_QUERY_VALUES = (NAN, INF, -INF, 0.0, -0.0, 1e-40, 1e-45, 1e-20, 1e18, -1e18)
+SPECIAL_QUERY_VALUES = (NAN, INF, -INF, 0.0, -0.0, 1e-40, 1e-45, 1e-20, 1e18, -1e18, 1.9e19, 1e30, -1e30, 3.4e38)
 MATRIX_LAYOUTS = ("C", "C", "C", "F", "strided_rows", "strided_columns", "reversed", "readonly")
 VECTOR_LAYOUTS = ("C", "C", "C", "strided", "reversed", "readonly")
 
@@ -72,12 +73,12 @@ def _rows(kind: str, rng: np.random.Generator, n: int, d: int) -> np.ndarray:
     X = _unit(rng, n, d)
     if kind == "scaled":  # non-unit but moderate norms
         X *= (10.0 ** rng.uniform(-3, 3, (n, 1))).astype(np.float32)
-    elif kind == "tiny":  # squared norm 1e-20: above the zero-norm floor
-        X *= np.float32(1e-10)
+    elif kind == "tiny":  # squared norm 4e-24: just above the zero-norm floor (1e-24)
+        X *= np.float32(2e-12)
     elif kind == "denormal":  # squared norm underflows: a zero-norm row
         X *= np.float32(1e-39)
-    elif kind == "huge":  # finite and far from unit; dot products of two rows stay ~1e32
-        X *= np.float32(1e16)
+    elif kind == "huge":  # squared norm 1e38: just inside float32
+        X *= np.float32(1e19)
     elif kind == "zero_row" and n:
         X[int(rng.integers(0, n))] = 0.0
     return X
@@ -95,11 +96,11 @@ def _query(kind: str, rng: np.random.Generator, E: np.ndarray, d: int) -> np.nda
         return np.zeros(d, np.float32)
     q = _unit(rng, 1, d)[0]
     if kind == "scaled":
-        q *= np.float32(10.0 ** rng.uniform(-18, 18))
+        q *= np.float32(10.0 ** rng.uniform(-30, 19))
     elif kind == "denormal":
         q *= np.float32(1e-42)
-    elif kind == "huge":  # |q| = 1e18: its float32 squared norm is finite, as for rows (_PARAM_LIMITS)
-        q *= np.float32(1e18)
+    elif kind == "huge":  # |q| = 1e19: its squared norm just inside float32, as for rows
+        q *= np.float32(1e19)
     return q
 
 
@@ -187,7 +188,7 @@ def pick(draw, bad: set, name: str, valid, invalid):
 # ----------------------------------------------------------------------------- parameters
 
 BAD_SCALARS = st.sampled_from(["3", None, b"1", [2], complex(1, 0), object()])
-# Counts: k, p. 2**63 and 2**64 do not fit int64: pybind11 raises TypeError.
+# Counts: k, p. 2**63 and 2**64 do not fit int64: refused with ValueError in both modules.
 COUNTS = (
     _mostly(st.integers(1, 400), st.sampled_from([1, 2, 2**31, 2**62, 2**63 - 1, np.int64(5), np.uint8(3)])),
     st.one_of(st.sampled_from([0, -1, -(2**63), 2**63, 2**64, True, False, 1.0, 2.5, np.int32(-2)]), BAD_SCALARS),
@@ -202,14 +203,14 @@ THREADS = (st.sampled_from([0, 1, 2, 8, -1, -(2**40), 10**6, 2**63 - 1, np.int64
            st.sampled_from([2**63, True, 1.5, None, "2"]))
 FLAGS = (st.one_of(st.booleans(), st.just(np.bool_(True))), st.sampled_from([0, 1, "yes", None]))
 
-# _PARAM_LIMITS: the kernels compute in float32, and the checks accept any finite non-zero row
-# or query. Past these limits CFS-R returns NaN instead of raising (open bug, pinned by the
-# test_known_cfsr_* xfails below), so the fuzz draws accepted inputs inside them: sigma >= 1e-6; lam, beta, eps, tol, k0 and RRF weights <= 1e30;
-# row norms in [1e-10, 1e16]; |q| <= 1e18 (rows scaled by 10^±3, queries by 10^±18); caller
-# sims |s| <= 1e6. Values that must be rejected (NaN, ±inf, rows whose squared norm overflows)
-# are drawn without limit.
-_TINY_SIGMA = 1e-6        # 1/(2 sigma^2) must stay finite in float32
-_BIG_REAL = 1e30          # lam, beta, tol, k0 and RRF weights below float32 overflow
+# _PARAM_LIMITS: the kernels compute in float32. Rows and queries are drawn over the whole
+# accepted range (squared norms from the 1e-24 floor to float32's max), caller sims over every
+# finite float32; real parameters over everything the checks accept, from the smallest positive
+# double to float32's max. Values that must be rejected (NaN, ±inf, norms and parameters past
+# float32) are drawn without limit.
+_TINY_SIGMA = 5e-324      # the smallest positive double: 1/(2 sigma^2) is inf, the kernel exp(-inf) = 0
+_BIG_REAL = float(np.finfo(np.float32).max)  # the largest real parameter the checks accept
+_BIG_REAL_EDGES = (1e30, 1e38, _BIG_REAL)
 
 
 def _reals(low, high, valid_edges, invalid_edges):
@@ -220,8 +221,10 @@ def _reals(low, high, valid_edges, invalid_edges):
 
 UNIT_REALS = _reals(0.0, 1.0, [0.0, -0.0, 1.0, 5e-324, 0.5],
                     [math.nextafter(1.0, 2.0), -1e-300, NAN, INF, -INF, 2.0, 1e300])
-NONNEG_REALS = _reals(0.0, 10.0, [0.0, -0.0, 5e-324, 1e-30, 1.0, _BIG_REAL], [-1e-300, NAN, INF, -INF, -1.0])
-POSITIVE_REALS = _reals(_TINY_SIGMA, 10.0, [_TINY_SIGMA, 1.0, _BIG_REAL], [0.0, -0.0, -1.0, -5e-324, NAN, INF, -INF])
+NONNEG_REALS = _reals(0.0, 10.0, [0.0, -0.0, 5e-324, 1e-30, 1.0, *_BIG_REAL_EDGES],
+                      [-1e-300, NAN, INF, -INF, -1.0, 3.5e38])
+POSITIVE_REALS = _reals(_TINY_SIGMA, 10.0, [_TINY_SIGMA, 1e-30, 1e-6, 1.0, *_BIG_REAL_EDGES],
+                        [0.0, -0.0, -1.0, -5e-324, NAN, INF, -INF, 3.5e38])
 
 
 # ----------------------------------------------------------------------------- arrays
@@ -373,7 +376,7 @@ def pool_ids(draw, bad: set, P: int, rng):
         return ids.tolist()
     if kind == "int32":
         return ids.astype(np.int32)
-    if kind == "uint64":  # values inside the int64 range (see test_known_uint64_ids_wrap)
+    if kind == "uint64":  # values inside the int64 range (see test_fixed_uint64_ids_wrap)
         return ids.astype(np.uint64)
     if kind == "2d":
         return ids.reshape(1, -1)
@@ -382,11 +385,11 @@ def pool_ids(draw, bad: set, P: int, rng):
 
 @st.composite
 def pool_sims(draw, bad: set, C, q, P: int, rng):
-    """None, the true cosines, or a foreign first stage's scores of moderate size; or wrong."""
+    """None, the true cosines, or a foreign first stage's scores of any size; or wrong."""
     if "sims" in bad:
         kind = draw(st.sampled_from(["special", "short", "float64", "2d"]))
     else:
-        kind = draw(st.sampled_from(["none", "none", "cosine", "bounded"]))
+        kind = draw(st.sampled_from(["none", "none", "cosine", "any_finite"]))
     note(f"sims: {kind}")
     if kind == "none":
         return None
@@ -395,8 +398,8 @@ def pool_sims(draw, bad: set, C, q, P: int, rng):
             and isinstance(q, np.ndarray) and q.dtype == np.float32 and q.shape == (C.shape[1],):
         with np.errstate(all="ignore"):
             sims = (np.asarray(C, np.float64) @ np.asarray(q, np.float64)).astype(np.float32)
-    elif kind == "bounded":  # see _PARAM_LIMITS: |sims| well below float32 overflow
-        sims = (sims * 10.0 ** rng.uniform(-3, 6)).astype(np.float32)
+    elif kind == "any_finite":  # a foreign first stage's scores: any finite float32 (up to 3.2e38)
+        sims = (sims * 10.0 ** rng.uniform(-40, 38.5)).astype(np.float32)
     elif kind == "special":
         sims = _inject(np.concatenate([sims, [np.float32(0.5)]]), rng, 1, SPECIAL_QUERY_VALUES)[: max(P, 1)]
     elif kind == "short":
@@ -680,7 +683,7 @@ def legs(draw, rng, wrong: bool):
         return tuple(ids.tolist())
     if kind == "int8":
         return ids.astype(np.int8)
-    if kind == "uint64":  # inside the int64 range (see test_known_uint64_ids_wrap)
+    if kind == "uint64":  # inside the int64 range (see test_fixed_uint64_ids_wrap)
         return ids.astype(np.uint64)
     if kind == "float":
         return ids.astype(np.float64)
@@ -693,7 +696,7 @@ def legs(draw, rng, wrong: bool):
     return ids
 
 
-WEIGHTS = (_mostly(st.floats(0.0, 10.0), st.sampled_from([0.0, -0.0, 5e-324, 1.0, _BIG_REAL])),
+WEIGHTS = (_mostly(st.floats(0.0, 10.0), st.sampled_from([0.0, -0.0, 5e-324, 1.0, *_BIG_REAL_EDGES])),
            st.one_of(st.sampled_from([-1.0, -1e-300, NAN, INF, -INF]), BAD_SCALARS))
 
 
@@ -892,7 +895,8 @@ def test_fuzz_hybrid_retriever(data):
         allowed = set(np.flatnonzero(subset).tolist())
     else:
         allowed = _id_set(subset)
-    assert ids.dtype == np.int64 and ids.shape == scores.shape and ids.shape[0] <= int(k)
+    limit = retriever.config.k if k is None else int(k)  # None: the config's k
+    assert ids.dtype == np.int64 and ids.shape == scores.shape and ids.shape[0] <= limit
     assert len(set(ids.tolist())) == ids.shape[0] and set(ids.tolist()) <= allowed
     assert np.isfinite(scores).all()
     if ids.shape[0] > 1:
@@ -958,9 +962,9 @@ def test_fuzz_memory_store(data):
 
 # ----------------------------------------------------------------------------- found by fuzzing
 #
-# Regression tests for the bugs the fuzz found and that are fixed (C++ tests pin the same cases
-# under the sanitizers), then the open ones as strict xfails: each starts passing, and so fails
-# here, when its fix lands; then drop the mark and widen the strategies above.
+# Regression tests for the bugs the fuzz found, all fixed (C++ tests pin the same cases under the
+# sanitizers). A bug found and not yet fixed goes here as a strict xfail, which fails the day its
+# fix lands; then the mark is dropped and the strategies above widened (docs/reliability.md).
 
 
 def test_fixed_cfsr_lambda_max_breakdown():
@@ -1020,10 +1024,7 @@ def test_fixed_huge_n_threads_is_not_an_overflow():
         assert fieldrank.cfs_batch(E, E[:3], 4, n_threads=n_threads).ids.shape == (3, 4)
 
 
-xfail_open = pytest.mark.xfail(strict=True, reason="open bug found by fuzzing; see docs/reliability.md")
-
-
-def test_known_hybrid_normalize_tiny_query():
+def test_fixed_hybrid_normalize_tiny_query():
     """hybrid.py _query_vector computes the norm in float32: with normalize=True a finite,
     non-zero query of 1e-30 has norm 0, the division warns and the query is rejected as
     'q must be finite, got inf' although the caller passed a finite vector."""
@@ -1033,7 +1034,7 @@ def test_known_hybrid_normalize_tiny_query():
     assert result.ids.shape == (2,)
 
 
-def test_known_memory_store_embedding_norm_overflow():
+def test_fixed_memory_store_embedding_norm_overflow():
     """memory/schema.py embedding_rows casts the float64 norm to float32 before dividing: a finite
     row whose norm passes FLT_MAX becomes a zero row (with a RuntimeWarning), and from then on
     every recall of the store raises 'E rows must have a non-zero, finite norm'."""
@@ -1046,32 +1047,105 @@ def test_known_memory_store_embedding_norm_overflow():
 
 
 @pytest.mark.parametrize("module_name", MODULE_IDS)
-def test_known_uint64_ids_wrap(module_name):
+def test_fixed_uint64_ids_wrap(module_name):
     """uint64 ids >= 2**63 are cast to int64 unchecked (_validation.id_array): RRF returns -1."""
     fr = MODULES[module_name]
     with pytest.raises(ValueError):
         fr.rrf([np.array([2**64 - 1, 5], dtype=np.uint64)], None, 5)
 
 
-@xfail_open
-def test_known_cfsr_coefficient_overflow():
-    """A tiny row (norm 1e-10) reconstructing a large query (1e30): a = 1e40 overflows float32, NaN."""
+@pytest.mark.parametrize("module_name", MODULE_IDS)
+def test_fixed_cfs_extreme_sigma_and_beta(module_name):
+    """sigma = 5e-324 gave 1/(2 sigma^2) = inf and 0·inf = NaN at distance 0; beta near float32's max
+    gave -inf values. sigma below float32 is refused; tiny sigma is the sigma -> 0 limit; values
+    saturate at -FLT_MAX, where the tie rule orders the picks by id."""
+    fr = MODULES[module_name]
+    C = np.array([[1.0, 0.0], [1.0, 0.0], [0.6, 0.8], [0.0, 1.0]], np.float32)
+    q = np.array([1.0, 0.0], np.float32)
+    with pytest.raises(ValueError, match=r"sigma must stay positive as a float32 \(at least 1.4013e-45\)"):
+        fr.cfs_pool(np.arange(4), C, q, 4, sigma=5e-324)
+    with pytest.raises(ValueError, match=r"eps must stay positive as a float32"):
+        fr.cfs_pool(np.arange(4), C, q, 4, eps=1e-300)
+    limit = fr.cfs_pool(np.arange(4), C, q, 4, sigma=1e-30, beta=1.0)  # only the duplicate is covered
+    assert limit.ids.tolist() == [0, 2, 1, 3]
+    assert np.isfinite(limit.scores).all()
+    # sigma = 10 covers every row about equally: the least covered (row 3) goes second, then the
+    # fields pass 1, beta·field passes float32, and rows 1 and 2 tie at -FLT_MAX, in id order.
+    saturated = fr.cfs_pool(np.arange(4), C, q, 4, sigma=10.0, beta=3.4e38)
+    assert np.isfinite(saturated.scores).all()
+    assert saturated.ids.tolist() == [0, 3, 1, 2]
+    assert saturated.scores[2:].tolist() == [-np.finfo(np.float32).max] * 2
+
+
+@pytest.mark.parametrize("module_name", MODULE_IDS)
+def test_fixed_counts_past_int64(module_name):
+    """laps = 2**63 made the reference loop for 2**63 laps (the native binding refused it with a
+    TypeError): counts past int64 are now refused with the same ValueError in both modules."""
+    fr = MODULES[module_name]
+    C = np.eye(3, dtype=np.float32)
+    with pytest.raises(ValueError, match=r"laps must be a positive integer that fits int64"):
+        fr.ring_pool(np.arange(3), C, C[0], 2, laps=2**63)
+    with pytest.raises(ValueError, match=r"k must be a positive integer that fits int64"):
+        fr.cfsr(C, C[0], 2**64)
+    with pytest.raises(ValueError, match=r"n_threads must fit int64"):
+        fr.prefilter_batch(C, C[:1], 2, n_threads=2**63)
+
+
+@pytest.mark.parametrize("module_name", MODULE_IDS)
+def test_fixed_cfsr_query_past_float32(module_name):
+    """A query of norm 1e30 against a row of norm 1e-10 gave a = 1e40: NaN in float32. A query whose
+    squared norm leaves float32 is now rejected, as rows are, in both modules alike."""
+    fr = MODULES[module_name]
     E = np.array([[1e-10]], np.float32)
-    result = _call(fieldrank.cfsr, E, np.array([1e30], np.float32), 1, lam=0.0)
-    assert result is None or (np.isfinite(result.scores).all() and np.isfinite(result.coef).all())
+    with pytest.raises(ValueError, match=r"q must have a squared norm within the float32 range .* got 1e\+60"):
+        fr.cfsr(E, np.array([1e30], np.float32), 1, lam=0.0)
+    with pytest.raises(ValueError, match=r"Q must have a squared norm within the float32 range .*\(row 1\)"):
+        fr.cfsr_batch(E, np.array([[1.0], [1e20]], np.float32), 1)
 
 
-@xfail_open
-def test_known_cfsr_span_overflow():
-    """CFS-R scales r by max r − min r in float32: a span past FLT_MAX gives NaN scores."""
-    C = np.array([[1.0], [-1.0]], np.float32)
-    result = _call(fieldrank.cfsr_pool, np.arange(2), C, np.array([3e38], np.float32), 2)
-    assert result is None or (np.isfinite(result.scores).all() and np.isfinite(result.coef).all())
-    ids = np.arange(4)
-    E = np.eye(4, dtype=np.float32)
-    sims = np.array([-3e38, -1e38, 1e38, 3e38], np.float32)
-    result = _call(fieldrank.cfsr_pool, ids, E, E[0], 4, sims=sims)
-    assert result is None or (np.isfinite(result.scores).all() and np.isfinite(result.coef).all())
+# Accepted extremes: rows of norm 1e-12 and 1e19, queries up to |q|^2 = FLT_MAX, caller sims up to
+# ±FLT_MAX. Before the power-of-two rescaling in cfsr_on_pool these overflowed (coefficients,
+# the span of r) or underflowed (the step) in float32.
+EXTREME_CFSR_CASES = {
+    "tiny_row_huge_query": (np.array([[1.01e-12]], np.float32), np.array([1.8e19], np.float32), None, 0.0),
+    "huge_rows_unit_query": (np.float32(1e19) * np.eye(3, dtype=np.float32), np.array([0.6, 0.8, 0.0], np.float32),
+                             None, 0.005),
+    "span_past_float32": (np.eye(4, dtype=np.float32), np.array([1.0, 0.0, 0.0, 0.0], np.float32),
+                          np.array([-3e38, -1e38, 1e38, 3e38], np.float32), 0.005),
+    "sims_past_float32_sum": (np.array([[1.0], [-1.0]], np.float32), np.array([1.0], np.float32),
+                              np.array([3e38, -3e38], np.float32), 0.005),
+}
+
+
+@pytest.mark.parametrize("case", sorted(EXTREME_CFSR_CASES))
+def test_fixed_cfsr_extreme_norms_match_reference(case):
+    E, q, sims, lam = EXTREME_CFSR_CASES[case]
+    ids = np.arange(E.shape[0])
+    native = fieldrank.cfsr_pool(ids, E, q, E.shape[0], lam=lam, sims=sims)
+    reference = fieldrank.reference.cfsr_pool(ids, E, q, E.shape[0], lam=lam, sims=sims)
+    assert np.isfinite(native.scores).all() and np.isfinite(native.coef).all()
+    assert native.ids.tolist() == reference.ids.tolist()
+    np.testing.assert_allclose(native.scores, reference.scores, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(native.coef, reference.coef, rtol=1e-4, atol=0)
+    assert (native.coef > 0).any()  # neither underflowed to zero nor overflowed
+
+
+@given(seed=st.integers(0, 2**32 - 1), q_shift=st.integers(-40, 60), e_shift=st.integers(-30, 30))
+def test_cfsr_is_exactly_equivariant_under_power_of_two_scaling(seed, q_shift, e_shift):
+    """CFS-R runs on power-of-two rescaled inputs, so scaling q by 2^s and E by 2^t (with λ by 4^t)
+    returns bit-identical ids and scores and coefficients times exactly 2^(s-t)."""
+    rng = np.random.default_rng(seed)
+    E = _unit(rng, 60, 24)
+    q = (E[0] + np.float32(0.4) * rng.standard_normal(24).astype(np.float32)).astype(np.float32)
+    lam = DEFAULT_LAM
+    base = fieldrank.cfsr(E, q, 12, p=40)
+    scaled = fieldrank.cfsr(E * np.float32(2.0**e_shift), q * np.float32(2.0**q_shift), 12, p=40,
+                            lam=lam * 4.0**e_shift)
+    assert np.array_equal(scaled.ids, base.ids)
+    assert np.array_equal(scaled.scores, base.scores)
+    expected = base.coef.astype(np.float64) * 2.0 ** (q_shift - e_shift)
+    tiny = np.abs(expected) < np.finfo(np.float32).tiny  # a subnormal coefficient keeps fewer bits
+    assert np.array_equal(scaled.coef[~tiny], expected[~tiny].astype(np.float32))
 
 
 @pytest.mark.parametrize("call", [
@@ -1079,7 +1153,7 @@ def test_known_cfsr_span_overflow():
     pytest.param(lambda fr, E, q: fr.cfs(E, q, 10, eps=1e39), id="cfs-eps"),
     pytest.param(lambda fr, E, q: fr.cfsr(E, q, 10, lam=1e39), id="cfsr-lam"),
 ])
-def test_known_real_parameters_past_float32(call):
+def test_fixed_real_parameters_past_float32(call):
     """Finite doubles past FLT_MAX pass validation, become inf in the float32 kernels: -inf/inf/NaN."""
     rng = np.random.default_rng(2)
     E = rng.standard_normal((50, 8)).astype(np.float32)
@@ -1090,7 +1164,7 @@ def test_known_real_parameters_past_float32(call):
 
 
 @pytest.mark.parametrize("module_name", MODULE_IDS)
-def test_known_tie_key_negative_arguments(module_name):
+def test_fixed_tie_key_negative_arguments(module_name):
     """tie_key(-1, ...) raises OverflowError (reference) or TypeError (native); lap -1 is accepted natively."""
     fr = MODULES[module_name]
     for seed, lap in ((-1, 0), (0, -1)):

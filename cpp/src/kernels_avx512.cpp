@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include <fieldrank/kernel_table.hpp>
 

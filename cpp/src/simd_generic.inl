@@ -315,11 +315,14 @@ void cfs_update(const float* column, const float* base, Index n, float inv_two_s
     const L16 zero = Ops::zero();
     const L16 neg_inv = Ops::set1(-inv_two_sigma_sq);
     const L16 beta_v = Ops::set1(beta);
+    // Values saturate at -FLT_MAX: beta near float32's max times a field above 1 would be -inf.
+    // Saturated candidates then tie, and the tie rule picks them in id order.
+    const L16 lowest = Ops::set1(std::numeric_limits<float>::lowest());
     for (Index i = 0; i < n; i += kLanes) {
         const L16 distance_sq = Ops::max(zero, Ops::fnmadd(two, Ops::load(column + i), two));
         const L16 f = Ops::add(Ops::load(field + i), Ops::exp(Ops::mul(distance_sq, neg_inv)));
         Ops::store(field + i, f);
-        Ops::store(value + i, Ops::fnmadd(beta_v, f, Ops::load(base + i)));
+        Ops::store(value + i, Ops::max(lowest, Ops::fnmadd(beta_v, f, Ops::load(base + i))));
     }
 }
 

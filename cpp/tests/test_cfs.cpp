@@ -111,3 +111,27 @@ TEST_CASE("cfs: bad arguments throw std::invalid_argument naming the argument") 
     CHECK_THROWS_WITH(cfs_pool(ids({1, 1, 2}), E, q, 2, CfsParams{}), std::invalid_argument, "ids must be unique");
     CHECK_THROWS_WITH(cfs_pool(ids({0, 1, 2}), E, vec({1.0f}), 2, CfsParams{}), std::invalid_argument, "q must have length 2");
 }
+
+TEST_CASE("cfs: tiny sigma is the sigma -> 0 limit; huge beta saturates at -FLT_MAX") {
+    const RowMatrixXf C = rows({{1.0f, 0.0f}, {1.0f, 0.0f}, {0.6f, 0.8f}, {0.0f, 1.0f}});
+    const VectorXf q = vec({1.0f, 0.0f});
+    CfsParams limit;
+    limit.sigma = 1e-30;  // 1/(2 sigma^2) past float32: only the exact duplicate is covered
+    limit.beta = 1.0;
+    const Ranking r = cfs_pool(ids({0, 1, 2, 3}), C, q, 4, limit);
+    CHECK_VEC_EQ(r.ids, ids({0, 2, 1, 3}));
+    for (Index i = 0; i < r.scores.size(); ++i) CHECK(std::isfinite(r.scores[i]));
+
+    CfsParams saturated;
+    saturated.sigma = 10.0;
+    saturated.beta = 3.4e38;
+    const Ranking s = cfs_pool(ids({0, 1, 2, 3}), C, q, 4, saturated);
+    CHECK_VEC_EQ(s.ids, ids({0, 3, 1, 2}));
+    CHECK(s.scores[2] == std::numeric_limits<float>::lowest());
+    CHECK(s.scores[3] == std::numeric_limits<float>::lowest());
+
+    CfsParams below_float32;
+    below_float32.sigma = 1e-300;
+    CHECK_THROWS_WITH(cfs_pool(ids({0, 1, 2, 3}), C, q, 4, below_float32), std::invalid_argument,
+                      "sigma must stay positive as a float32");
+}

@@ -196,3 +196,42 @@ TEST_CASE("cfsr: bad arguments throw std::invalid_argument naming the argument")
     CHECK_THROWS_WITH(cfsr_pool(pool_ids, zero_row, q, 5, CfsrParams{}), std::invalid_argument, "C rows");
     CHECK_THROWS_WITH(cfsr(zero_row, q, 5, 10, CfsrParams{}), std::invalid_argument, "E rows");
 }
+
+// The projected gradient runs on power-of-two rescaled inputs, so extreme accepted norms neither
+// overflow nor underflow float32, and scaling q by 2^s scales the coefficients by exactly 2^s.
+TEST_CASE("cfsr: extreme norms stay finite and scale exactly") {
+    const RowMatrixXf E = unit_rows(40, 8, 5);
+    const VectorXf q = E.row(3).transpose();
+    const Reconstruction base = cfsr(E, q, 10, 30, CfsrParams{});
+    for (const int shift : {-100, -40, 40, 60}) {
+        const VectorXf scaled_q = q * std::ldexp(1.0f, shift / 2) * std::ldexp(1.0f, shift - shift / 2);
+        const Reconstruction scaled = cfsr(E, scaled_q, 10, 30, CfsrParams{});
+        CHECK(scaled.ids == base.ids);
+        CHECK(scaled.scores == base.scores);
+        for (Index i = 0; i < base.coef.size(); ++i)
+            if (std::abs(std::ldexp(static_cast<double>(base.coef[i]), shift)) >= std::numeric_limits<float>::min())
+                CHECK(static_cast<double>(scaled.coef[i]) == std::ldexp(static_cast<double>(base.coef[i]), shift));
+    }
+
+    // A row of norm 1.01e-12 reconstructing a query of norm 1.8e19: a = 1.8e31 (it was inf, then NaN).
+    CfsrParams no_ridge;
+    no_ridge.lam = 0.0;
+    const Reconstruction far = cfsr_pool(ids({0}), rows({{1.01e-12f}}), vec({1.8e19f}), 1, no_ridge);
+    CHECK_CLOSE(far.coef[0] / (1.8e19 / 1.01e-12), 1.0, 1e-5);
+    CHECK(far.scores[0] == 1.0f);
+
+    // Caller sims spanning past float32 (max − min = 6e38): the min-max scaling stays finite.
+    const RowMatrixXf I = rows({{1.0f, 0.0f}, {0.0f, 1.0f}});
+    const Reconstruction span = cfsr_pool(ids({0, 1}), I, vec({1.0f, 0.0f}), 2, CfsrParams{},
+                                          OptionalVector(vec({-3e38f, 3e38f})));
+    CHECK_VEC_EQ(span.ids, ids({1, 0}));
+    CHECK_VEC_CLOSE(span.scores, vec({1.0f, 0.0f}), 1e-6);
+    CHECK(std::isfinite(span.coef[0]) && span.coef[0] > 1e38f);
+
+    // A query whose squared norm leaves float32 is rejected like such a row.
+    CHECK_THROWS_WITH(cfsr(E, VectorXf(q * 1e20f), 5, 10, CfsrParams{}), std::invalid_argument,
+                      "q must have a squared norm within the float32 range");
+    // A coefficient that float32 cannot hold is an error, not inf.
+    CHECK_THROWS_WITH(unscaled_coefficient(1.0f, 200), std::invalid_argument, "past the float32 range");
+    CHECK(unscaled_coefficient(1.5f, -3) == 0.1875f);
+}

@@ -178,3 +178,17 @@ TEST_CASE("ring: bad arguments throw std::invalid_argument naming the argument")
     CHECK_THROWS_WITH(ring_pool(ids({0, 1, 2, 3}), E, vec({0.0f, 0.0f}), 2, RingParams{}), std::invalid_argument,
                       "q must have a non-zero norm");
 }
+
+TEST_CASE("ring: rows of norm 1e19 do not overflow the neighbour sum") {
+    // Every product is 1e38; five of them summed in float were inf, and 0·inf made NaN scores.
+    const RowMatrixXf E = RowMatrixXf::Constant(6, 1, 1e19f);
+    const VectorXf q = vec({1e19f});
+    for (const double alpha : {0.0, 0.5, 1.0}) {
+        RingParams params;
+        params.alpha = alpha;
+        params.laps = 1;
+        const Ranking r = ring(E, q, 3, params);
+        REQUIRE(r.scores.size() == 3);
+        for (Index i = 0; i < r.scores.size(); ++i) CHECK_CLOSE(r.scores[i] / 1e38, 1.0, 1e-5);
+    }
+}

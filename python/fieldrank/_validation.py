@@ -22,6 +22,10 @@ from . import _core
 
 DEFAULTS = _core.DEFAULTS
 _MIN_ROW_NORM_SQ = DEFAULTS["min_row_norm_sq"]
+#: Largest finite float32: the native kernels compute in float32 and cast every real parameter to float.
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+#: Smallest positive float32 (subnormal): a positive parameter below it would become 0 in the kernels.
+FLOAT32_TRUE_MIN = float(np.finfo(np.float32).smallest_subnormal)
 
 
 def _describe(x: object) -> str:
@@ -132,26 +136,55 @@ def _check_vectors_finite_nonzero(X: np.ndarray, name: str) -> None:
         where = "" if X.shape[0] == 1 else f" (row {zero[0]})"
         msg = f"{name} must have a non-zero norm, got the zero vector{where}"
         raise ValueError(msg)
+    # As for rows: the kernels compute in float32, and a query whose squared norm fits there keeps
+    # every dot product with an accepted row inside float32 (|q·e| <= |q| |e|).
+    norms_sq = np.einsum("ij,ij->i", X, X, dtype=np.float64)
+    huge = np.flatnonzero(norms_sq > FLOAT32_MAX)
+    if huge.size:
+        where = "" if X.shape[0] == 1 else f" (row {huge[0]})"
+        msg = (f"{name} must have a squared norm within the float32 range (at most {FLOAT32_MAX:g}), "
+               f"got {norms_sq[huge[0]]:g}{where}")
+        raise ValueError(msg)
+
+
+#: Counts are int64 in the kernels; the reference refuses the same values (a Python int is unbounded).
+INT64_MAX = int(np.iinfo(np.int64).max)
+
+
+def _integer(value: object, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        msg = f"{name} must be an int, got {type(value).__name__}"
+        raise TypeError(msg)
+    return int(value)
+
+
+def _check_int64(v: int, name: str, what: str) -> None:
+    if v > INT64_MAX:
+        msg = f"{name} must be {what} that fits int64 (at most {INT64_MAX}), got {v}"
+        raise ValueError(msg)
 
 
 def positive_int(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        msg = f"{name} must be an int, got {type(value).__name__}"
-        raise TypeError(msg)
-    if value <= 0:
+    v = _integer(value, name)
+    if v <= 0:
         msg = f"{name} must be a positive integer, got {value}"
         raise ValueError(msg)
-    return int(value)
+    _check_int64(v, name, "a positive integer")
+    return v
+
+
+def _non_negative_integer(value: object, name: str) -> int:
+    v = _integer(value, name)
+    if v < 0:
+        msg = f"{name} must be an integer >= 0, got {value}"
+        raise ValueError(msg)
+    return v
 
 
 def non_negative_int(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        msg = f"{name} must be an int, got {type(value).__name__}"
-        raise TypeError(msg)
-    if value < 0:
-        msg = f"{name} must be an integer >= 0, got {value}"
-        raise ValueError(msg)
-    return int(value)
+    v = _non_negative_integer(value, name)
+    _check_int64(v, name, "an integer >= 0")
+    return v
 
 
 def _real(value: object, name: str) -> float:
@@ -161,13 +194,11 @@ def _real(value: object, name: str) -> float:
     return float(value)
 
 
-#: Largest finite float32: the native kernels cast every real parameter to float.
-_FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 def _check_float32(v: float, value: object, name: str) -> None:
-    if abs(v) > _FLOAT32_MAX:
-        msg = f"{name} must be finite as a float32 (at most {_FLOAT32_MAX:g} in magnitude), got {value}"
+    if abs(v) > FLOAT32_MAX:
+        msg = f"{name} must be finite as a float32 (at most {FLOAT32_MAX:g} in magnitude), got {value}"
         raise ValueError(msg)
 
 
@@ -185,6 +216,9 @@ def positive_real(value: object, name: str) -> float:
         msg = f"{name} must be a finite number > 0, got {value}"
         raise ValueError(msg)
     _check_float32(v, value, name)
+    if v < FLOAT32_TRUE_MIN:
+        msg = f"{name} must stay positive as a float32 (at least {FLOAT32_TRUE_MIN:g}), got {value}"
+        raise ValueError(msg)
     return v
 
 
@@ -313,10 +347,10 @@ def weights(x: object, n_rankings: int) -> list:
     if bad.size:
         msg = f"weights must be finite and >= 0, got {values[bad[0]]} at position {bad[0]}"
         raise ValueError(msg)
-    large = np.flatnonzero(values > _FLOAT32_MAX)
+    large = np.flatnonzero(values > FLOAT32_MAX)
     if large.size:
         msg = (
-            f"weights must be finite as float32 (at most {_FLOAT32_MAX:g}), "
+            f"weights must be finite as float32 (at most {FLOAT32_MAX:g}), "
             f"got {values[large[0]]} at position {large[0]}"
         )
         raise ValueError(msg)
@@ -325,7 +359,7 @@ def weights(x: object, n_rankings: int) -> list:
 
 def seed(value: object) -> int:
     """Ring's seed: an integer in [0, 2**64) (the native seed is a uint64)."""
-    v = non_negative_int(value, "seed")
+    v = _non_negative_integer(value, "seed")
     if v >= 2**64:
         msg = f"seed must be an integer below 2**64 (a uint64), got {value}"
         raise ValueError(msg)
@@ -335,7 +369,7 @@ def seed(value: object) -> int:
 def tie_key_args(seed_value: object, lap: object) -> tuple:
     """``tie_key``'s seed (like Ring's seed) and lap: integers in [0, 2**64)."""
     v = seed(seed_value)
-    lap_value = non_negative_int(lap, "lap")
+    lap_value = _non_negative_integer(lap, "lap")
     if lap_value >= 2**64:
         msg = f"lap must be an integer below 2**64 (a uint64), got {lap}"
         raise ValueError(msg)
@@ -362,6 +396,9 @@ def n_threads_value(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         msg = f"n_threads must be an int (0 or less: all cores), got {type(value).__name__}"
         raise TypeError(msg)
+    if not -INT64_MAX - 1 <= value <= INT64_MAX:
+        msg = f"n_threads must fit int64 (0 or less: all cores), got {value}"
+        raise ValueError(msg)
     return int(value)
 
 

@@ -109,6 +109,12 @@ def check_matches(QC: QuantizedCorpus, E: np.ndarray) -> None:
     if QC.shape != E.shape:
         msg = f"QC must have E's shape {E.shape}, got {QC.shape}; build it with quantize(E, {QC.kind!r})"
         raise ValueError(msg)
+    if QC.kind == "int8":
+        lengths = [np.shape(a)[0] if np.ndim(a) == 1 else None for a in (QC.scale, QC.sums)]
+        if lengths != [E.shape[0]] * 2:
+            msg = (f"the int8 corpus needs one scale and one code sum per row: expected {E.shape[0]}, "
+                   f"got {lengths[0]} and {lengths[1]}")
+            raise ValueError(msg)
     rows = np.unique([0, E.shape[0] // 2, E.shape[0] - 1])
     expected = bf16_codes(E[rows]) if QC.kind == "bf16" else int8_codes(E[rows])[0]
     if not np.array_equal(expected, QC.codes[rows]):

@@ -30,6 +30,7 @@ __all__ = [
 
 _D = _core.DEFAULTS
 _MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
+_FLOAT32_MAX = _v.FLOAT32_MAX
 
 
 # --------------------------------------------------------------------------- helpers
@@ -198,6 +199,10 @@ def _cfsr_on_pool(ids, C, r, k, w, lam, iters, tol, fista) -> Reconstruction:
     r_norm = (r - r.min()) / span if span > 0 else np.ones_like(r)
     score = w * a_norm + (1.0 - w) * r_norm
     top = _order(score, ids, k)
+    if top.size and a[top].max() > _FLOAT32_MAX:
+        msg = ("cfsr: a reconstruction coefficient is past the float32 range (rows and query of very different "
+               "norms); L2-normalise E and q")
+        raise ValueError(msg)
     return Reconstruction(ids[top], score[top], a[top])
 
 
@@ -248,13 +253,16 @@ def _cfs_on_pool(ids, C, f, k, sigma, beta, eps) -> Ranking:
     value = base.copy()
     picked = np.zeros(len(ids), dtype=bool)
     out_ids, out_scores = np.empty(m, dtype=np.int64), np.empty(m)
+    # As in the kernels: sigma -> 0 past float32 (an inverse of inf would give 0·inf = NaN at
+    # distance 0), and values saturate at -FLT_MAX (float32 scores), where ties go to the lower id.
+    inv_two_sigma_sq = min(1.0 / (2.0 * sigma * sigma), _FLOAT32_MAX)
     for t in range(m):
         pick = _best_unpicked(value, picked, ids)
         picked[pick] = True
         out_ids[t], out_scores[t] = ids[pick], value[pick]
         distance_sq = np.maximum(0.0, 2.0 - 2.0 * _dots(C, C[pick]))
-        field += np.exp(-distance_sq / (2.0 * sigma * sigma))
-        value = base - beta * field
+        field += np.exp(-distance_sq * inv_two_sigma_sq)
+        value = np.maximum(base - beta * field, -_FLOAT32_MAX)
     return Ranking(out_ids, out_scores)
 
 

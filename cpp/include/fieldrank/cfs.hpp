@@ -52,7 +52,10 @@ inline Ranking cfs_on_pool(const Pool& pool, Index k, const CfsParams& params) {
     const Index m = std::min(k, n);
     const float eps = static_cast<float>(params.eps);
     const float beta = static_cast<float>(params.beta);
-    const float inv_two_sigma_sq = static_cast<float>(1.0 / (2.0 * params.sigma * params.sigma));
+    // Past float32 (sigma below ~4e-20) the kernel is the sigma -> 0 limit: 1 at distance 0, else 0;
+    // an inf here would make 0·inf = NaN for a duplicate.
+    const float inv_two_sigma_sq = static_cast<float>(
+        std::min(1.0 / (2.0 * params.sigma * params.sigma), static_cast<double>(std::numeric_limits<float>::max())));
     // log element by element (std::log): Eigen's vectorised log rounds packet lanes and the
     // scalar tail differently, and duplicate candidates must get bit-identical values.
     VectorXf base = VectorXf::Zero(ld);

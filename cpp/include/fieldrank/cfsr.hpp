@@ -5,6 +5,7 @@
 #include <Eigen/Eigenvalues>
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -263,6 +264,23 @@ inline std::vector<float>& cfsr_gram_buffer(Index ldg, std::vector<float>& local
     return G;
 }
 
+// e with |x| in [2^(e-1), 2^e), or 0 for x = 0: dividing by 2^e brings x to about 1.
+inline int binary_exponent(double x) {
+    int exponent = 0;
+    if (x != 0.0 && std::isfinite(x)) std::frexp(x, &exponent);
+    return exponent;
+}
+
+// A coefficient solved at scale 2^-exponent, in the caller's units. It can exceed float32 only
+// for rows and a query of wildly different norms, and then no float32 answer is right.
+inline float unscaled_coefficient(float scaled, int exponent) {
+    const double value = std::ldexp(static_cast<double>(scaled), exponent);
+    if (value > static_cast<double>(std::numeric_limits<float>::max()))
+        fail("cfsr: a reconstruction coefficient is past the float32 range (rows and query of very different "
+             "norms); L2-normalise E and q");
+    return static_cast<float>(value);
+}
+
 inline Reconstruction cfsr_on_pool(const Pool& pool, Index k, const CfsrParams& params,
                                    const SharedGram* shared = nullptr) {
     const simd::KernelTable& kernels = simd::kernels();
@@ -283,11 +301,28 @@ inline Reconstruction cfsr_on_pool(const Pool& pool, Index k, const CfsrParams& 
         kernels.gram(pool.rows(), pool.stride(), pool.row_ids(), n, d, G.data(), ldg);
     }
     const double top = lambda_max(kernels, G.data(), ldg, n, defaults::lambda_max_rel_tol, defaults::lambda_max_max_steps);
-    const float lam = static_cast<float>(params.lam);
-    const float step = static_cast<float>(1.0 / (top + params.lam));
+    // The iteration runs on (G·2^-g, λ·2^-g, r·2^-e) with 2^g ≈ λ_max + λ and 2^e ≈ max|r|:
+    // scaling by a power of two is exact, so every iterate is the unscaled one times 2^(g-e),
+    // bit for bit, while no accepted norm (rows 1e-12..1e19, any caller sims) can overflow or
+    // underflow float32 on the way. The raw coefficients are scaled back in double at the end.
+    const double curvature = top + params.lam;
+    const int g_exponent = binary_exponent(curvature);
+    const int r_exponent = binary_exponent(static_cast<double>(pool.sims.cwiseAbs().maxCoeff()));
+    // The factors are applied in double: 2^-e itself can lie outside float32 (r of 1e-42 needs 2^139).
+    if (g_exponent != 0) {
+        const double g_scale = std::ldexp(1.0, -g_exponent);
+        for (Index i = 0; i < n; ++i)
+            for (Index j = 0; j < n; ++j) {
+                float& entry = G[static_cast<std::size_t>(i * ldg + j)];
+                entry = static_cast<float>(entry * g_scale);
+            }
+    }
+    const float lam = static_cast<float>(std::ldexp(params.lam, -g_exponent));
+    const float step = static_cast<float>(1.0 / std::ldexp(curvature, -g_exponent));
+    const double tol = std::ldexp(params.tol, -r_exponent);
 
     VectorXf r = VectorXf::Zero(ldg);
-    r.head(n) = pool.sims;
+    r.head(n) = (pool.sims.cast<double>() * std::ldexp(1.0, -r_exponent)).cast<float>();
     VectorXf a = VectorXf::Zero(ldg);
     VectorXf next = VectorXf::Zero(ldg);
     VectorXf gradient = VectorXf::Zero(ldg);
@@ -299,14 +334,14 @@ inline Reconstruction cfsr_on_pool(const Pool& pool, Index k, const CfsrParams& 
         const VectorXf& point = params.fista ? momentum : a;
         kernels.pg_step(G.data(), ldg, n, point.data(), r.data(), lam, step, gradient.data(), next.data(),
                         scratch.data());
-        if (params.tol > 0.0) {
+        if (tol > 0.0) {
             // Norm of the projected gradient: the optimality gap of the bound-constrained problem.
             double pg_norm_sq = 0.0;
             for (Index i = 0; i < n; ++i) {
                 const double g = point[i] > 0.0f ? gradient[i] : std::min(gradient[i], 0.0f);
                 pg_norm_sq += g * g;
             }
-            if (std::sqrt(pg_norm_sq) <= params.tol) break;
+            if (std::sqrt(pg_norm_sq) <= tol) break;
         }
         if (params.fista) {
             previous.swap(a);
@@ -320,7 +355,7 @@ inline Reconstruction cfsr_on_pool(const Pool& pool, Index k, const CfsrParams& 
     }
 
     const VectorXf a_pool = a.head(n);
-    const VectorXf& r_pool = pool.sims;
+    const VectorXf r_pool = r.head(n);
     const float a_max = a_pool.maxCoeff();
     const VectorXf a_norm = a_max > 0.0f ? VectorXf(a_pool / a_max) : VectorXf(VectorXf::Zero(n));
     const float r_min = r_pool.minCoeff();
@@ -339,7 +374,7 @@ inline Reconstruction cfsr_on_pool(const Pool& pool, Index k, const CfsrParams& 
     for (Index i = 0; i < m; ++i) {
         out.ids[i] = pool.ids[order[i]];
         out.scores[i] = score[order[i]];
-        out.coef[i] = a_pool[order[i]];
+        out.coef[i] = unscaled_coefficient(a_pool[order[i]], r_exponent - g_exponent);
     }
     return out;
 }

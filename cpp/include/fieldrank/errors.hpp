@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cmath>
+#include <limits>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -26,12 +27,24 @@ inline void require_unit_interval(const char* name, double value) {
     if (!(value >= 0.0 && value <= 1.0)) fail(name, " must lie in [0, 1], got ", value);
 }
 
+// Real parameters are cast to float in the kernels: they must stay finite there.
+inline void require_float32_range(const char* name, double value) {
+    const double float32_max = std::numeric_limits<float>::max();
+    if (std::abs(value) > float32_max)
+        fail(name, " must be finite as a float32 (at most ", float32_max, " in magnitude), got ", value);
+}
+
 inline void require_positive_real(const char* name, double value) {
     if (!(value > 0.0) || !std::isfinite(value)) fail(name, " must be a finite number > 0, got ", value);
+    require_float32_range(name, value);
+    const double float32_true_min = std::numeric_limits<float>::denorm_min();
+    if (value < float32_true_min)
+        fail(name, " must stay positive as a float32 (at least ", float32_true_min, "), got ", value);
 }
 
 inline void require_non_negative_real(const char* name, double value) {
     if (!(value >= 0.0) || !std::isfinite(value)) fail(name, " must be a finite number >= 0, got ", value);
+    require_float32_range(name, value);
 }
 
 inline void require_rows(const char* name, const MatrixRef& matrix) {
@@ -49,6 +62,11 @@ inline void require_query(const char* name, const VectorRef& query, Index dim, c
         norm_sq += value * value;
     }
     if (norm_sq == 0.0) fail(name, " must have a non-zero norm, got the zero vector");
+    // The kernels compute in float32: with |q|^2 inside float32, as for the rows, every dot
+    // product |q·e| <= |q| |e| stays inside it too.
+    const double float32_max = std::numeric_limits<float>::max();
+    if (norm_sq > float32_max)
+        fail(name, " must have a squared norm within the float32 range (at most ", float32_max, "), got ", norm_sq);
 }
 
 // Slow path, called only once a fused pass has seen a bad score or norm: find what is wrong.

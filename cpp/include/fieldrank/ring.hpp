@@ -57,12 +57,13 @@ inline Ranking ring_on_pool(const Pool& pool, Index k, const RingParams& params)
     RowMatrixXf cosines(n, n);
     simd::kernels().gram(pool.rows(), pool.stride(), pool.row_ids(), n, d, cosines.data(), n);
 
-    const float alpha = static_cast<float>(params.alpha);
+    const double alpha = params.alpha;
     const double bump = defaults::ring_ablation_bump;
     std::vector<Index> live(static_cast<std::size_t>(n));
     std::iota(live.begin(), live.end(), Index{0});
     // Lap scores are double: the ablation's uniform bump added in float can round two cosines one
-    // ulp apart onto the same value, and the tie draw would then break cosine order (SPEC §5).
+    // ulp apart onto the same value, and the tie draw would then break cosine order (SPEC §5);
+    // and a float sum of neighbours overflows for rows of norm near 1e19 (each product near 1e38).
     std::vector<double> score(static_cast<std::size_t>(n), 0.0);
     std::vector<std::uint64_t> key(static_cast<std::size_t>(n), 0);
     for (Index lap = 0; lap < params.laps; ++lap) {
@@ -72,11 +73,11 @@ inline Ranking ring_on_pool(const Pool& pool, Index k, const RingParams& params)
             if (params.ablation) {
                 value = static_cast<double>(pool.sims[i]) + bump * static_cast<double>(lap + 1);
             } else {
-                float neighbour_sum = 0.0f;
+                double neighbour_sum = 0.0;
                 for (const Index j : live)
-                    if (j != i) neighbour_sum += cosines(i, j);
-                const float neighbour_mean = alive > 1 ? neighbour_sum / static_cast<float>(alive - 1) : 0.0f;
-                value = (1.0f - alpha) * pool.sims[i] + alpha * neighbour_mean;
+                    if (j != i) neighbour_sum += static_cast<double>(cosines(i, j));
+                const double neighbour_mean = alive > 1 ? neighbour_sum / static_cast<double>(alive - 1) : 0.0;
+                value = (1.0 - alpha) * static_cast<double>(pool.sims[i]) + alpha * neighbour_mean;
             }
             score[static_cast<std::size_t>(i)] = value;
             key[static_cast<std::size_t>(i)] = tie_key(params.seed, lap, pool.ids[i]);
