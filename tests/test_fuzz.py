@@ -976,6 +976,21 @@ def test_fixed_cfsr_lambda_max_breakdown():
     np.testing.assert_allclose(native.coef, reference.coef, rtol=1e-5, atol=1e-7)
 
 
+def test_fixed_cfsr_lambda_max_when_the_dense_solver_fails():
+    """218 rows alternating between two orthogonal vectors: the ones vector is an eigenvector, so
+    Lanczos breaks down at once, and the dense fallback (Eigen's SelfAdjointEigenSolver) did not
+    converge and returned 1.5e-33 as λ_max: a step of 7e32 and NaN or zero coefficients. The
+    restart from a hashed vector finds λ_max = 109."""
+    for n in (217, 218, 219):
+        C = np.zeros((n, 2), np.float32)
+        C[np.arange(n), np.arange(n) % 2] = 1.0
+        for iters, fista in ((1, False), (6, False), (6, True)):
+            native = fieldrank.cfsr_pool(np.arange(n), C, C[0], 1, w=0.0, lam=0.0, iters=iters, fista=fista)
+            reference = fieldrank.reference.cfsr_pool(np.arange(n), C, C[0], 1, w=0.0, lam=0.0, iters=iters,
+                                                      fista=fista)
+            np.testing.assert_allclose(native.coef, reference.coef, rtol=1e-5)
+
+
 def test_fixed_ring_ablation_keeps_one_ulp_cosine_order():
     """Ablation scores were float: x + 0.02 and nextafter(x) + 0.02 could round together."""
     x = np.float32(0.48002753)

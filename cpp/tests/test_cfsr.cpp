@@ -235,3 +235,17 @@ TEST_CASE("cfsr: extreme norms stay finite and scale exactly") {
     CHECK_THROWS_WITH(unscaled_coefficient(1.0f, 200), std::invalid_argument, "past the float32 range");
     CHECK(unscaled_coefficient(1.5f, -3) == 0.1875f);
 }
+
+TEST_CASE("cfsr: lambda_max on a degenerate pool where a dense eigen-solve does not converge") {
+    // 218 rows alternating e1, e2: G·1 = 109·1 breaks Lanczos down at once, and Eigen's
+    // SelfAdjointEigenSolver reports NoConvergence with garbage eigenvalues for this matrix.
+    for (const Index n : {217, 218, 219}) {
+        const Index ldg = detail::pad16(n);
+        std::vector<float> G(static_cast<std::size_t>(ldg * ldg), 0.0f);
+        for (Index i = 0; i < n; ++i)
+            for (Index j = 0; j < n; ++j) G[static_cast<std::size_t>(i * ldg + j)] = (i % 2 == j % 2) ? 1.0f : 0.0f;
+        const double top = lambda_max(simd::kernels(), G.data(), ldg, n, defaults::lambda_max_rel_tol,
+                                      defaults::lambda_max_max_steps);
+        CHECK_CLOSE(top, static_cast<double>((n + 1) / 2), 1e-9);
+    }
+}

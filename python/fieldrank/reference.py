@@ -132,7 +132,7 @@ def _quantized_scores(QC: QuantizedCorpus, rows: np.ndarray, q: np.ndarray) -> n
     """The scan's approximate scores: bf16 rows · q, or the exact integer dot of the int8 codes, scaled."""
     if QC.kind == "bf16":
         values = (QC.codes[rows].astype(np.uint32) << np.uint32(16)).view(np.float32)
-        return values.astype(np.float64) @ q.astype(np.float64)
+        return _dots(values.astype(np.float64), q.astype(np.float64))
     q8, q_scale, _ = _q.int8_codes(q[None, :])
     dots = QC.codes[rows].astype(np.int64) @ q8[0].astype(np.int64)
     return dots * QC.scale[rows].astype(np.float64) * float(q_scale[0])
@@ -149,7 +149,7 @@ def prefilter_quantized(QC: QuantizedCorpus, E: np.ndarray, q: np.ndarray, p: in
     rows = np.arange(E.shape[0], dtype=np.int64) if subset is None else subset
     candidates = rows[_order(_quantized_scores(QC, rows, q), rows, factor * p)]
     _v.check_rows_finite_nonzero(E[candidates])
-    sims = E[candidates].astype(np.float64) @ q.astype(np.float64)
+    sims = _dots(E[candidates].astype(np.float64), q.astype(np.float64))
     top = _order(sims, candidates, p)
     return Ranking(candidates[top], sims[top])
 

@@ -2,15 +2,16 @@
 // query from its candidates by projected gradient in Gram form, blended with cosine.
 #pragma once
 
-#include <Eigen/Eigenvalues>
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <optional>
 #include <vector>
 
 #include "defaults.hpp"
 #include "errors.hpp"
+#include "hash.hpp"
 #include "kernels.hpp"
 #include "prefilter.hpp"
 #include "simd.hpp"
@@ -131,23 +132,20 @@ inline double tridiagonal_last_component(const double* alpha, const double* beta
     return std::abs(y[n_t - 1]);
 }
 
-// λ_max of G (n × n, row stride ldg) by a dense symmetric eigen-solve in double: the fallback
-// when Lanczos breaks down early.
-inline double exact_lambda_max(const float* G, Index ldg, Index n) {
-    Eigen::MatrixXd dense(n, n);
-    for (Index i = 0; i < n; ++i)
-        for (Index j = 0; j < n; ++j) dense(i, j) = G[i * ldg + j];
-    Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> solver(dense, Eigen::EigenvaluesOnly);
-    return solver.eigenvalues()[n - 1];
-}
+// Which vector a Lanczos run starts from.
+enum class LanczosStart { ones, hashed };
 
-// Largest eigenvalue of the symmetric positive semi-definite G (n × n, zero-padded to ldg) by
+struct RitzMax {
+    double theta = 0.0;     // the largest Ritz value
+    bool invariant = false;  // the Krylov space closed before spanning R^n (breakdown)
+};
+
+// Largest Ritz value of the symmetric positive semi-definite G (n × n, zero-padded to ldg) by
 // Lanczos with full reorthogonalisation in double, stopped when the Ritz residual bound
 // |β_j s_j| falls under rel_tol·θ (the eigenvalue error is then far smaller). The Ritz value and
 // the residual come from Newton's method and inverse iteration on the tridiagonal, O(j) per step.
-// Real pools converge in ~5 steps, random ones in ~10.
-inline double lambda_max(const simd::KernelTable& kernels, const float* G, Index ldg, Index n, double rel_tol,
-                         Index max_steps) {
+inline RitzMax lanczos_ritz_max(const simd::KernelTable& kernels, const float* G, Index ldg, Index n, double rel_tol,
+                                Index max_steps, LanczosStart start) {
     const Index steps = std::min<Index>(n, max_steps);
     // Scratch reused by the thread (see cfsr_gram_buffer); only the rows Lanczos reaches are written,
     // each over its full padded length, so stale values never leak in.
@@ -160,8 +158,19 @@ inline double lambda_max(const simd::KernelTable& kernels, const float* G, Index
     std::vector<double> coefficients(static_cast<std::size_t>(steps));
     std::vector<double> alpha(static_cast<std::size_t>(steps)), beta(static_cast<std::size_t>(steps));
     std::vector<double> work;
-    for (Index i = 0; i < n; ++i) basis[static_cast<std::size_t>(i)] = 1.0 / std::sqrt(static_cast<double>(n));
-    double theta = 0.0;
+    if (start == LanczosStart::ones) {
+        for (Index i = 0; i < n; ++i) basis[static_cast<std::size_t>(i)] = 1.0 / std::sqrt(static_cast<double>(n));
+    } else {
+        // Entries uniform in [-1, 1) from a fixed hash: no structured pool is invariant under it.
+        double norm_sq = 0.0;
+        for (Index i = 0; i < n; ++i) {
+            const double x = static_cast<double>(splitmix64(static_cast<std::uint64_t>(i)) >> 11) * 0x1p-52 - 1.0;
+            basis[static_cast<std::size_t>(i)] = x;
+            norm_sq += x * x;
+        }
+        for (Index i = 0; i < n; ++i) basis[static_cast<std::size_t>(i)] /= std::sqrt(norm_sq);
+    }
+    RitzMax out;
     double diagonal_max = 0.0;
     double increment = 0.0;  // growth of the largest Ritz value over the last step
     for (Index j = 0; j < steps; ++j) {
@@ -182,30 +191,41 @@ inline double lambda_max(const simd::KernelTable& kernels, const float* G, Index
         // most β_(j-1) per step (Weyl).
         diagonal_max = j == 0 ? a : std::max(diagonal_max, a);
         if (j == 0) {
-            theta = a;
+            out.theta = a;
         } else {
-            const double lower = std::max(theta, diagonal_max);
-            const double upper = (std::max(theta, a) + beta[static_cast<std::size_t>(j - 1)]) * (1.0 + 1e-12);
-            const double previous = theta;
-            theta = tridiagonal_max_eigenvalue(alpha.data(), beta.data(), j + 1, lower, upper, increment);
-            increment = theta - previous;
+            const double lower = std::max(out.theta, diagonal_max);
+            const double upper = (std::max(out.theta, a) + beta[static_cast<std::size_t>(j - 1)]) * (1.0 + 1e-12);
+            const double previous = out.theta;
+            out.theta = tridiagonal_max_eigenvalue(alpha.data(), beta.data(), j + 1, lower, upper, increment);
+            increment = out.theta - previous;
         }
-        const double scale = std::abs(theta);
+        const double scale = std::abs(out.theta);
         if (j + 1 == steps) break;
         if (b <= rel_tol * scale || b == 0.0) {
-            // Breakdown: the Krylov space of the start vector is invariant. Its Ritz values are
-            // exact, but it can miss the top eigenvalue (the pool {c, -c} has G·1 = 0, Ritz value 0,
-            // while λ_max = 2), which would make the step 1/(λ_max + λ) far too long. Rare: decide
-            // exactly with a dense eigen-solve.
-            if (j + 1 < n) return exact_lambda_max(G, ldg, n);
+            out.invariant = j + 1 < n;
             break;
         }
-        const double residual = b * tridiagonal_last_component(alpha.data(), beta.data(), j + 1, theta, work);
+        const double residual = b * tridiagonal_last_component(alpha.data(), beta.data(), j + 1, out.theta, work);
         if (residual <= rel_tol * scale) break;
         double* next = basis.data() + (j + 1) * ldg;
         for (Index i = 0; i < ldg; ++i) next[i] = u[static_cast<std::size_t>(i)] / b;
     }
-    return theta;
+    return out;
+}
+
+// λ_max of G. Lanczos starts from the ones vector (real pools converge in ~5 steps, random ones
+// in ~10). A breakdown means the start vector's Krylov space is invariant: its Ritz values are
+// exact but can miss the top eigenvalue (the pool {c, -c} has G·1 = 0, Ritz value 0, while
+// λ_max = 2), which would make the step 1/(λ_max + λ) far too long. Rare: then a second run
+// starts from a hashed vector, which has a component along every eigenvector, and the larger
+// answer counts. (A dense eigen-solve is no fallback: Eigen's fails to converge on some
+// degenerate pools, e.g. 218 rows alternating between two orthogonal vectors.)
+inline double lambda_max(const simd::KernelTable& kernels, const float* G, Index ldg, Index n, double rel_tol,
+                         Index max_steps) {
+    const RitzMax first = lanczos_ritz_max(kernels, G, ldg, n, rel_tol, max_steps, LanczosStart::ones);
+    if (!first.invariant) return first.theta;
+    const RitzMax second = lanczos_ritz_max(kernels, G, ldg, n, rel_tol, max_steps, LanczosStart::hashed);
+    return std::max(first.theta, second.theta);
 }
 
 // The reconstruction on a pool: returns the top k of the pool by the blended score and the

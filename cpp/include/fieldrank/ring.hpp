@@ -11,6 +11,7 @@
 
 #include "defaults.hpp"
 #include "errors.hpp"
+#include "hash.hpp"
 #include "kernels.hpp"
 #include "prefilter.hpp"
 #include "simd.hpp"
@@ -29,14 +30,6 @@ inline void check_ring_params(Index k, const RingParams& params) {
     require_positive("k", k);
     require_unit_interval("alpha", params.alpha);
     require_positive("laps", params.laps);
-}
-
-// splitmix64's finaliser; the numpy reference implements the same arithmetic on uint64.
-inline std::uint64_t splitmix64(std::uint64_t x) {
-    x += 0x9E3779B97F4A7C15ULL;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-    return x ^ (x >> 31);
 }
 
 // The seeded draw that orders exactly tied candidates on a lap.
