@@ -205,10 +205,10 @@ FLAGS = (st.one_of(st.booleans(), st.just(np.bool_(True))), st.sampled_from([0, 
 
 # _PARAM_LIMITS: the kernels compute in float32. Rows and queries are drawn over the whole
 # accepted range (squared norms from the 1e-24 floor to float32's max), caller sims over every
-# finite float32; real parameters over everything the checks accept, from the smallest positive
-# double to float32's max. Values that must be rejected (NaN, ±inf, norms and parameters past
+# finite float32; real parameters over everything the checks accept, up to float32's max (sigma
+# and eps down to float32's smallest subnormal). Values that must be rejected (NaN, ±inf, norms and parameters past
 # float32) are drawn without limit.
-_TINY_SIGMA = 5e-324      # the smallest positive double: 1/(2 sigma^2) is inf, the kernel exp(-inf) = 0
+_TINY_SIGMA = float(np.finfo(np.float32).smallest_subnormal)  # smallest sigma, eps accepted
 _BIG_REAL = float(np.finfo(np.float32).max)  # the largest real parameter the checks accept
 _BIG_REAL_EDGES = (1e30, 1e38, _BIG_REAL)
 
@@ -224,7 +224,7 @@ UNIT_REALS = _reals(0.0, 1.0, [0.0, -0.0, 1.0, 5e-324, 0.5],
 NONNEG_REALS = _reals(0.0, 10.0, [0.0, -0.0, 5e-324, 1e-30, 1.0, *_BIG_REAL_EDGES],
                       [-1e-300, NAN, INF, -INF, -1.0, 3.5e38])
 POSITIVE_REALS = _reals(_TINY_SIGMA, 10.0, [_TINY_SIGMA, 1e-30, 1e-6, 1.0, *_BIG_REAL_EDGES],
-                        [0.0, -0.0, -1.0, -5e-324, NAN, INF, -INF, 3.5e38])
+                        [0.0, -0.0, -1.0, -5e-324, 5e-324, 1e-300, NAN, INF, -INF, 3.5e38])
 
 
 # ----------------------------------------------------------------------------- arrays
