@@ -321,12 +321,15 @@ inline Reconstruction cfsr_on_pool(const Pool& pool, Index k, const CfsrParams& 
         kernels.gram(pool.rows(), pool.stride(), pool.row_ids(), n, d, G.data(), ldg);
     }
     const double top = lambda_max(kernels, G.data(), ldg, n, defaults::lambda_max_rel_tol, defaults::lambda_max_max_steps);
-    // The iteration runs on (G·2^-g, λ·2^-g, r·2^-e) with 2^g ≈ λ_max + λ and 2^e ≈ max|r|:
-    // scaling by a power of two is exact, so every iterate is the unscaled one times 2^(g-e),
-    // bit for bit, while no accepted norm (rows 1e-12..1e19, any caller sims) can overflow or
-    // underflow float32 on the way. The raw coefficients are scaled back in double at the end.
+    // The iteration runs on (G·2^-g, λ·2^-g, r·2^-e) with 2^e ≈ max|r| and 2^g ≈ λ_max + λ (g = 0
+    // while λ_max + λ is within 2^±cfsr_gram_rescale_min_exponent): scaling by a power of two is
+    // exact, so every iterate is the unscaled one times 2^(g-e), bit for bit, while no accepted
+    // norm (rows 1e-12..1e19, any caller sims) can overflow or underflow float32 on the way. The
+    // raw coefficients are scaled back in double at the end.
     const double curvature = top + params.lam;
-    const int g_exponent = binary_exponent(curvature);
+    const int curvature_exponent = binary_exponent(curvature);
+    const int g_exponent =
+        std::abs(curvature_exponent) > defaults::cfsr_gram_rescale_min_exponent ? curvature_exponent : 0;
     const int r_exponent = binary_exponent(static_cast<double>(pool.sims.cwiseAbs().maxCoeff()));
     // The factors are applied in double: 2^-e itself can lie outside float32 (r of 1e-42 needs 2^139).
     if (g_exponent != 0) {

@@ -60,6 +60,10 @@ inline constexpr std::int64_t scan_select_all_factor = 4;
 // cfsr_batch over a subset of at most this many rows computes the subset's Gram matrix once
 // (n² floats) when the batch's pools would otherwise compute more dot products than that.
 inline constexpr std::int64_t cfsr_shared_gram_max_rows = 2048;
+// CFS-R rescales the pool's Gram matrix by 2^-g only when λ_max + λ lies outside 2^±this: power-
+// of-two scaling is exact, so skipping it where float32 has room to spare changes no bit and
+// saves a pass over the P × P matrix per query.
+inline constexpr int cfsr_gram_rescale_min_exponent = 60;
 
 }  // namespace defaults
 
