@@ -39,6 +39,7 @@ from typing import Any, Optional, Union
 import numpy as np
 
 from .. import _core
+from .._validation import FLOAT32_MAX
 from ..operators import cfs_pool, cfsr_pool
 from .columns import Generation, RowBatch, Snapshot
 from .gates import Eligibility, GateSpec, eligible_rows, failed_gates, passes_union_gates
@@ -93,7 +94,6 @@ def _is_scalar(value: object) -> bool:
 
 #: Squared-norm floor of the native kernels: a stored embedding below it breaks every recall.
 _MIN_ROW_NORM_SQ = float(_core.DEFAULTS["min_row_norm_sq"])
-_FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 def _check_loaded_embeddings(embeddings: np.ndarray, ids: np.ndarray, path: str) -> None:
@@ -101,7 +101,7 @@ def _check_loaded_embeddings(embeddings: np.ndarray, ids: np.ndarray, path: str)
     finite = np.isfinite(embeddings).all(axis=1)
     with np.errstate(over="ignore", invalid="ignore"):
         norms_sq = np.einsum("ij,ij->i", embeddings, embeddings, dtype=np.float64)
-    bad = np.flatnonzero(~finite | ~(norms_sq >= _MIN_ROW_NORM_SQ) | ~(norms_sq <= _FLOAT32_MAX))
+    bad = np.flatnonzero(~finite | ~(norms_sq >= _MIN_ROW_NORM_SQ) | ~(norms_sq <= FLOAT32_MAX))
     if bad.size:
         row = int(bad[0])
         what = "a non-finite value" if not finite[row] else f"squared norm {norms_sq[row]:g}"
