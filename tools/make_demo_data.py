@@ -141,7 +141,7 @@ def build_scenarios():
     return [pileup, partial]
 
 
-def _sha256(path):
+def sha256_file(path):
     with open(path, "rb") as f:
         return hashlib.sha256(f.read()).hexdigest()
 
@@ -177,7 +177,7 @@ def generate():
                        "partial-evidence dilution) with real all-MiniLM-L6-v2 embeddings.",
         "generator": "tools/make_demo_data.py",
         "embeddings_file": NPY_NAME,
-        "embeddings_sha256": _sha256(npy_path),
+        "embeddings_sha256": sha256_file(npy_path),
         "rows": int(E.shape[0]),
         "layout": "memory rows of every scenario in order, then one query row per scenario; "
                   "see memory_rows [start, stop) and query_row",
@@ -195,7 +195,7 @@ def check_and_report(k=5):
     with open(os.path.join(DATA_DIR, JSON_NAME), encoding="utf-8") as f:
         manifest = json.load(f)
     npy_path = os.path.join(DATA_DIR, manifest["embeddings_file"])
-    sha = _sha256(npy_path)
+    sha = sha256_file(npy_path)
     if sha != manifest["embeddings_sha256"]:
         raise SystemExit(f"sha256 mismatch: {sha} != {manifest['embeddings_sha256']}")
     E = np.load(npy_path)

@@ -35,13 +35,14 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import hashlib
 import io
 import json
 import os
 import sys
 
 import numpy as np
+
+from make_demo_data import FILLER, sha256_file  # tools/ is sys.path[0] when run as a script
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -188,67 +189,58 @@ def scenario_memories():
     return m
 
 
-FILLER_MAIN = [
-    "The dog is due for his rabies shot before the end of the month.",
-    "Mom's flight lands on Thursday at 6:40 pm.",
-    "Emma's piano recital got moved to Saturday morning.",
-    "The garden hose by the back door is leaking again.",
-    "I finally finished the novel you lent me.",
-    "We should book the campsite for the long weekend.",
-    "The car needs an oil change next week.",
-    "Remind me to renew my passport before summer.",
-    "The neighbours asked us to water their plants while they're away.",
-    "I've been trying to go to bed before eleven this month.",
-    "The printer on the second floor is out of toner.",
-    "Our team offsite is planned for the first week of March.",
-    "The coffee machine in the kitchen makes a strange noise.",
-    "I started learning Spanish on my phone during the commute.",
-    "The quarterly all-hands got moved to the big auditorium.",
-    "The kids want to try the new climbing gym downtown.",
-    "Parking at the office is free after six pm.",
-    "The heating bill was much higher this winter.",
-    "We switched the team chat to a new tool last spring.",
-    "I need to return the library books by Tuesday.",
-    "The bakery on the corner closes early on Sundays.",
-    "Our landlord is replacing the windows in April.",
-    "The new intern starts on Monday and needs a laptop.",
+# The demo's household filler, then more of the same kind.
+FILLER_MAIN = FILLER + [
+    'The printer on the second floor is out of toner.',
+    'Our team offsite is planned for the first week of March.',
+    'The coffee machine in the kitchen makes a strange noise.',
+    'I started learning Spanish on my phone during the commute.',
+    'The quarterly all-hands got moved to the big auditorium.',
+    'The kids want to try the new climbing gym downtown.',
+    'Parking at the office is free after six pm.',
+    'The heating bill was much higher this winter.',
+    'We switched the team chat to a new tool last spring.',
+    'I need to return the library books by Tuesday.',
+    'The bakery on the corner closes early on Sundays.',
+    'Our landlord is replacing the windows in April.',
+    'The new intern starts on Monday and needs a laptop.',
     "I keep forgetting the wifi password at my parents' place.",
-    "The cat knocked a glass off the table again.",
-    "The gym membership renews automatically in June.",
-    "Jamie recommended a podcast about ancient history.",
-    "The elevator in our building is being serviced this week.",
-    "My running shoes are worn out, time for a new pair.",
-    "We had pancakes for breakfast on Sunday.",
-    "The conference badge pickup opens at eight.",
-    "I lost my umbrella on the train yesterday.",
-    "The design review slides need a new colour palette.",
-    "Our internet provider raised the monthly price.",
-    "The tomatoes in the garden are finally ripening.",
-    "I promised to call Aunt Rosa on her birthday.",
-    "The office plants need watering twice a week.",
-    "The marketing team wants a new logo by spring.",
+    'The cat knocked a glass off the table again.',
+    'The gym membership renews automatically in June.',
+    'Jamie recommended a podcast about ancient history.',
+    'The elevator in our building is being serviced this week.',
+    'My running shoes are worn out, time for a new pair.',
+    'We had pancakes for breakfast on Sunday.',
+    'The conference badge pickup opens at eight.',
+    'I lost my umbrella on the train yesterday.',
+    'The design review slides need a new colour palette.',
+    'Our internet provider raised the monthly price.',
+    'The tomatoes in the garden are finally ripening.',
+    'I promised to call Aunt Rosa on her birthday.',
+    'The office plants need watering twice a week.',
+    'The marketing team wants a new logo by spring.',
     "The bike's back tyre has a slow puncture.",
-    "The school bake sale needs two dozen cupcakes.",
-    "I updated my laptop and now the trackpad feels different.",
-    "The museum is free on the first Sunday of the month.",
-    "We need more shelves for the garage.",
-    "The weekly sync moved from Tuesday to Wednesday.",
-    "My sister is visiting over the spring break.",
-    "The washing machine finished but smells musty.",
-    "The hiking trail by the lake reopened after the storm.",
-    "Someone left a lunch box in the office fridge for weeks.",
-    "The invoice for the new chairs still needs approval.",
-    "I signed up for the photography class on Thursdays.",
-    "The smoke detector in the hallway chirps at night.",
-    "Our favourite pizza place changed its recipe.",
-    "The annual performance reviews start next month.",
-    "The train timetable changes in December.",
-    "We are out of olive oil and coffee filters.",
-    "The new monitor arrived with a dead pixel.",
-    "I should back up the family photos this weekend.",
-    "The soccer practice was cancelled because of rain.",
-    "The espresso beans from the market were too bitter.",
-    "The security training has to be finished by Friday.",
+    'The school bake sale needs two dozen cupcakes.',
+    'I updated my laptop and now the trackpad feels different.',
+    'The museum is free on the first Sunday of the month.',
+    'We need more shelves for the garage.',
+    'The weekly sync moved from Tuesday to Wednesday.',
+    'My sister is visiting over the spring break.',
+    'The washing machine finished but smells musty.',
+    'The hiking trail by the lake reopened after the storm.',
+    'Someone left a lunch box in the office fridge for weeks.',
+    'The invoice for the new chairs still needs approval.',
+    'I signed up for the photography class on Thursdays.',
+    'The smoke detector in the hallway chirps at night.',
+    'Our favourite pizza place changed its recipe.',
+    'The annual performance reviews start next month.',
+    'The train timetable changes in December.',
+    'We are out of olive oil and coffee filters.',
+    'The new monitor arrived with a dead pixel.',
+    'I should back up the family photos this weekend.',
+    'The soccer practice was cancelled because of rain.',
+    'The espresso beans from the market were too bitter.',
+    'The security training has to be finished by Friday.',
 ]
 FILLER_OTHER = [
     "Globex quarterly targets were raised by ten percent.",
@@ -352,11 +344,6 @@ def build_suite():
     return memories, cues
 
 
-def _sha256(path):
-    with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
-
-
 def generate():
     sys.path.insert(0, HERE)
     from embed_texts import embed, model_info
@@ -379,7 +366,7 @@ def generate():
                        "embeddings.",
         "generator": "tools/make_memory_scenarios.py",
         "embeddings_file": NPY_NAME,
-        "embeddings_sha256": _sha256(npy_path),
+        "embeddings_sha256": sha256_file(npy_path),
         "rows": int(E.shape[0]),
         "layout": "one row per memory (memories[i].row), then one row per cue (cues[j].row)",
         "reference_time": REFERENCE_TIME,
@@ -406,7 +393,7 @@ def check_and_report():
     with open(os.path.join(DATA_DIR, JSON_NAME), encoding="utf-8") as f:
         manifest = json.load(f)
     npy_path = os.path.join(DATA_DIR, manifest["embeddings_file"])
-    sha = _sha256(npy_path)
+    sha = sha256_file(npy_path)
     if sha != manifest["embeddings_sha256"]:
         msg = f"sha256 mismatch: {sha} != {manifest['embeddings_sha256']}"
         raise SystemExit(msg)

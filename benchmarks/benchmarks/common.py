@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 
 import numpy as np
+from fieldrank.bench import DATA_SEED as SEED
+from fieldrank.bench import queries_near, unit_rows
 
 try:  # asv >= 0.6 ships asv_runner; a benchmark raising this is reported as skipped
     from asv_runner.benchmarks.mark import SkipNotImplemented
@@ -22,7 +24,6 @@ D_GRID = [384, 768, 1536]
 P = 150
 MAX_MB = float(os.environ.get("FIELDRANK_ASV_MAX_MB", "400"))
 REFERENCE_MAX_MB = float(os.environ.get("FIELDRANK_ASV_REFERENCE_MAX_MB", "160"))
-SEED = 20261130
 
 
 def megabytes(*shape: int, itemsize: int = 4) -> float:
@@ -45,20 +46,6 @@ def reference_fits(*shape: int) -> None:
         raise SkipNotImplemented(msg)
 
 
-def unit_rows(n: int, d: int, seed: int = SEED) -> np.ndarray:
-    """Seeded (n, d) float32 with unit rows, generated in chunks to bound temporaries."""
-    rng = np.random.default_rng(seed)
-    out = np.empty((n, d), dtype=np.float32)
-    for start in range(0, n, 65536):
-        block = rng.standard_normal((min(65536, n - start), d), dtype=np.float32)
-        block /= np.linalg.norm(block, axis=1, keepdims=True)
-        out[start:start + block.shape[0]] = block
-    return out
-
-
 def queries(E: np.ndarray, count: int, seed: int = SEED + 1) -> np.ndarray:
     """Queries near corpus rows (a real query has close neighbours), unit length."""
-    rng = np.random.default_rng(seed)
-    rows = rng.choice(E.shape[0], size=count, replace=False)
-    Q = E[rows] + 0.5 * rng.standard_normal((count, E.shape[1]), dtype=np.float32) / np.sqrt(E.shape[1])
-    return (Q / np.linalg.norm(Q, axis=1, keepdims=True)).astype(np.float32)
+    return queries_near(E, count, seed)

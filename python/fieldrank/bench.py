@@ -141,11 +141,16 @@ def log(message: str) -> None:
 # --------------------------------------------------------------------------- data
 
 
-def unit_rows(n: int, d: int, seed: int = 20261130) -> np.ndarray:
+DATA_SEED = 20261130
+_GENERATION_CHUNK_ROWS = 65536  # rows drawn at a time: bounds the temporaries for N = 1,000,000
+
+
+def unit_rows(n: int, d: int, seed: int = DATA_SEED) -> np.ndarray:
+    """Seeded (n, d) float32 with unit rows (the asv suite draws its data here too)."""
     rng = np.random.default_rng(seed)
     out = np.empty((n, d), dtype=np.float32)
-    for start in range(0, n, 65536):
-        block = rng.standard_normal((min(65536, n - start), d), dtype=np.float32)
+    for start in range(0, n, _GENERATION_CHUNK_ROWS):
+        block = rng.standard_normal((min(_GENERATION_CHUNK_ROWS, n - start), d), dtype=np.float32)
         block /= np.linalg.norm(block, axis=1, keepdims=True)
         out[start:start + block.shape[0]] = block
     return out

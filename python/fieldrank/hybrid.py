@@ -463,15 +463,8 @@ class HybridRetriever:
     def _query_matrix(self, vectors: object, name: str = "vectors") -> np.ndarray:
         Q = _as_float32(vectors, name, 2)
         Q = _v.queries(Q, self.dim, name, "embeddings")
-        norms = np.sqrt(np.einsum("ij,ij->i", Q, Q, dtype=np.float64))
-        if self._normalize:
-            return np.ascontiguousarray((Q / norms[:, None]).astype(np.float32))
-        bad = np.flatnonzero(np.abs(norms - 1.0) > UNIT_NORM_ATOL)
-        if bad.size:
-            msg = (f"{name} rows must be L2-normalised; row {bad[0]} has norm {norms[bad[0]]:.6g} "
-                   "(normalise them or build the retriever with normalize=True)")
-            raise ValueError(msg)
-        return Q
+        return _unit_or_normalised(Q, self._normalize, name,
+                                   "normalise them or build the retriever with normalize=True")
 
     def _subset_ids(self, subset: SubsetLike, name: str = "subset") -> Optional[np.ndarray]:
         """A subset (int ids or a boolean mask of length N) as unique int64 ids, or None."""
@@ -767,18 +760,23 @@ def _dense_batch(leg: Leg, E: np.ndarray, Q: np.ndarray, sub: Optional[np.ndarra
     return [_LegOutput(ids, scores, None) for ids, scores in zip(r.ids, r.scores)]
 
 
+def _unit_or_normalised(X: np.ndarray, normalize: bool, name: str, remedy: str) -> np.ndarray:
+    """``X``'s rows scaled to unit norm (a new array) with ``normalize``; else ``X`` itself once
+    every row has unit norm within UNIT_NORM_ATOL. Norms in float64: tiny finite rows keep one."""
+    norms = np.sqrt(np.einsum("ij,ij->i", X, X, dtype=np.float64))
+    if normalize:
+        return np.ascontiguousarray((X / norms[:, None]).astype(np.float32))
+    bad = np.flatnonzero(np.abs(norms - 1.0) > UNIT_NORM_ATOL)
+    if bad.size:
+        msg = f"{name} rows must be L2-normalised; row {bad[0]} has norm {norms[bad[0]]:.6g} ({remedy})"
+        raise ValueError(msg)
+    return X
+
+
 def _unit_rows(E: np.ndarray, normalize: bool) -> np.ndarray:
     """Check (or, with ``normalize``, make) unit-norm, finite rows."""
     _v.check_rows_finite_nonzero(E, "embeddings")
-    norms = np.sqrt(np.einsum("ij,ij->i", E, E, dtype=np.float64))
-    if normalize:
-        return np.ascontiguousarray((E / norms[:, None]).astype(np.float32))
-    bad = np.flatnonzero(np.abs(norms - 1.0) > UNIT_NORM_ATOL)
-    if bad.size:
-        msg = (f"embeddings rows must be L2-normalised; row {bad[0]} has norm {norms[bad[0]]:.6g} "
-               "(pass normalize=True to normalise them once)")
-        raise ValueError(msg)
-    return E
+    return _unit_or_normalised(E, normalize, "embeddings", "pass normalize=True to normalise them once")
 
 
 def _check_bm25_index(index: object, n_docs: int, config: RetrieverConfig) -> None:
