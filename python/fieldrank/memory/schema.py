@@ -214,7 +214,7 @@ def check_memory_id(value: object, name: str = "memory_id") -> int:
     return int(value)
 
 
-def check_k(value: object, name: str = "k") -> int:
+def check_positive_int(value: object, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         msg = f"{name} must be an int, got {type(value).__name__}"
         raise TypeError(msg)

@@ -62,10 +62,10 @@ from .schema import (
     VALENCE_RANGE,
     Memory,
     check_importance,
-    check_k,
     check_labels,
     check_memory_id,
     check_mode,
+    check_positive_int,
     check_storage_strength,
     check_tenant,
     check_text,
@@ -237,13 +237,7 @@ class MemoryStore:
             msg = f"synchronous must be one of {SYNCHRONOUS_MODES}, got {synchronous!r}"
             raise ValueError(msg)
         if dim is not None:
-            if isinstance(dim, bool) or not isinstance(dim, numbers.Integral):
-                msg = f"dim must be an int, got {type(dim).__name__}"
-                raise TypeError(msg)
-            if dim <= 0:
-                msg = f"dim must be > 0, got {dim}"
-                raise ValueError(msg)
-            dim = int(dim)
+            dim = check_positive_int(dim, "dim")
         self._params = params
         self._lock = threading.RLock()
         self._links: dict[int, dict[int, float]] = {}
@@ -875,7 +869,7 @@ class MemoryStore:
         -------
         RecallResult
         """
-        check_k(k)
+        check_positive_int(k, "k")
         check_mode(mode)
         if not isinstance(reinforce, bool):
             msg = f"reinforce must be a bool, got {type(reinforce).__name__}"
@@ -981,7 +975,7 @@ class MemoryStore:
         A diagnostic for trusted callers: it says whether an id exists in another tenant.
         """
         memory_id = check_memory_id(memory_id)
-        check_k(k)
+        check_positive_int(k, "k")
         check_mode(mode)
         cue, gates = self._cue(
             cue_text, cue_vector, tenant=tenant, required_tags=required_tags, tier_mask=tier_mask,
