@@ -22,6 +22,24 @@ Ranking rules
 * A query without any known token (empty, only stop words, or only out-of-vocabulary terms)
   gives empty arrays, not an error.
 
+Neighbour-text expansion (``context_window``)
+---------------------------------------------
+In a conversation log the words that identify a turn are often in the turns around it (the
+question a turn answers, the announcement it gives details of). With
+``BM25Params(context_window=w)`` (w >= 1) every document is scored as
+
+    score(q, i) = BM25_self(q, i) + context_weight · BM25_context(q, i)
+
+where ``BM25_self`` is BM25 over the documents as given and ``BM25_context`` is BM25 (same
+k1, b, method and tokenizer) over *context documents*: document ``i`` followed by its neighbours
+``i ± 1 … i ± w`` that share its session key (``sessions=``: an int array or a
+:class:`fieldrank.temporal.Timeline`; without one, corpus order is one session). The two
+matrices share one vocabulary and are added term by term at index time, so the index is one
+bm25s matrix (saved and loaded as before) and a query costs one sparse pass, as without
+expansion. A document's own words count in both terms, so they are weighted up against the
+neighbours' (a plain join of neighbours and self, without the first term, lost 1–1.6 NDCG
+points on LoCoMo; see ``docs/results/``). ``context_window = 0`` (the default) is plain BM25.
+
 Batches
 -------
 :meth:`BM25Index.top_batch` tokenizes all queries in one ``bm25s.tokenize`` call and
@@ -85,6 +103,10 @@ DEFAULT_LOWERCASE = True
 
 B_MIN = 0.0
 B_MAX = 1.0
+#: Neighbour-text expansion: off unless asked for (see the module notes).
+DEFAULT_CONTEXT_WINDOW = 0
+#: Weight of the context-document scores when ``context_window > 0``.
+DEFAULT_CONTEXT_WEIGHT = 1.0
 
 #: File written next to the bm25s files by :meth:`BM25Index.save`.
 PARAMS_FILENAME = "fieldrank_bm25.json"
@@ -110,6 +132,8 @@ _BM25S_BACKEND = "numpy"
 _MIN_QUERIES_FOR_THREADS = 2
 
 SubsetLike = Union[np.ndarray, Sequence[int]]
+#: Session keys for neighbour-text expansion: an int array (N,) or a ``fieldrank.temporal.Timeline``.
+SessionsLike = Any
 #: ``(ids, scores)``: int64 document ids and float32 scores, best first.
 IdsScores = tuple[np.ndarray, np.ndarray]
 
@@ -235,6 +259,13 @@ class BM25Params:
     delta : float, default 0.5
         Additive constant of ``"bm25l"`` and ``"bm25+"``, finite and >= 0; ignored by the
         other methods.
+    context_window : int, default 0
+        Neighbour-text expansion (module notes): each document is also scored as the
+        context document made of itself and its same-session neighbours ``i ± 1 …
+        i ± context_window``; 0 switches it off.
+    context_weight : float, default 1.0
+        Weight of the context-document scores, finite and > 0; used only when
+        ``context_window > 0``.
 
     Raises
     ------
@@ -251,6 +282,8 @@ class BM25Params:
     stemmer_language: str | None = DEFAULT_STEMMER_LANGUAGE
     lowercase: bool = DEFAULT_LOWERCASE
     delta: float = DEFAULT_DELTA
+    context_window: int = DEFAULT_CONTEXT_WINDOW
+    context_weight: float = DEFAULT_CONTEXT_WEIGHT
 
     def __post_init__(self) -> None:
         k1 = _check_real("k1", self.k1)
@@ -268,6 +301,17 @@ class BM25Params:
         if self.method not in BM25_METHODS:
             msg = f"BM25Params.method must be one of {BM25_METHODS}, got {self.method!r}"
             raise ValueError(msg)
+        window = self.context_window
+        if isinstance(window, bool) or not isinstance(window, numbers.Integral):
+            msg = f"BM25Params.context_window must be an int, got {type(window).__name__}"
+            raise TypeError(msg)
+        if window < 0:
+            msg = f"BM25Params.context_window must be >= 0 (0: no expansion), got {window}"
+            raise ValueError(msg)
+        context_weight = _check_real("context_weight", self.context_weight)
+        if not (math.isfinite(context_weight) and context_weight > 0):
+            msg = f"BM25Params.context_weight must be finite and > 0, got {self.context_weight!r}"
+            raise ValueError(msg)
         if not isinstance(self.lowercase, bool):
             msg = f"BM25Params.lowercase must be a bool, got {type(self.lowercase).__name__}"
             raise TypeError(msg)
@@ -277,6 +321,8 @@ class BM25Params:
         object.__setattr__(self, "k1", k1)
         object.__setattr__(self, "b", b)
         object.__setattr__(self, "delta", delta)
+        object.__setattr__(self, "context_window", int(window))
+        object.__setattr__(self, "context_weight", context_weight)
 
     def _check_stopwords(self) -> None:
         if self.stopwords is None:
@@ -388,6 +434,63 @@ def _select_top(ids: np.ndarray, scores: np.ndarray, k: int) -> IdsScores:
     return ids[order].astype(_ID_DTYPE, copy=False), scores[order].astype(_SCORE_DTYPE, copy=False)
 
 
+def _check_sessions(sessions: object, n_docs: int) -> np.ndarray:
+    """Session key per document (int64, (N,)) from an array or a Timeline; None: one session."""
+    if sessions is None:
+        return np.zeros(n_docs, dtype=np.int64)
+    keys = getattr(sessions, "session", sessions)  # a fieldrank.temporal.Timeline gives its keys
+    keys = np.asarray(keys)
+    if keys.shape != (n_docs,) or keys.dtype.kind not in "iu":
+        msg = (
+            f"sessions must be a Timeline or an integer array with one key per text ({n_docs},), "
+            f"got dtype {keys.dtype} and shape {keys.shape}"
+        )
+        raise ValueError(msg)
+    return keys.astype(np.int64, copy=False)
+
+
+def _context_token_ids(token_ids: list[list[int]], sessions: np.ndarray, window: int) -> list[list[int]]:
+    """Context document of each document: its own tokens, then those of its same-session
+    neighbours ``i - 1, i + 1, …, i - window, i + window``."""
+    n = len(token_ids)
+    out = []
+    for i in range(n):
+        tokens = list(token_ids[i])
+        for distance in range(1, window + 1):
+            for j in (i - distance, i + distance):
+                if 0 <= j < n and sessions[j] == sessions[i]:
+                    tokens.extend(token_ids[j])
+        out.append(tokens)
+    return out
+
+
+def _add_scaled(target: bm25s.BM25, other: bm25s.BM25, weight: float) -> None:
+    """``target``'s score matrix (and non-occurrence array) += ``weight`` x ``other``'s.
+
+    Both were built over the same vocabulary, so column t is term t in each; BM25 scores are
+    sums over query terms of these entries, hence the sum of the matrices scores as the sum of
+    the two indexes.
+    """
+    import scipy.sparse as sp
+
+    a, b = target.scores, other.scores
+    shape = (a["num_docs"], len(a["indptr"]) - 1)
+    dtype = np.asarray(a["data"]).dtype
+    combined = (sp.csc_matrix((a["data"], a["indices"], a["indptr"]), shape=shape)
+                + sp.csc_matrix((np.asarray(b["data"]) * dtype.type(weight), b["indices"], b["indptr"]),
+                                shape=shape)).tocsc()
+    combined.sort_indices()
+    target.scores = {
+        "data": combined.data.astype(dtype, copy=False),
+        "indices": combined.indices.astype(np.asarray(a["indices"]).dtype, copy=False),
+        "indptr": combined.indptr.astype(np.asarray(a["indptr"]).dtype, copy=False),
+        "num_docs": a["num_docs"],
+    }
+    if target.nonoccurrence_array is not None:
+        target.nonoccurrence_array = (target.nonoccurrence_array
+                                      + dtype.type(weight) * other.nonoccurrence_array).astype(dtype)
+
+
 class BM25Index:
     """BM25 index over a fixed list of texts (document id = position in ``texts``).
 
@@ -398,13 +501,18 @@ class BM25Index:
         that survives tokenization (otherwise there is nothing to index).
     params : BM25Params, default DEFAULT_PARAMS
         Scoring variant and tokenizer settings.
+    sessions : int array (N,) or fieldrank.temporal.Timeline, optional
+        Session key of each document, for neighbour-text expansion
+        (``params.context_window > 0``): only documents with the same key are neighbours.
+        A Timeline gives its ``session`` keys. None: the corpus in order is one session.
+        Ignored without expansion. Not stored (the expanded index is).
 
     Raises
     ------
     TypeError
         If ``texts`` is not a sequence of str or ``params`` is not a :class:`BM25Params`.
     ValueError
-        If ``texts`` is empty or has no indexable token.
+        If ``texts`` is empty or has no indexable token, or ``sessions`` has the wrong shape.
 
     Notes
     -----
@@ -412,7 +520,8 @@ class BM25Index:
     called from several threads.
     """
 
-    def __init__(self, texts: Sequence[str], params: BM25Params = DEFAULT_PARAMS) -> None:
+    def __init__(self, texts: Sequence[str], params: BM25Params = DEFAULT_PARAMS, *,
+                 sessions: SessionsLike | None = None) -> None:
         if not isinstance(params, BM25Params):
             msg = f"params must be a BM25Params, got {type(params).__name__}"
             raise TypeError(msg)
@@ -420,6 +529,7 @@ class BM25Index:
         if not docs:
             msg = "texts must contain at least one document, got 0"
             raise ValueError(msg)
+        session_keys = _check_sessions(sessions, len(docs))
         self._params = params
         self._stemmer = self._make_stemmer(params)
         corpus_tokens = bm25s.tokenize(
@@ -436,6 +546,15 @@ class BM25Index:
                 f"(lowercase={params.lowercase}, stopwords={params.stopwords!r}); nothing to index"
             )
             raise ValueError(msg)
+        retriever = self._build(params, corpus_tokens.ids, corpus_tokens.vocab)
+        if params.context_window > 0:
+            context_ids = _context_token_ids(corpus_tokens.ids, session_keys, params.context_window)
+            _add_scaled(retriever, self._build(params, context_ids, corpus_tokens.vocab), params.context_weight)
+        self._retriever = retriever
+        self._n_docs = len(docs)
+
+    @staticmethod
+    def _build(params: BM25Params, token_ids: list[list[int]], vocab: dict[str, int]) -> bm25s.BM25:
         retriever = bm25s.BM25(
             k1=params.k1,
             b=params.b,
@@ -443,9 +562,9 @@ class BM25Index:
             method=params.method,
             backend=_BM25S_BACKEND,
         )
-        retriever.index(corpus_tokens, show_progress=False)
-        self._retriever = retriever
-        self._n_docs = len(docs)
+        # bm25s adds its empty token to the vocabulary it is given: hand each build its own copy.
+        retriever.index(bm25s.tokenization.Tokenized(ids=token_ids, vocab=dict(vocab)), show_progress=False)
+        return retriever
 
     # ------------------------------------------------------------------ helpers
     @staticmethod

@@ -48,6 +48,8 @@ Files
     stemmer_language = "english"
     lowercase = true
     delta = 0.5
+    context_window = 0        # neighbour-text expansion (fieldrank.bm25); 0: off
+    context_weight = 1.0
 
     [[legs]]
     kind = "cosine"

@@ -290,9 +290,11 @@ class HybridRetriever:
         L2-normalise the rows (one copy) and every query vector. When False, rows and query
         vectors whose norm differs from 1 by more than :data:`UNIT_NORM_ATOL` are rejected.
     bm25_index : BM25Index, optional
-        A prebuilt BM25 index over ``texts`` with ``config.bm25`` parameters (else built here).
+        A prebuilt BM25 index over ``texts`` with ``config.bm25`` parameters (else built here,
+        with the timeline's sessions for neighbour-text expansion).
     timeline : fieldrank.temporal.Timeline, optional
-        Session keys, session dates and time cues of the documents, used by ``temporal`` legs.
+        Session keys, session dates and time cues of the documents, used by ``temporal`` legs
+        and by BM25's neighbour-text expansion (``config.bm25.context_window``).
         Without one, documents in corpus order count as one session (neighbours) with time cues
         from ``texts`` and no session dates. Saved and reloaded by :meth:`save` / :meth:`load`.
 
@@ -323,13 +325,14 @@ class HybridRetriever:
         normalize = _v.flag(normalize, "normalize")
         E = _unit_rows(E, normalize)
         cfg = resolve_config(config)
-        if bm25_index is None:
-            bm25_index = BM25Index(docs, cfg.bm25)
-        else:
-            _check_bm25_index(bm25_index, len(docs), cfg)
         if timeline is not None and (not isinstance(timeline, _temporal.Timeline) or len(timeline) != len(docs)):
             msg = f"timeline must be a fieldrank.temporal.Timeline with one entry per text ({len(docs)})"
             raise ValueError(msg)
+        if bm25_index is None:
+            # The timeline's sessions bound BM25's neighbour-text expansion (config.bm25.context_window).
+            bm25_index = BM25Index(docs, cfg.bm25, sessions=timeline)
+        else:
+            _check_bm25_index(bm25_index, len(docs), cfg)
         self._assemble(docs, E, cfg, bm25_index, normalize, timeline)
 
     def _assemble(self, texts: tuple[str, ...], E: np.ndarray, config: RetrieverConfig, bm25: BM25Index,
@@ -404,7 +407,8 @@ class HybridRetriever:
         this is cheap); otherwise the BM25 index is rebuilt with the new parameters.
         """
         cfg = resolve_config(config)
-        bm25 = self._bm25 if cfg.bm25 == self._bm25.params else BM25Index(self._texts, cfg.bm25)
+        bm25 = (self._bm25 if cfg.bm25 == self._bm25.params
+                else BM25Index(self._texts, cfg.bm25, sessions=self._given_timeline))
         return self._from_parts(self._texts, self._E, cfg, bm25, self._normalize, self._given_timeline)
 
     # ---------------------------------------------------------------- persistence

@@ -217,6 +217,12 @@ class MemoryParams:
                 f"recent additions is scored with that variant), got {self.bm25_params.method!r}"
             )
             raise ValueError(msg)
+        if self.bm25_params.context_window != 0:
+            msg = (
+                "MemoryParams.bm25_params.context_window must be 0: the store's BM25 delta of recent "
+                f"additions has no neighbour-text expansion yet, got {self.bm25_params.context_window}"
+            )
+            raise ValueError(msg)
 
     def quota(self, generator: str) -> int:
         """The quota of ``generator`` (one of :data:`fieldrank.memory.GENERATORS`)."""

@@ -1,0 +1,170 @@
+"""Research script for issue 18 (quality round two): levers on top of the calibrated ``default``.
+
+Reuses the vectorised helpers of ``research_default_stack.py`` (per-conversation blocks, SPEC §6
+RRF, NDCG@10 / Recall@10 / NDCG@5) and scores the time-aware leg through
+``fieldrank.temporal.temporal_scores``, exactly what the retriever runs.
+
+Usage (repository root, dev venv active; tuning split only while searching)::
+
+    python benchmarks/research_round2.py <experiment> --split tune [--emb minilm-l6-v2 ...]
+
+Each experiment prints one row per variant: NDCG@10, Recall@10, NDCG@5, then NDCG@10 per
+category, and the paired ΔNDCG@10 against the experiment's reference row with its 95 % bootstrap
+interval (2,000 resamples, seed 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import research_default_stack as rs  # noqa: E402
+
+from fieldrank import temporal as tl  # noqa: E402
+from fieldrank.bm25 import BM25Index, BM25Params  # noqa: E402
+from fieldrank.evaluation import stats  # noqa: E402
+
+CATS = rs.CATS
+EXPERIMENTS = {}
+#: The shipped default's leg and BM25 parameters before this round.
+LEG = tl.TemporalParams(alpha=0.5, gamma=0.5, radius=2, decay=0.5, tau=1.0, delta=1.5)
+BM = dict(k1=0.9, b=0.2)
+
+
+def experiment(fn):
+    EXPERIMENTS[fn.__name__] = fn
+    return fn
+
+
+def log(*a):
+    print(*a, flush=True)
+
+
+HEADER = f"{'variant':<62} nd10   rec10  nd5    | " + " ".join(f"{v[:6]:>6}" for v in CATS.values()) + " | Δnd10 [95% CI] vs ref"
+
+
+def row(bn, name, top, ref=None):
+    m = rs.evaluate(bn, top)
+    cats = " ".join(f"{m['ndcg'][bn.cat == c].mean():.4f}" for c in CATS)
+    delta = ""
+    if ref is not None:
+        d = stats.paired_bootstrap(m["ndcg"], ref["ndcg"])
+        delta = f"{100 * d.mean_diff:+.2f} [{100 * d.lo:+.2f}, {100 * d.hi:+.2f}]"
+    log(f"{name:<62} {m['ndcg'].mean():.4f} {m['recall'].mean():.4f} {m['ndcg5'].mean():.4f} | {cats} | {delta}")
+    return m
+
+
+@functools.lru_cache(maxsize=None)
+def bm25_scores(emb: str, split: str, params: BM25Params, session_key: bool = True) -> np.ndarray:
+    """(B, nmax) BM25 scores of an index built with ``params`` (sessions from the LoCoMo timeline)."""
+    bn = rs.bench(emb, split)
+    d = bn.data
+    texts = [str(t) for t in d.turns.embed_text]
+    sessions = rs.timeline(emb).session if session_key else None
+    idx = _index(tuple(texts), params, None if sessions is None else tuple(sessions.tolist()))
+    S = np.full((bn.B, bn.nmax), -np.inf, np.float32)
+    queries = [str(q) for q in d.questions.question[bn.rows]]
+    for i in range(bn.B):
+        s = bn.start[i]
+        S[i, : bn.n[i]] = idx.scores(queries[i])[s: s + bn.n[i]]
+    return S
+
+
+@functools.lru_cache(maxsize=None)
+def _index(texts, params, sessions):
+    kw = {} if sessions is None else {"sessions": np.asarray(sessions, dtype=np.int64)}
+    try:
+        return BM25Index(list(texts), params, **kw)
+    except TypeError:
+        return BM25Index(list(texts), params)
+
+
+def leg_top(bn, emb, S, params=LEG, k=10):
+    return rs.top_from_scores(rs.temporal_leg_scores(bn, emb, S, params), k)
+
+
+def joined_scores(emb, split, window, self_repeat, params, decay=1.0):
+    """BM25 over turns expanded by hand (the research form, before the index option existed)."""
+    bn = rs.bench(emb, split)
+    d = bn.data
+    texts = [str(t) for t in d.turns.embed_text]
+    sess = rs.timeline(emb).session
+    n = len(texts)
+    docs = []
+    for i in range(n):
+        parts = [texts[i]] * self_repeat
+        for dist in range(1, window + 1):
+            for j in (i - dist, i + dist):
+                if 0 <= j < n and sess[j] == sess[i]:
+                    parts.extend([texts[j]] * max(1, round(decay ** (dist - 1) * 2)) if decay != 1.0 else [texts[j]])
+        docs.append(" ".join(parts))
+    idx = BM25Index(docs, params)
+    S = np.full((bn.B, bn.nmax), -np.inf, np.float32)
+    queries = [str(q) for q in d.questions.question[bn.rows]]
+    for i in range(bn.B):
+        s = bn.start[i]
+        S[i, : bn.n[i]] = idx.scores(queries[i])[s: s + bn.n[i]]
+    return S
+
+
+@experiment
+def expansion_by_hand(emb, split):
+    """Neighbour-text expansion built by joining texts (before the index option existed)."""
+    bn = rs.bench(emb, split)
+    p = BM25Params(**BM)
+    S0 = bm25_scores(emb, split, p, False)
+    log(HEADER)
+    ref = row(bn, "default leg (no expansion)", leg_top(bn, emb, S0))
+    for window, rep in [(1, 1), (1, 2), (1, 3), (1, 4), (2, 3), (2, 4)]:
+        S = joined_scores(emb, split, window, rep, p)
+        row(bn, f"join ±{window}, self x{rep}", leg_top(bn, emb, S), ref)
+    for window in (1, 2):
+        S = joined_scores(emb, split, window, 1, p)
+        for beta in (0.5, 1.0):
+            row(bn, f"orig + {beta}·(join ±{window}, self x1)", leg_top(bn, emb, S0 + beta * S), ref)
+
+
+@experiment
+def expansion_more(emb, split):
+    """The summed form over windows, weights, BM25 k1/b of the context index, context without self."""
+    bn = rs.bench(emb, split)
+    p = BM25Params(**BM)
+    S0 = bm25_scores(emb, split, p, False)
+    log(HEADER)
+    ref = row(bn, "default leg (no expansion)", leg_top(bn, emb, S0))
+    for window in (2, 3, 4):
+        S = joined_scores(emb, split, window, 1, p)
+        for beta in ((0.75, 1.0, 1.5) if window == 2 else (1.0,)):
+            row(bn, f"orig + {beta}·(join ±{window}, self x1)", leg_top(bn, emb, S0 + beta * S), ref)
+    for window in (2, 3):
+        S = joined_scores(emb, split, window, 0, p)
+        row(bn, f"orig + 1.0·(neighbours ±{window} only)", leg_top(bn, emb, S0 + S), ref)
+    for k1, b in ((1.2, 0.4), (1.5, 0.75), (0.9, 0.5)):
+        S = joined_scores(emb, split, 2, 1, BM25Params(k1=k1, b=b))
+        row(bn, f"orig + 1.0·(join ±2, context k1={k1} b={b})", leg_top(bn, emb, S0 + S), ref)
+    for window, rep in [(3, 4), (3, 6), (2, 6)]:
+        S = joined_scores(emb, split, window, rep, p)
+        row(bn, f"join ±{window}, self x{rep}", leg_top(bn, emb, S), ref)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("experiment", choices=sorted(EXPERIMENTS))
+    ap.add_argument("--split", default="tune", choices=["tune", "holdout", "all"])
+    ap.add_argument("--emb", nargs="*", default=list(rs.EMBEDDINGS))
+    a = ap.parse_args(argv)
+    for emb in a.emb:
+        t = time.time()
+        log(f"\n## {a.experiment} — {emb} — split {a.split}")
+        EXPERIMENTS[a.experiment](emb, a.split)
+        log(f"({time.time() - t:.1f}s)")
+
+
+if __name__ == "__main__":
+    main()
