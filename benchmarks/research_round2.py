@@ -153,6 +153,158 @@ def expansion_more(emb, split):
         row(bn, f"join ±{window}, self x{rep}", leg_top(bn, emb, S), ref)
 
 
+# ----------------------------------------------------------------------------- time expressions
+_RELATIVE = [  # (pattern, days back from the session date) for turns' relative time words
+    (r"\byesterday\b|\blast night\b", 1), (r"\blast (?:week|weekend)\b", 7), (r"\blast month\b", 30),
+    (r"\blast year\b", 365), (r"\b(?:a few|couple of) days ago\b", 3),
+]
+_NUM = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+        "nine": 9, "ten": 10}
+_UNIT = {"day": 1, "week": 7, "month": 30, "year": 365}
+
+
+def event_dates(texts, session_time):
+    """Session date minus the offset a turn's relative time words give (NaT: none)."""
+    import re
+    out = np.full(len(texts), np.datetime64("NaT"), dtype="datetime64[D]")
+    ago = re.compile(r"\b(a|an|one|two|three|four|five|six|seven|eight|nine|ten|\d+)\s+(day|week|month|year)s?\s+ago\b",
+                     re.IGNORECASE)
+    for i, t in enumerate(texts):
+        days = None
+        m = ago.search(t)
+        if m:
+            n = _NUM.get(m.group(1).lower()) or int(m.group(1)) if not m.group(1).isdigit() else int(m.group(1))
+            days = n * _UNIT[m.group(2).lower()]
+        else:
+            for pat, back in _RELATIVE:
+                if re.search(pat, t, re.IGNORECASE):
+                    days = back
+                    break
+        if days is not None:
+            out[i] = session_time[i] - np.timedelta64(days, "D")
+    return out
+
+
+#: ``git show 3bdd65a:python/fieldrank/temporal.py > /tmp/temporal_before.py`` (the regexes before this round).
+BEFORE = "/tmp/temporal_before.py"
+
+
+def _window_fn(name):
+    """question, years -> periods, for one parser."""
+    if name == "regex (this round)":
+        return tl.date_windows
+    if name == "regex (before)":
+        import importlib.util
+        spec = importlib.util.spec_from_file_location("temporal_before", BEFORE,
+                                                      submodule_search_locations=None)
+        mod = importlib.util.module_from_spec(spec)
+        mod.__package__ = "fieldrank"
+        sys.modules["temporal_before"] = mod
+        spec.loader.exec_module(mod)
+        return mod.date_windows
+    if name == "dateparser":
+        import calendar
+        import re
+        import warnings
+
+        from dateparser.date import DateDataParser
+        from dateparser.search import search_dates
+        warnings.filterwarnings("ignore")
+        ddp = DateDataParser(languages=["en"])
+        year_re = re.compile(r"\b(?:19|20)\d\d\b")
+
+        def fn(q, years):
+            found = search_dates(q, languages=["en"]) or []
+            out = []
+            for text, when in found:
+                period = ddp.get_date_data(text).period or "day"
+                ys = [when.year] if year_re.search(text) else list(years)
+                for y in ys:
+                    if period == "year":
+                        out.append((np.datetime64(f"{y:04d}-01-01"), np.datetime64(f"{y:04d}-12-31")))
+                    elif period == "month":
+                        st = np.datetime64(f"{y:04d}-{when.month:02d}-01")
+                        out.append((st, st + np.timedelta64(calendar.monthrange(y, when.month)[1] - 1, "D")))
+                    elif period in ("day", "time"):
+                        try:
+                            d = np.datetime64(f"{y:04d}-{when.month:02d}-{when.day:02d}")
+                        except ValueError:
+                            continue
+                        out.append((d, d))
+            return out
+        return fn
+    raise KeyError(name)
+
+
+@experiment
+def time_parsers(emb, split):
+    """Named periods by the old regexes, the new ones and dateparser; turns' relative dates."""
+    bn = rs.bench(emb, split)
+    d = bn.data
+    p = BM25Params(**BM)
+    S = bm25_scores(emb, split, p, False)
+    tline = rs.timeline(emb)
+    qtexts = [str(q) for q in d.questions.question[bn.rows]]
+    years = tuple(range(int(tline.time.astype("datetime64[Y]").astype(int).min()) + 1970,
+                        int(tline.time.astype("datetime64[Y]").astype(int).max()) + 1971))
+    log(HEADER)
+    ref = None
+    no_delta = tl.TemporalParams(**{**LEG.to_dict(), "delta": 0.0})
+    base = rs.temporal_leg_scores(bn, emb, S, no_delta)
+    ev = event_dates([str(t) for t in d.turns.embed_text], tline.time)
+    for name in ("regex (before)", "regex (this round)", "dateparser"):
+        fn = _window_fn(name)
+        t0 = time.perf_counter()
+        wins = [fn(q, years) for q in qtexts]
+        ms = (time.perf_counter() - t0) / len(qtexts) * 1000
+        for use_event in ((False, True) if name == "regex (this round)" else (False,)):
+            F = base.copy()
+            for i, periods in enumerate(wins):
+                if not periods:
+                    continue
+                s0, n = bn.start[i], bn.n[i]
+                t = tline.time[s0: s0 + n]
+                e = ev[s0: s0 + n]
+                hit = np.zeros(n, bool)
+                for a, b in periods:
+                    lo, hi = a - LEG.before_days * tl.DAY, b + LEG.after_days * tl.DAY
+                    hit |= (t >= lo) & (t <= hi)
+                    if use_event:
+                        hit |= (e >= a - tl.DAY) & (e <= b + tl.DAY)  # NaT compares False
+                F[i, :n] += LEG.delta * hit
+            label = f"{name}{' + turn event dates' if use_event else ''}: {sum(map(bool, wins))} dated q, {ms:.3f} ms/q"
+            m = row(bn, label, rs.top_from_scores(F, 10), ref)
+            ref = ref or m
+
+
+@experiment
+def time_cue_parsers(emb, split):
+    """Turns' time cues: the regular expression against 'dateparser finds a date in the turn'."""
+    import warnings
+
+    from dateparser.search import search_dates
+    warnings.filterwarnings("ignore")
+    bn = rs.bench(emb, split)
+    d = bn.data
+    S = bm25_scores(emb, split, BM25Params(**BM), False)
+    full = rs.timeline(emb)
+    texts = [str(t) for t in d.turns.embed_text]
+    log(HEADER)
+    ref = row(bn, f"regex cues: {int(full.cue.sum())} of {len(texts)} turns", leg_top(bn, emb, S))
+    t0 = time.perf_counter()
+    cue = np.array([bool(search_dates(t, languages=["en"])) for t in texts])
+    ms = (time.perf_counter() - t0) / len(texts) * 1000
+    saved = rs.timeline
+    try:
+        rs.timeline = lambda e, t=tl.Timeline(session=full.session, time=full.time, cue=cue): t
+        row(bn, f"dateparser cues: {int(cue.sum())} turns, {ms:.2f} ms/turn", leg_top(bn, emb, S), ref)
+        both = cue | full.cue
+        rs.timeline = lambda e, t=tl.Timeline(session=full.session, time=full.time, cue=both): t
+        row(bn, f"regex or dateparser cues: {int(both.sum())} turns", leg_top(bn, emb, S), ref)
+    finally:
+        rs.timeline = saved
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("experiment", choices=sorted(EXPERIMENTS))

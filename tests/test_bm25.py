@@ -450,3 +450,88 @@ def test_load_validates_params(tmp_path, corpus: list[str], changes: dict, match
 def test_load_missing_directory(tmp_path) -> None:
     with pytest.raises(FileNotFoundError):
         BM25Index.load(tmp_path / "absent")
+
+
+# ---------------------------------------------------------------------- neighbour-text expansion
+def _context_texts(texts: list[str], sessions: np.ndarray, window: int) -> list[str]:
+    """Context documents written out by hand: the text, then its same-session neighbours."""
+    out = []
+    for i, text in enumerate(texts):
+        parts = [text]
+        for distance in range(1, window + 1):
+            parts += [texts[j] for j in (i - distance, i + distance)
+                      if 0 <= j < len(texts) and sessions[j] == sessions[i]]
+        out.append(" ".join(parts))
+    return out
+
+
+@pytest.mark.parametrize("method", BM25_METHODS)
+@pytest.mark.parametrize(("window", "weight"), [(1, 1.0), (2, 0.5)])
+def test_expansion_scores_are_plain_plus_weighted_context(corpus: list[str], queries: list[str], method: str,
+                                                          window: int, weight: float) -> None:
+    rng = np.random.default_rng(SEED)
+    sessions = np.sort(rng.integers(0, 9, size=len(corpus)))
+    params = BM25Params(method=method)
+    plain = BM25Index(corpus, params)
+    context = BM25Index(_context_texts(corpus, sessions, window), params)
+    expanded = BM25Index(corpus, dataclasses.replace(params, context_window=window, context_weight=weight),
+                         sessions=sessions)
+    for query in queries:
+        np.testing.assert_allclose(expanded.scores(query), plain.scores(query) + weight * context.scores(query),
+                                   rtol=1e-5, atol=1e-6)
+
+
+def test_expansion_neighbours_stay_in_their_session() -> None:
+    texts = ["violin lesson today", "how was it", "great", "garden party", "nice"]
+    params = BM25Params(context_window=1)
+    split = BM25Index(texts, params, sessions=np.array([0, 0, 0, 1, 1]))
+    ids, _ = split.top("violin", 5)
+    assert ids.tolist() == [0, 1]          # turn 2 is two steps away, turn 3 in another session
+    one_session = BM25Index(texts, params)  # no keys: corpus order is one session
+    ids, _ = one_session.top("garden", 5)
+    assert ids[0] == 3 and sorted(ids.tolist()) == [2, 3, 4]
+
+
+def test_expansion_takes_a_timeline_and_survives_save_load(tmp_path, corpus: list[str], queries: list[str]) -> None:
+    from fieldrank.temporal import Timeline
+
+    sessions = np.repeat(np.arange(len(corpus) // 4 + 1), 4)[: len(corpus)]
+    params = BM25Params(context_window=2, context_weight=0.75)
+    by_keys = BM25Index(corpus, params, sessions=sessions)
+    by_timeline = BM25Index(corpus, params, sessions=Timeline(session=sessions))
+    by_keys.save(tmp_path / "bm25")
+    loaded = BM25Index.load(tmp_path / "bm25")
+    assert loaded.params == params
+    for query in queries:
+        np.testing.assert_array_equal(by_keys.scores(query), by_timeline.scores(query))
+        np.testing.assert_array_equal(by_keys.scores(query), loaded.scores(query))
+        for a, b in zip(by_keys.top(query, K), loaded.top(query, K)):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_expansion_off_ignores_sessions(corpus: list[str], queries: list[str]) -> None:
+    keyed = BM25Index(corpus, DEFAULT_PARAMS, sessions=np.arange(len(corpus)))
+    plain = BM25Index(corpus, DEFAULT_PARAMS)
+    for query in queries:
+        np.testing.assert_array_equal(keyed.scores(query), plain.scores(query))
+
+
+@pytest.mark.parametrize(("changes", "error", "match"), [
+    ({"context_window": -1}, ValueError, "context_window"),
+    ({"context_window": 1.5}, TypeError, "context_window"),
+    ({"context_window": True}, TypeError, "context_window"),
+    ({"context_weight": 0.0}, ValueError, "context_weight"),
+    ({"context_weight": math.inf}, ValueError, "context_weight"),
+    ({"context_weight": "1"}, TypeError, "context_weight"),
+])
+def test_expansion_params_validation(changes: dict, error: type[Exception], match: str) -> None:
+    with pytest.raises(error, match=match):
+        BM25Params(**changes)
+
+
+def test_expansion_sessions_validation(corpus: list[str]) -> None:
+    params = BM25Params(context_window=1)
+    with pytest.raises(ValueError, match="one key per text"):
+        BM25Index(corpus, params, sessions=np.zeros(len(corpus) - 1, dtype=np.int64))
+    with pytest.raises(ValueError, match="integer array"):
+        BM25Index(corpus, params, sessions=np.zeros(len(corpus)))

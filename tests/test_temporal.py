@@ -55,6 +55,39 @@ def test_date_windows_forms():
         (D("2023-08-11"), D("2023-08-11")), (D("2023-08-15"), D("2023-08-15"))]
 
 
+@pytest.mark.parametrize(("question", "day"), [
+    ("What did she do on 19.01.2024?", "2024-01-19"),
+    ("What happened on the 31 of December 2023?", "2023-12-31"),
+    ("Where was he on 17th of January, 2024?", "2024-01-17"),
+    ("Where was he on the 17th of January 2024?", "2024-01-17"),
+    ("What did Mel do on 8 May, 2023?", "2023-05-08"),
+    ("What did Mel do on May 8, 2023?", "2023-05-08"),
+    ("What did Mel do on May 8th 2023?", "2023-05-08"),
+    ("What happened on Jan. 19th 2024?", "2024-01-19"),
+    ("What happened on Sept 3, 2023?", "2023-09-03"),
+    ("What happened on March the 3rd, 2023?", "2023-03-03"),
+    ("What happened on 2023-05-08?", "2023-05-08"),
+    ("What happened on 2023/05/08?", "2023-05-08"),
+    ("What did she do on 19/01/2024?", "2024-01-19"),
+    ("What did she do on 01/19/2024?", "2024-01-19"),
+    ("What did she do on 9.1.2024?", "2024-01-09"),
+])
+def test_date_windows_every_written_form_is_one_day(question, day):
+    assert tl.date_windows(question) == [(D(day), D(day))]
+
+
+def test_date_windows_ambiguous_numeric_date_names_both_days():
+    # Slashes: 05/08/2023 is 5 August (day first) or May 8 (month first); dots are day first.
+    assert tl.date_windows("on 05/08/2023") == [(D("2023-08-05"), D("2023-08-05")), (D("2023-05-08"), D("2023-05-08"))]
+    assert tl.date_windows("on 05.08.2023") == [(D("2023-08-05"), D("2023-08-05"))]
+    assert tl.date_windows("on 31.02.2023") == []
+
+
+def test_date_windows_day_of_month_without_year():
+    assert tl.date_windows("What did John do on the 3rd of March?", years=(2023,)) == [(D("2023-03-03"), D("2023-03-03"))]
+    assert tl.date_windows("in Sept. 2023") == [(D("2023-09-01"), D("2023-09-30"))]
+
+
 def test_date_windows_without_year_uses_given_years():
     assert tl.date_windows("When did Melanie go camping in June?", years=(2022, 2023)) == [
         (D("2022-06-01"), D("2022-06-30")), (D("2023-06-01"), D("2023-06-30"))]
