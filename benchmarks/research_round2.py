@@ -305,6 +305,164 @@ def time_cue_parsers(emb, split):
         rs.timeline = saved
 
 
+EXPANDED = dict(BM, context_window=2, context_weight=1.0)
+
+
+def field_scores(emb, split, field, params, query_fn=None):
+    """BM25 over another turn field (``text``: without the speaker prefix), sessions from the timeline."""
+    bn = rs.bench(emb, split)
+    d = bn.data
+    idx = BM25Index([str(t) for t in getattr(d.turns, field)], params, sessions=rs.timeline(emb))
+    S = np.full((bn.B, bn.nmax), -np.inf, np.float32)
+    queries = [str(q) for q in d.questions.question[bn.rows]]
+    for i in range(bn.B):
+        s = bn.start[i]
+        q = queries[i] if query_fn is None else query_fn(queries[i], i)
+        S[i, : bn.n[i]] = idx.scores(q)[s: s + bn.n[i]]
+    return S
+
+
+@experiment
+def expansion_index(emb, split):
+    """The index option (BM25Params.context_window) reproduces the hand-built sum; k1/b and variants."""
+    bn = rs.bench(emb, split)
+    log(HEADER)
+    ref = row(bn, "default leg (no expansion)", leg_top(bn, emb, bm25_scores(emb, split, BM25Params(**BM), False)))
+    for window, weight in [(1, 1.0), (2, 0.5), (2, 1.0), (3, 1.0)]:
+        p = BM25Params(**{**BM, "context_window": window, "context_weight": weight})
+        row(bn, f"context_window={window} context_weight={weight}", leg_top(bn, emb, bm25_scores(emb, split, p)), ref)
+    for k1, b in [(0.5, 0.1), (1.2, 0.4), (1.5, 0.75), (0.9, 0.0)]:
+        p = BM25Params(k1=k1, b=b, context_window=2)
+        row(bn, f"  window 2, k1={k1} b={b}", leg_top(bn, emb, bm25_scores(emb, split, p)), ref)
+    for method in ("robertson", "atire", "bm25l", "bm25+"):
+        p = BM25Params(**{**EXPANDED, "method": method})
+        row(bn, f"  window 2, method={method}", leg_top(bn, emb, bm25_scores(emb, split, p)), ref)
+
+
+@experiment
+def levers(emb, split):
+    """Training-free levers on top of the expanded BM25 (window 2): fields, speakers, radius, query terms."""
+    import re
+    bn = rs.bench(emb, split)
+    d = bn.data
+    p = BM25Params(**EXPANDED)
+    S = bm25_scores(emb, split, p)
+    log(HEADER)
+    ref = row(bn, "default leg + expansion (window 2)", leg_top(bn, emb, S))
+    # Speaker-aware: index the text without the "Name: " prefix; or a prior for the named speaker.
+    S_text = field_scores(emb, split, "text", p)
+    row(bn, "BM25 over text without speaker prefix", leg_top(bn, emb, S_text), ref)
+    speakers = np.array([str(x) for x in d.turns.speaker])
+    qtexts = [str(q) for q in d.questions.question[bn.rows]]
+    named = np.zeros((bn.B, bn.nmax), bool)
+    for i, q in enumerate(qtexts):
+        s0, n = bn.start[i], bn.n[i]
+        names = {w for w in re.findall(r"[A-Z][a-z]+", q)}
+        named[i, :n] = np.isin(speakers[s0: s0 + n], list(names))
+    F = rs.temporal_leg_scores(bn, emb, S, LEG)
+    for sigma in (0.1, 0.25, 0.5):
+        row(bn, f"+ {sigma} for turns spoken by a speaker the question names", rs.top_from_scores(F + sigma * named, 10), ref)
+    # Wider neighbour windows of the leg's support.
+    for radius, decay in [(3, 0.5), (1, 0.5), (2, 0.75)]:
+        q = tl.TemporalParams(**{**LEG.to_dict(), "radius": radius, "decay": decay})
+        row(bn, f"neighbour support radius={radius} decay={decay}", leg_top(bn, emb, S, q), ref)
+    for gamma in (0.3, 0.4, 0.6):
+        q = tl.TemporalParams(**{**LEG.to_dict(), "gamma": gamma})
+        row(bn, f"neighbour support gamma={gamma}", leg_top(bn, emb, S, q), ref)
+    for alpha in (0.4, 0.6, 0.7):
+        q = tl.TemporalParams(**{**LEG.to_dict(), "alpha": alpha})
+        row(bn, f"alpha={alpha}", leg_top(bn, emb, S, q), ref)
+    # Query term weighting: drop the question's speaker names from the BM25 query (every turn of
+    # that speaker carries the name), or repeat the rarest query term.
+    drop = re.compile(r"\b(?:" + "|".join(sorted(set(speakers))) + r")(?:'s)?\b")
+    S_drop = field_scores(emb, split, "embed_text", p, lambda q, i: drop.sub(" ", q))
+    row(bn, "BM25 query without speaker names", leg_top(bn, emb, S_drop), ref)
+
+
+@experiment
+def per_type(emb, split):
+    """Per-question-type weights: alpha / gamma by the question's wh-word (fit on tune, both sets)."""
+    import re
+    bn = rs.bench(emb, split)
+    d = bn.data
+    S = bm25_scores(emb, split, BM25Params(**EXPANDED))
+    qtexts = [str(q).lower() for q in d.questions.question[bn.rows]]
+    kind = np.array([next((w for w in ("when", "where", "who", "why", "how", "which", "what") if re.search(rf"\b{w}\b", q)),
+                          "other") for q in qtexts])
+    log("question types: " + ", ".join(f"{k} {int((kind == k).sum())}" for k in np.unique(kind)))
+    log(HEADER)
+    base = rs.temporal_leg_scores(bn, emb, S, LEG)
+    ref = row(bn, "default leg + expansion (one alpha, gamma)", rs.top_from_scores(base, 10))
+    for name, change in [("alpha", (0.4, 0.6)), ("gamma", (0.3, 0.7))]:
+        for value in change:
+            alt = rs.temporal_leg_scores(bn, emb, S, tl.TemporalParams(**{**LEG.to_dict(), name: value}))
+            for k in ("what", "when", "how", "where"):
+                F = np.where((kind == k)[:, None], alt, base)
+                row(bn, f"{name}={value} for '{k}' questions only", rs.top_from_scores(F, 10), ref)
+
+
+@experiment
+def dense_context(emb, split):
+    """The dense analogue of the expansion: cosine to the mean of a turn and its neighbours' vectors."""
+    bn = rs.bench(emb, split)
+    d = bn.data
+    S = bm25_scores(emb, split, BM25Params(**EXPANDED))
+    sess = rs.timeline(emb).session
+    E = d.turn_embeddings.astype(np.float64)
+    log(HEADER)
+    ref = row(bn, "default leg + expansion (window 2)", leg_top(bn, emb, S))
+    saved = bn.cos
+    for window in (1, 2):
+        C = E.copy()
+        n = len(E)
+        for dist in range(1, window + 1):
+            for off in (dist, -dist):
+                j = np.arange(n) + off
+                ok = (j >= 0) & (j < n)
+                ok[ok] &= sess[j[ok]] == sess[np.flatnonzero(ok)]
+                C[ok] += E[j[ok]]
+        C /= np.linalg.norm(C, axis=1, keepdims=True)
+        cos_ctx = np.full_like(bn.cos, -np.inf)
+        for sel, s0, e0 in rs._conv_batches(bn):
+            cos_ctx[np.ix_(sel, np.arange(e0 - s0))] = d.question_embeddings[bn.rows[sel]] @ C[s0:e0].T.astype(np.float32)
+        for beta in (0.5, 1.0):
+            try:
+                bn.cos = np.where(np.isfinite(saved), saved + beta * cos_ctx, -np.inf).astype(np.float32)
+                row(bn, f"dense: cos + {beta}·cos(mean of ±{window} vectors)", leg_top(bn, emb, S), ref)
+            finally:
+                bn.cos = saved
+
+
+@experiment
+def operators(emb, split):
+    """CFS-R / CFS / MMR as rerankers of the default leg's top-P (fused score as relevance), alone and in RRF."""
+    import fieldrank as fr
+    bn = rs.bench(emb, split)
+    d = bn.data
+    S = bm25_scores(emb, split, BM25Params(**EXPANDED))
+    F = rs.temporal_leg_scores(bn, emb, S, LEG)
+    top10 = rs.top_from_scores(F, 10)
+    log(HEADER)
+    ref = row(bn, "default leg + expansion (window 2)", top10)
+    P = 100
+    pool = rs.top_from_scores(F, P)
+    runs = {"cfsr": np.full((bn.B, 50), -1), "cfs": np.full((bn.B, 50), -1), "mmr": np.full((bn.B, 10), -1)}
+    for i in range(bn.B):
+        ids = pool[i][pool[i] >= 0].astype(np.int64)
+        f = F[i, ids]
+        rel = ((f - f.min()) / (f.max() - f.min() or 1.0)).astype(np.float32)  # fused score in [0, 1]
+        C = np.ascontiguousarray(d.turn_embeddings[bn.start[i] + ids])
+        q = d.question_embeddings[bn.rows[i]]
+        for name, res in (("cfsr", fr.cfsr_pool(ids, C, q, 50, w=0.9, sims=rel)),
+                          ("cfs", fr.cfs_pool(ids, C, q, 50, sims=rel)),
+                          ("mmr", fr.mmr_pool(ids, C, q, 10, mu=0.5, sims=rel))):
+            runs[name][i, : len(res.ids)] = res.ids
+    for name, leg in runs.items():
+        row(bn, f"{name} over the leg's top-{P} alone", leg[:, :10], ref)
+        for w_leg in (2.0, 3.0):
+            row(bn, f"  rrf(leg 10 x{w_leg}, {name} x1)", rs.rrf([top10, leg], [w_leg, 1.0], bn.nmax), ref)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("experiment", choices=sorted(EXPERIMENTS))
