@@ -15,10 +15,10 @@ EMB = "minilm-l6-v2"
 
 def test_search_space_is_small_and_stated():
     space = cal.DEFAULT_SPACE
-    assert len(space.legs()) == 3 * 3 * 3 * 2 * 2 * 3 == 324
+    assert len(space.legs()) == 3 * 3 * 3 * 3 * 2 * 2 * 3 == 972
     assert len(space.stacks()) == 2 * 3**3 == 54
     text = space.describe()
-    for needle in ("alpha", "gamma", "radius", "tau", "delta", "bm25", "cfsr_union"):
+    for needle in ("alpha", "gamma", "radius", "tau", "delta", "bm25", "context_window", "cfsr_union"):
         assert needle in text
     assert len(cal.QUICK_SPACE.legs()) == 4
     assert len(cal.QUICK_SPACE.stacks()) == 8

@@ -8,13 +8,15 @@ the split, averaged over the embedding sets given, so one configuration serves a
 Stage 1 — the time-aware leg alone (:mod:`fieldrank.temporal`)::
 
     BM25 (k1, b)  in {(1.5, 0.75) [SPEC §7], (1.2, 0.4), (0.9, 0.2)}
+    BM25 neighbour-text expansion (context_window, context_weight)
+                  in {(0, -) [off], (2, 0.5), (2, 1.0)}
     alpha         in {0.4, 0.5, 0.6}     lexical share of the score blend
     gamma         in {0.3, 0.5, 0.7}     neighbour support
     radius        in {1, 2}              (decay 0.5)
     tau           in {0.5, 1.0}          time-cue prior for time questions
     delta         in {0.5, 1.0, 1.5}     session-date prior for dated questions
                                          (before_days 7, after_days 14)
-    = 324 legs
+    = 972 legs
 
 Stage 2 — the RRF stack around the best leg (weight 1): its depth and the weights of three
 more legs (0 = left out)::
@@ -73,6 +75,8 @@ class SearchSpace:
     """The grid (module docstring). Every field is a tuple of values tried."""
 
     bm25: tuple[tuple[float, float], ...] = ((1.5, 0.75), (1.2, 0.4), (0.9, 0.2))
+    #: (context_window, context_weight) of BM25's neighbour-text expansion; window 0 is off.
+    context: tuple[tuple[int, float], ...] = ((0, 1.0), (2, 0.5), (2, 1.0))
     alpha: tuple[float, ...] = (0.4, 0.5, 0.6)
     gamma: tuple[float, ...] = (0.3, 0.5, 0.7)
     radius: tuple[int, ...] = (1, 2)
@@ -84,11 +88,16 @@ class SearchSpace:
     temporal_depth: tuple[int, ...] = (10, 50)
     extra_weights: tuple[float, ...] = (0.0, 0.25, 0.5)
 
-    def legs(self) -> list[tuple[tuple[float, float], tl.TemporalParams]]:
-        """Stage-1 candidates: (BM25 (k1, b), leg parameters)."""
+    def bm25_params(self) -> list[BM25Params]:
+        """Every BM25 index of the grid: (k1, b) x expansion."""
+        return [BM25Params(k1=k1, b=b, context_window=window, context_weight=weight)
+                for (k1, b), (window, weight) in itertools.product(self.bm25, self.context)]
+
+    def legs(self) -> list[tuple[BM25Params, tl.TemporalParams]]:
+        """Stage-1 candidates: (BM25 parameters, leg parameters)."""
         out = []
         for bm, alpha, gamma, radius, tau, delta in itertools.product(
-                self.bm25, self.alpha, self.gamma, self.radius, self.tau, self.delta):
+                self.bm25_params(), self.alpha, self.gamma, self.radius, self.tau, self.delta):
             out.append((bm, tl.TemporalParams(alpha=alpha, gamma=gamma, radius=radius, decay=self.decay, tau=tau,
                                               delta=delta, before_days=self.before_days,
                                               after_days=self.after_days)))
@@ -100,7 +109,7 @@ class SearchSpace:
                 for w in itertools.product(self.extra_weights, repeat=len(EXTRA_LEGS))]
 
     def describe(self) -> str:
-        return (f"bm25 (k1,b) {list(self.bm25)}; alpha {list(self.alpha)}; gamma {list(self.gamma)}; "
+        return (f"bm25 (k1,b) {list(self.bm25)}; bm25 (context_window, context_weight) {list(self.context)}; alpha {list(self.alpha)}; gamma {list(self.gamma)}; "
                 f"radius {list(self.radius)} (decay {self.decay}); tau {list(self.tau)}; delta {list(self.delta)} "
                 f"(days -{self.before_days}/+{self.after_days}); temporal depth {list(self.temporal_depth)}; "
                 f"extra leg weights {list(self.extra_weights)} for {list(EXTRA_LEGS)}")
@@ -108,7 +117,7 @@ class SearchSpace:
 
 DEFAULT_SPACE = SearchSpace()
 #: A 4-leg / 4-stack space for smoke tests and quick looks.
-QUICK_SPACE = SearchSpace(bm25=((1.5, 0.75), (0.9, 0.2)), alpha=(0.5,), gamma=(0.0, 0.5), radius=(2,), tau=(1.0,),
+QUICK_SPACE = SearchSpace(bm25=((0.9, 0.2),), context=((0, 1.0), (2, 1.0)), alpha=(0.5,), gamma=(0.0, 0.5), radius=(2,), tau=(1.0,),
                           delta=(1.5,), temporal_depth=(10,), extra_weights=(0.0, 0.5))
 
 
@@ -126,7 +135,7 @@ class _Block:
     category: np.ndarray      # (B,)
     intent: np.ndarray        # (B,) bool
     windows: list             # per question, date periods
-    lexical: dict = field(default_factory=dict)   # (k1, b) -> (B, n) BM25 scores
+    lexical: dict = field(default_factory=dict)   # BM25Params -> (B, n) BM25 scores
 
 
 @dataclass
@@ -146,7 +155,7 @@ class _Prepared:
 locomo_timeline = tl.locomo_timeline
 
 
-def _prepare(data_dir, embedding_set: str, split: str, bm25_grid: Sequence[tuple[float, float]]) -> _Prepared:
+def _prepare(data_dir, embedding_set: str, split: str, bm25_grid: Sequence[BM25Params]) -> _Prepared:
     from .evaluation import locomo
 
     data = locomo.load_locomo(data_dir, embedding_set, checksums=False)
@@ -169,10 +178,10 @@ def _prepare(data_dir, embedding_set: str, split: str, bm25_grid: Sequence[tuple
         dense = np.einsum("bd,nd->bn", Q.astype(np.float64), E[rows].astype(np.float64), optimize=False)
         blocks.append(_Block(rows, qtexts, Q, dense, gold, gold.sum(1), qs.category[qrows],
                              intent, windows))
-    for k1, b in bm25_grid:
-        index = BM25Index(texts, BM25Params(k1=k1, b=b))
+    for params in bm25_grid:
+        index = BM25Index(texts, params, sessions=timeline)
         for block in blocks:
-            block.lexical[(k1, b)] = np.stack([index.scores(t)[block.rows] for t in block.texts])
+            block.lexical[params] = np.stack([index.scores(t)[block.rows] for t in block.texts])
     return _Prepared(embedding_set, E, texts, timeline, blocks)
 
 
@@ -218,12 +227,12 @@ def rrf_positions(legs: Sequence[np.ndarray], weights: Sequence[float], n: int, 
     return _top(np.where(present, fused, -np.inf)[:, :n], k)
 
 
-def _leg_scores(prep: _Prepared, block: _Block, bm: tuple[float, float], params: tl.TemporalParams) -> np.ndarray:
+def _leg_scores(prep: _Prepared, block: _Block, bm: BM25Params, params: tl.TemporalParams) -> np.ndarray:
     return tl.temporal_scores(block.dense, block.lexical[bm] if params.alpha > 0 else None, block.rows,
                               prep.timeline, params, intent=block.intent, windows=block.windows)
 
 
-def _cfsr_union(prep: _Prepared, block: _Block, bm: tuple[float, float]) -> np.ndarray:
+def _cfsr_union(prep: _Prepared, block: _Block, bm: BM25Params) -> np.ndarray:
     """The CFS-R union-pool leg as the retriever computes it (sorted union, cosines by the operator)."""
     out = np.full((len(block.texts), CFSR_UNION["depth"]), -1, dtype=np.int64)
     dense_top = _top(block.dense, CFSR_UNION["p"])
@@ -276,12 +285,12 @@ class CalibrationResult:
         return "\n".join(lines) + "\n"
 
 
-def _describe_leg(bm: tuple[float, float], p: tl.TemporalParams) -> str:
-    return (f"bm25 k1={bm[0]} b={bm[1]} alpha={p.alpha} gamma={p.gamma} radius={p.radius} "
+def _describe_leg(bm: BM25Params, p: tl.TemporalParams) -> str:
+    return (f"bm25 k1={bm.k1} b={bm.b} context={bm.context_window}x{bm.context_weight} alpha={p.alpha} gamma={p.gamma} radius={p.radius} "
             f"tau={p.tau} delta={p.delta}")
 
 
-def _build_config(bm: tuple[float, float], params: tl.TemporalParams, depth: int,
+def _build_config(bm: BM25Params, params: tl.TemporalParams, depth: int,
                   weights: tuple[float, float, float], k: int = K):
     from .config import BM25Leg, CFSRLeg, CosineLeg, RetrieverConfig, TemporalLeg
 
@@ -294,7 +303,7 @@ def _build_config(bm: tuple[float, float], params: tl.TemporalParams, depth: int
     if w_cfsr > 0:
         legs.append(CFSRLeg(depth=CFSR_UNION["depth"], weight=w_cfsr, p=CFSR_UNION["p"], pool="union",
                             union_p=CFSR_UNION["union_p"], name="cfsr_union"))
-    return RetrieverConfig(legs=tuple(legs), k=k, k0=K0, bm25=BM25Params(k1=bm[0], b=bm[1]), name="default")
+    return RetrieverConfig(legs=tuple(legs), k=k, k0=K0, bm25=bm, name="default")
 
 
 def calibrate(data_dir=None, embedding_sets: Sequence[str] = ("minilm-l6-v2", "mpnet-base-v2"), split: str = "tune",
@@ -318,8 +327,8 @@ def calibrate(data_dir=None, embedding_sets: Sequence[str] = ("minilm-l6-v2", "m
     t0 = time.time()
     preps = []
     for name in embedding_sets:
-        say(f"loading {name} ({split}) and scoring BM25 for {len(space.bm25)} parameter sets ...")
-        preps.append(_prepare(data_dir, name, split, space.bm25))
+        say(f"loading {name} ({split}) and scoring BM25 for {len(space.bm25_params())} parameter sets ...")
+        preps.append(_prepare(data_dir, name, split, space.bm25_params()))
 
     # Stage 1: the leg alone.
     stage1 = []
