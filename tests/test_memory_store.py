@@ -193,6 +193,8 @@ def test_params_defaults_and_validation():
 
     with pytest.raises(ValueError, match="lucene"):
         MemoryParams(bm25_params=BM25Params(method="robertson"))
+    with pytest.raises(ValueError, match="context_window"):
+        MemoryParams(bm25_params=BM25Params(context_window=2))
     assert set(DEFAULT_PARAMS.to_dict()) >= {f"{g}_quota" for g in GENERATORS}
 
 

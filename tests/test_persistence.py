@@ -312,3 +312,26 @@ def test_timeline_round_trip(corpus, tmp_path: Path) -> None:
         np.testing.assert_array_equal(getattr(loaded.timeline, field), getattr(timeline, field))
     _same_search(retriever, loaded, corpus)
     assert HybridRetriever.load(tmp_path / "idx", config="rrf2").timeline is not None
+
+
+def test_expanded_bm25_round_trip_and_rebuild_use_the_timeline(corpus, tmp_path: Path) -> None:
+    from fieldrank.bm25 import BM25Index, BM25Params
+    from fieldrank.config import TemporalLeg
+    from fieldrank.temporal import Timeline
+
+    texts, E = corpus
+    session = np.repeat(np.arange(3), [11, 11, 11])
+    timeline = Timeline(session=session)
+    expanded = BM25Params(context_window=2, context_weight=0.5)
+    config = RetrieverConfig(legs=(TemporalLeg(depth=8), BM25Leg(depth=8)), bm25=expanded, name="expanded")
+    retriever = HybridRetriever(texts, E, config, timeline=timeline)
+    reference = BM25Index(texts, expanded, sessions=session)
+    np.testing.assert_array_equal(retriever.bm25.scores("kitchen budget"), reference.scores("kitchen budget"))
+    retriever.save(tmp_path / "idx")
+    loaded = HybridRetriever.load(tmp_path / "idx")
+    assert loaded.config.bm25 == expanded
+    np.testing.assert_array_equal(loaded.bm25.scores("kitchen budget"), reference.scores("kitchen budget"))
+    _same_search(retriever, loaded, corpus)
+    # A config change that rebuilds the index keeps the timeline's sessions.
+    rebuilt = HybridRetriever(texts, E, config.replace(bm25=BM25Params()), timeline=timeline).with_config(config)
+    np.testing.assert_array_equal(rebuilt.bm25.scores("garden dog"), reference.scores("garden dog"))
