@@ -569,6 +569,29 @@ def bm25_latency() -> list[str]:
     return [f"| {n} | {1e3 * float(np.median(t)):.3f} ms | {nnz[n]:,} |" for n, t in times.items()]
 
 
+@experiment
+def latency(emb, split):
+    """Median HybridRetriever.search time, shipped default against the default before, interleaved."""
+    from fieldrank.config import RetrieverConfig, TemporalLeg
+    from fieldrank.hybrid import HybridRetriever
+    d = rs.load(emb)
+    new = HybridRetriever([str(t) for t in d.turns.embed_text], d.turn_embeddings, "default",
+                          timeline=tl.locomo_timeline(d))
+    before = new.with_config(RetrieverConfig(legs=(TemporalLeg(depth=10, **DEFAULT_BEFORE["leg"]),),
+                                             bm25=BM25Params(**DEFAULT_BEFORE["bm25"])))
+    Q = d.questions
+    for label, per_conv in (("conversation subset", True), ("all turns", False)):
+        times = {"shipped default": [], "default before": []}
+        for i in range(300 if per_conv else 200):
+            s0, e0 = d.conv_ranges[int(Q.conv_index[i])]
+            sub = np.arange(s0, e0) if per_conv else None
+            for name, R in (("shipped default", new), ("default before", before)):
+                t0 = time.perf_counter()
+                R.search(str(Q.question[i]), d.question_embeddings[i], subset=sub)
+                times[name].append(time.perf_counter() - t0)
+        log(", ".join(f"{n} {1e3 * float(np.median(v)):.3f} ms" for n, v in times.items()) + f" (median, {label})")
+
+
 REPORT_EXPERIMENTS = ("expansion_by_hand", "expansion_more", "expansion_index", "levers", "per_type", "dense_context",
                       "operators", "time_parsers", "time_cue_parsers")
 
