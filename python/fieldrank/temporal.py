@@ -216,7 +216,8 @@ class TemporalParams:
     """Parameters of the time-aware leg (module docstring gives the formula).
 
     The defaults are the values ``fieldrank calibrate`` chose on the LoCoMo tuning split for
-    both local embedders (``python/fieldrank/data/default_config.toml``).
+    both local embedders in issue 8; the shipped ``python/fieldrank/data/default_config.toml``
+    sets its own (since issue 18, with BM25's neighbour-text expansion: γ 0.3).
 
     alpha : lexical share of the base blend, in [0, 1].
     gamma : weight of the neighbour support, >= 0 (0: no propagation).
