@@ -417,7 +417,7 @@ def temporal_batch(E: np.ndarray, Q: np.ndarray, lexical: Optional[np.ndarray], 
         if not np.isfinite(lexical).all():
             msg = "lexical must be finite"
             raise ValueError(msg)
-    _v.check_rows_finite_nonzero(E, "E", rows)
+    _v.check_unit_rows(E, "E", rows)
     if B == 0:
         empty = np.empty((0, min(k, rows.shape[0])))
         return Ranking(empty.astype(np.int64), empty)
