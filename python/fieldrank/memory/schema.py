@@ -60,6 +60,7 @@ WHY_NOT_REASONS: tuple[str, ...] = (
 
 DEFAULT_TENANT = "default"
 DEFAULT_IMPORTANCE = 0.5
+_REPR_TEXT_CHARS = 60  # longer texts are cut in Memory's repr
 DEFAULT_VALENCE = 0.0
 DEFAULT_STORAGE_STRENGTH = 1.0
 SECONDS_PER_DAY = 86400.0
@@ -109,6 +110,13 @@ class Memory:
     tier: str
     tags: tuple[str, ...]
     entities: tuple[str, ...]
+
+    def __repr__(self) -> str:
+        # The embedding is shown by its shape: 384 floats would bury the fields that matter.
+        text = self.text if len(self.text) <= _REPR_TEXT_CHARS else self.text[: _REPR_TEXT_CHARS - 1] + "…"
+        return (f"Memory(id={self.id}, tenant={self.tenant!r}, text={text!r}, tier={self.tier!r}, "
+                f"importance={self.importance:g}, tags={self.tags!r}, "
+                f"embedding=<float32 {self.embedding.shape}>)")
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Memory):
