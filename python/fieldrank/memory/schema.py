@@ -16,6 +16,7 @@ import numpy as np
 
 __all__ = [
     "DEFAULT_IMPORTANCE",
+    "KEYWORD_MODE",
     "DEFAULT_MODE",
     "DEFAULT_STORAGE_STRENGTH",
     "DEFAULT_TENANT",
@@ -33,6 +34,8 @@ __all__ = [
 
 #: Retrieval modes (SPEC §8).
 MODES: tuple[str, ...] = ("hybrid", "vector", "keyword", "full", "rerank")
+#: The one mode that runs on cue text alone (cue_vector optional).
+KEYWORD_MODE = "keyword"
 DEFAULT_MODE = "hybrid"
 
 #: Candidate generators, in the order they run. ``graph`` runs last: it expands the others.
@@ -303,6 +306,19 @@ def embedding_rows(value: object, dim: int, name: str = "embeddings") -> np.ndar
     return np.ascontiguousarray(rows / norms[:, None], dtype=np.float32)
 
 
+def embedding_vector(vector: np.ndarray, dim: int, name: str) -> np.ndarray:
+    """One 1-D embedding as a float32 unit vector; errors name ``name`` and its 1-D shape."""
+    if vector.shape != (dim,):
+        msg = f"{name} must have shape ({dim},) (the store's dim), got {vector.shape}"
+        raise ValueError(msg)
+    try:
+        return embedding_rows(vector[None, :], dim, name)[0]
+    except ValueError as error:  # the row-wise messages speak of "row 0": say it of the vector
+        msg = str(error).replace(", row 0 is not", "").replace("rows must have a non-zero norm, row 0 is",
+                                                                  "must have a non-zero norm, got")
+        raise ValueError(msg) from None
+
+
 def cue_vector(value: object, dim: int) -> np.ndarray:
     """The cue embedding as a float32 unit vector (converted once, like stored embeddings)."""
     array = np.asarray(value) if isinstance(value, (list, tuple)) else value
@@ -315,4 +331,4 @@ def cue_vector(value: object, dim: int) -> np.ndarray:
     if array.dtype.kind in "fiu" and array.shape == (dim,) and not np.any(array):
         msg = "cue_vector must have a non-zero norm, got the zero vector"
         raise ValueError(msg)
-    return embedding_rows(array[None, :], dim, "cue_vector")[0]
+    return embedding_vector(array, dim, "cue_vector")
