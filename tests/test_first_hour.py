@@ -174,3 +174,18 @@ def test_search_with_a_vector_and_no_text_runs_the_dense_legs(tmp_path: Path, rn
     assert json.loads(proc.stdout)["hits"][0]["id"] == 2
     refused = run("search", "--index", "idx", "--vector-file", "q.npy", "--preset", "bm25")
     assert refused.returncode != 0 and "needs --text" in refused.stderr
+
+
+# --------------------------------------------------------------------------- outputs
+
+def test_eval_and_bench_do_not_default_to_the_committed_results(monkeypatch, capsys):
+    from fieldrank import bench
+    from fieldrank.evaluation import command
+
+    args = command.build_parser().parse_args(["locomo"])
+    assert args.out == Path("fieldrank-results") and args.json is False
+    assert command.build_parser().parse_args(["locomo", "--json"]).json is True
+    assert bench.DEFAULT_OUT_DIR == "fieldrank-results"
+    monkeypatch.setattr(command, "missing_dependencies", lambda plot: ["scipy"])
+    assert command.run(args) == command.EXIT_USER_ERROR
+    assert 'pip install ".[eval]"' in capsys.readouterr().err
