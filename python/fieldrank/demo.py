@@ -373,6 +373,11 @@ def _verdict(outcomes: Sequence[MethodOutcome], n_facts: int, cuts: Sequence[int
             part += f" vs {BASELINE_METHOD} {baseline.facts_covered[cut]}/{n_facts}"
             if baseline.repeats[cut]:
                 part += f" (its top {cut} repeats a fact {baseline.repeats[cut]}x)"
+        if baseline is not None:
+            behind = [o for o in outcomes if o.facts_covered[cut] < baseline.facts_covered[cut]]
+            if behind:
+                part += (f"; below {BASELINE_METHOD}: "
+                         + ", ".join(f"{o.method} {o.facts_covered[cut]}/{n_facts}" for o in behind))
         parts.append(part)
     return "; ".join(parts)
 
