@@ -13,7 +13,7 @@ import pytest
 
 from fieldrank import cli
 from fieldrank.config import preset
-from fieldrank.demo import DEMO_METHODS, MARK_RELEVANT, MARK_REPEAT, run_demo
+from fieldrank.demo import CONVERSATION_METHODS, DEMO_METHODS, MARK_RELEVANT, MARK_REPEAT, run_conversation, run_demo
 from fieldrank.hybrid import HybridRetriever
 
 from .conftest import unit_rows
@@ -62,9 +62,15 @@ def test_demo_runs_and_its_verdicts_follow_the_results(tmp_path: Path) -> None:
         assert method in out
     assert f" {MARK_RELEVANT}" in out and f" {MARK_REPEAT}" in out
 
+    assert "default finds evidence that cosine misses" in out and "median latency/query" in out
+
     as_json = _run("demo", "--json", cwd=tmp_path)
     assert as_json.returncode == 0, as_json.stderr
     report = json.loads(as_json.stdout)
+    conversation = report["conversation"]
+    assert set(conversation["methods"]) == set(CONVERSATION_METHODS)
+    for entry in conversation["methods"].values():
+        assert entry["median_latency_ms"] > 0 and 0 <= entry["answered"] <= len(conversation["questions"])
     assert [s["name"] for s in report["scenarios"]] == ["paraphrase_pileup", "partial_evidence"]
     for scenario in report["scenarios"]:
         n_facts = len(scenario["facts"])
@@ -73,6 +79,22 @@ def test_demo_runs_and_its_verdicts_follow_the_results(tmp_path: Path) -> None:
         assert scenario["verdict"] in out
         for method in scenario["methods"].values():
             assert len(method["ids"]) == report["k"]
+
+
+def test_demo_conversation_figures_follow_the_ranks() -> None:
+    """The conversation's counts come from the evidence ranks; the data is the packaged text."""
+    outcome = run_conversation(("cosine", "default"), k=5, repeats=1)
+    c = outcome.conversation
+    assert len(c.texts) == c.embeddings.shape[0] and len(c.questions) == c.question_vectors.shape[0]
+    assert np.allclose(np.linalg.norm(c.embeddings, axis=1), 1.0, atol=1e-5)
+    for method in ("cosine", "default"):
+        ranks = outcome.evidence_ranks[method]
+        assert all(0 <= r <= 5 for question in ranks for r in question)
+        assert sum(outcome.answered(method)) == sum(any(question) for question in ranks)
+    wins = outcome.only("default", "cosine")
+    assert all(outcome.answered("default")[i] and not outcome.answered("cosine")[i] for i in wins)
+    # every evidence turn is a real turn of the session its question names
+    assert all(0 <= e < len(c.texts) for ev in c.evidence for e in ev)
 
 
 def test_demo_report_in_process() -> None:

@@ -314,11 +314,13 @@ def queries(draw, bad: set, E, d: int, rng):
 
 @st.composite
 def subsets(draw, bad: set, n_rows: int, rng):
-    """None or unique in-range ids (any integer dtype, or a list); or a way to get them wrong."""
+    """None, unique in-range ids (any integer dtype, or a list) or a boolean mask of length N; or a
+    way to get them wrong (a mask of another length or with no True entry is wrong too)."""
     if "subset" in bad:
-        kind = draw(st.sampled_from(["duplicate", "out_of_range", "negative", "empty", "float", "2d", "bool"]))
+        kind = draw(st.sampled_from(["duplicate", "out_of_range", "negative", "empty", "float", "2d",
+                                     "mask_length", "mask_none"]))
     else:
-        kind = draw(st.sampled_from(["none"] * 4 + ["int64"] * 3 + ["all", "list", "int32", "uint64"]))
+        kind = draw(st.sampled_from(["none"] * 4 + ["int64"] * 3 + ["all", "list", "int32", "uint64", "mask"]))
     note(f"subset: {kind}")
     if kind == "none":
         return None
@@ -344,8 +346,14 @@ def subsets(draw, bad: set, n_rows: int, rng):
         return ids.astype(np.int32)
     if kind == "uint64":
         return ids.astype(np.uint64)
-    if kind == "bool":
-        return np.ones(n_rows, bool)
+    if kind == "mask":
+        mask = np.zeros(n_rows, bool)
+        mask[ids[ids < n_rows]] = True
+        return mask
+    if kind == "mask_length":
+        return np.ones(n_rows + 1, bool)
+    if kind == "mask_none":
+        return np.zeros(n_rows, bool)
     return ids
 
 
@@ -491,12 +499,17 @@ def _unchanged(before, *arrays) -> None:
     assert before == _snapshot(*arrays), "the operator modified a caller's array"
 
 
+def _subset_ids(subset):
+    ids = np.asarray(subset)
+    return np.flatnonzero(ids) if ids.dtype == np.bool_ else ids.reshape(-1)
+
+
 def _n_candidates(E, subset) -> int:
-    return E.shape[0] if subset is None else len(np.asarray(subset).reshape(-1))
+    return E.shape[0] if subset is None else len(_subset_ids(subset))
 
 
 def _domain(E, subset) -> set:
-    return set(range(E.shape[0])) if subset is None else _id_set(subset)
+    return set(range(E.shape[0])) if subset is None else _id_set(_subset_ids(subset))
 
 
 # Which order each operator promises for its scores (docs/design.md, SPEC).
@@ -1147,15 +1160,19 @@ def test_fixed_cfsr_extreme_norms_match_reference(case):
 
 @given(seed=st.integers(0, 2**32 - 1), q_shift=st.integers(-40, 60), e_shift=st.integers(-30, 30))
 def test_cfsr_is_exactly_equivariant_under_power_of_two_scaling(seed, q_shift, e_shift):
-    """CFS-R runs on power-of-two rescaled inputs, so scaling q by 2^s and E by 2^t (with λ by 4^t)
-    returns bit-identical ids and scores and coefficients times exactly 2^(s-t)."""
+    """CFS-R runs on power-of-two rescaled inputs, so scaling q by 2^s and the pool rows C by 2^t
+    (with λ by 4^t) returns bit-identical ids and scores and coefficients times exactly 2^(s-t).
+    (The pool form: corpus forms accept unit rows only; a caller's pool is taken as given.)"""
     rng = np.random.default_rng(seed)
     E = _unit(rng, 60, 24)
     q = (E[0] + np.float32(0.4) * rng.standard_normal(24).astype(np.float32)).astype(np.float32)
     lam = DEFAULT_LAM
-    base = fieldrank.cfsr(E, q, 12, p=40)
-    scaled = fieldrank.cfsr(E * np.float32(2.0**e_shift), q * np.float32(2.0**q_shift), 12, p=40,
-                            lam=lam * 4.0**e_shift)
+    ids = fieldrank.prefilter(E, q, 40).ids
+    C = np.ascontiguousarray(E[ids])
+    base = fieldrank.cfsr_pool(ids, C, q, 12)
+    assert np.array_equal(base.ids, fieldrank.cfsr(E, q, 12, p=40).ids)
+    scaled = fieldrank.cfsr_pool(ids, C * np.float32(2.0**e_shift), q * np.float32(2.0**q_shift), 12,
+                                 lam=lam * 4.0**e_shift)
     assert np.array_equal(scaled.ids, base.ids)
     assert np.array_equal(scaled.scores, base.scores)
     expected = base.coef.astype(np.float64) * 2.0 ** (q_shift - e_shift)

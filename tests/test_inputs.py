@@ -579,3 +579,75 @@ def test_rrf_bad_rankings(fr, batch):
 def test_rrf_k_above_candidates_is_not_an_error(fr):
     fused = fr.rrf(LEGS, None, 100)
     assert sorted(fused.ids.tolist()) == [1, 2, 3, 5]
+
+
+# --------------------------------------------------------------------------- unit-norm rows and subset forms
+
+CORPUS_FORMS = [(op, f) for op in OPS for f in ("single", "batch")]
+CORPUS_FORM_IDS = [f"{op}-{form}" for op, form in CORPUS_FORMS]
+
+
+@pytest.mark.parametrize("scale", [0.2, 0.99, 1.01, 5.0])
+@pytest.mark.parametrize(("op", "form"), CORPUS_FORMS, ids=CORPUS_FORM_IDS)
+def test_unnormalised_corpus_row_is_refused(fr, good, op, form, scale):
+    """Dot product is the cosine only for unit rows: a scaled row raises, naming the row and its norm."""
+    E = good.E.copy()
+    E[5] *= scale
+    error = raises_same(fr, ValueError, r"^E rows must have unit L2 norm \(\|norm - 1\| <= 0\.001.* row 5 has norm ",
+                        lambda m: run(m, op, form, _with(good, "E", E)))
+    assert f"row 5 has norm {scale:g}." in str(error)
+    assert "np.linalg.norm(E, axis=1, keepdims=True)" in str(error)  # says how to fix it
+    # Read through a subset too, named by its row in E; outside the subset it is never read.
+    raises_same(fr, ValueError, r"row 5 has norm", lambda m: run(m, op, form, _with(_with(good, "E", E), "subset",
+                                                                                       np.array([2, 5, 9]))))
+    run(fr, op, form, _with(_with(good, "E", E), "subset", np.array([2, 6, 9])))
+
+
+@pytest.mark.parametrize(("op", "form"), CORPUS_FORMS, ids=CORPUS_FORM_IDS)
+def test_rows_within_the_unit_norm_tolerance_are_accepted(fr, good, op, form):
+    atol = fieldrank.DEFAULTS["unit_norm_atol"]
+    E = good.E.copy()
+    E[5] *= 1.0 + atol / 2
+    E[6] *= 1.0 - atol / 2
+    run(fr, op, form, _with(good, "E", E))
+
+
+def test_quantized_forms_refuse_unnormalised_rows(fr, good):
+    """quantize refuses such rows (test_quantized.py); an int8 copy of the unit rows also matches a
+    rescaled E (per-row scales), so the exact rescoring is what must catch the scaled row."""
+    QC = fieldrank.quantize(good.E, "int8")
+    E = good.E.copy()
+    E[np.argmax(good.E @ good.q)] *= 2.0  # a candidate row: the exact rescoring reads it
+    for call in (lambda m: m.prefilter_quantized(QC, E, good.q, 3),
+                 lambda m: m.prefilter_quantized_batch(QC, E, good.Q[:1] * 0 + good.q, 3)):
+        raises_same(fr, ValueError, r"^E rows must have unit L2 norm", call)
+
+
+def test_pool_forms_take_rows_as_given(fr, good):
+    """A caller's pool is scored as given (finite, non-zero rows), so scaled rows are accepted."""
+    C = good.C * 3.0
+    got = fr.prefilter_pool(good.ids, C, good.q, 3)
+    np.testing.assert_allclose(got.scores, np.sort(C @ good.q)[::-1][:3], rtol=1e-5)
+
+
+@pytest.mark.parametrize(("op", "form"), CORPUS_FORMS, ids=CORPUS_FORM_IDS)
+def test_boolean_mask_equals_its_ids(fr, good, op, form):
+    """One subset policy for operators and retriever: a boolean mask of shape (N,) means its True rows."""
+    mask = np.zeros(N, dtype=bool)
+    mask[[1, 4, 7, 8, 10]] = True
+    by_mask = run(fr, op, form, _with(good, "subset", mask))
+    by_ids = run(fr, op, form, _with(good, "subset", np.flatnonzero(mask)))
+    np.testing.assert_array_equal(by_mask.ids, by_ids.ids)
+    np.testing.assert_array_equal(by_mask.scores, by_ids.scores)
+    raises_same(fr, ValueError, rf"^subset as a boolean mask must have shape \({N},\), got \(3,\)$",
+                lambda m: run(m, op, form, _with(good, "subset", np.ones(3, dtype=bool))))
+
+
+@pytest.mark.parametrize("empty", [[], (), np.array([]), np.array([], dtype=np.int64)],
+                         ids=["list", "tuple", "float-array", "int-array"])
+@pytest.mark.parametrize(("op", "form"), CORPUS_FORMS, ids=CORPUS_FORM_IDS)
+def test_empty_subset_is_refused_clearly(fr, good, op, form, empty):
+    raises_same(fr, ValueError, r"^subset must hold at least one id, got an empty array$",
+                lambda m: run(m, op, form, _with(good, "subset", empty)))
+    raises_same(fr, ValueError, r"^subset as a boolean mask selects no rows",
+                lambda m: run(m, op, form, _with(good, "subset", np.zeros(N, dtype=bool))))

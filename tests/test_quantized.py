@@ -26,7 +26,10 @@ def variant(request):
 @pytest.mark.parametrize("kind", KINDS)
 def test_native_and_reference_codes_are_identical(rng, kind):
     E = unit_rows(rng, 500, 77)
-    E[3] *= 1e-3  # rows need not be unit
+    # A unit row with one dominant value and tiny others: its int8 scale differs from the rest.
+    E[3] = 1e-4
+    E[3, 5] = 1.0
+    E[3] /= np.linalg.norm(E[3])
     native, numpy_twin = fieldrank.quantize(E, kind), ref.quantize(E, kind)
     assert native.kind == numpy_twin.kind == kind
     np.testing.assert_array_equal(native.codes, numpy_twin.codes)
@@ -39,6 +42,19 @@ def test_native_and_reference_codes_are_identical(rng, kind):
         assert native.codes.dtype == np.uint16
         np.testing.assert_allclose(native.dequantize(), E, rtol=2.0**-8)
     assert native.nbytes < E.nbytes
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_quantize_rejects_rows_that_are_not_unit(rng, kind):
+    """The quantized scan ranks by dot product, like the prefilter: both modules refuse alike."""
+    E = unit_rows(rng, 50, 16)
+    E[7] *= 3.0
+    messages = []
+    for module in (fieldrank, ref):
+        with pytest.raises(ValueError, match=r"E rows must have unit L2 norm .* row 7 has norm 3\b") as info:
+            module.quantize(E, kind)
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -1,4 +1,10 @@
-"""Build fieldrank's two "kitchen" demo scenarios with real sentence embeddings.
+"""Build fieldrank's demo data with real sentence embeddings: the conversation and the two
+"kitchen" scenarios.
+
+The conversation (``tools/demo_conversation.py``: four dated sessions, 79 turns, 21 questions
+with evidence turns) is original text written for fieldrank, redistributable under the
+package's MIT licence; no LoCoMo text is used (LoCoMo is CC BY-NC). Its turns are embedded as
+"speaker: text" and stored in the manifest's ``conversation`` entry with their session dates.
 
 Writes (tiny, committed):
 
@@ -7,7 +13,8 @@ Writes (tiny, committed):
   sha256 of the .npy;
 * ``python/fieldrank/data/demo_embeddings.npy`` - float32 (rows, 384),
   L2-normalised rows: the memory rows of every scenario (in scenario order),
-  followed by one query row per scenario.
+  followed by one query row per scenario, then the conversation's turns and
+  questions.
 
 Scenario texts come from the write-ups in ``shared/seeds/000_*.txt``: the CFS
 write-up's *paraphrase pile-up* example (four rewordings of the $40k kitchen
@@ -146,6 +153,40 @@ def sha256_file(path):
         return hashlib.sha256(f.read()).hexdigest()
 
 
+def build_conversation():
+    """The demo conversation (tools/demo_conversation.py) as the manifest stores it.
+
+    ``turns``: one entry per turn in chronological order (``session`` from 0, ``date`` ISO,
+    ``speaker``, ``text``; the embedded text is "speaker: text"); ``questions``: the question,
+    its LoCoMo-style category and the indices of its evidence turns.
+    """
+    sys.path.insert(0, HERE)
+    from demo_conversation import QUESTIONS, SESSIONS, SPEAKERS
+
+    turns, first_turn = [], []
+    for number, (date, session_turns) in enumerate(SESSIONS):
+        first_turn.append(len(turns))
+        for speaker, text in session_turns:
+            turns.append({"session": number, "date": date, "speaker": speaker, "text": text})
+    questions = []
+    for question, category, evidence in QUESTIONS:
+        rows = [first_turn[session - 1] + turn - 1 for session, turn in evidence]
+        for (session, turn), row in zip(evidence, rows):
+            assert turns[row]["session"] == session - 1, (question, session, turn)
+        questions.append({"question": question, "category": category, "evidence": rows})
+    return {
+        "title": "Two friends over four sessions (original text, MIT like the package)",
+        "source": "tools/demo_conversation.py (written for fieldrank; no LoCoMo text)",
+        "speakers": list(SPEAKERS),
+        "turns": turns,
+        "questions": questions,
+    }
+
+
+def turn_text(turn):
+    return f"{turn['speaker']}: {turn['text']}"
+
+
 def generate():
     sys.path.insert(0, HERE)
     from embed_texts import embed, model_info
@@ -160,6 +201,13 @@ def generate():
         s["query_row"] = row
         texts.append(s["query"])
         row += 1
+    conversation = build_conversation()
+    conversation["turn_rows"] = [row, row + len(conversation["turns"])]
+    texts.extend(turn_text(t) for t in conversation["turns"])
+    row += len(conversation["turns"])
+    conversation["question_rows"] = [row, row + len(conversation["questions"])]
+    texts.extend(q["question"] for q in conversation["questions"])
+    row += len(conversation["questions"])
 
     E = embed(texts)  # one call, fixed order: reproducible on the same stack
     assert E.shape == (len(texts), 384) and E.dtype == np.float32
@@ -173,16 +221,19 @@ def generate():
 
     info = model_info()
     manifest = {
-        "description": "fieldrank demo scenarios (kitchen paraphrase pile-up and "
-                       "partial-evidence dilution) with real all-MiniLM-L6-v2 embeddings.",
+        "description": "fieldrank demo data: a four-session conversation with questions and "
+                       "evidence, and the kitchen scenarios (paraphrase pile-up, partial-evidence "
+                       "dilution), with real all-MiniLM-L6-v2 embeddings.",
         "generator": "tools/make_demo_data.py",
         "embeddings_file": NPY_NAME,
         "embeddings_sha256": sha256_file(npy_path),
         "rows": int(E.shape[0]),
-        "layout": "memory rows of every scenario in order, then one query row per scenario; "
-                  "see memory_rows [start, stop) and query_row",
+        "layout": "memory rows of every scenario in order, then one query row per scenario "
+                  "(memory_rows [start, stop), query_row), then the conversation's turns "
+                  "(conversation.turn_rows) and questions (conversation.question_rows)",
         **info,
         "scenarios": scenarios,
+        "conversation": conversation,
     }
     with open(os.path.join(DATA_DIR, JSON_NAME), "w", encoding="utf-8") as f:
         json.dump(manifest, f, indent=2, ensure_ascii=False)

@@ -179,15 +179,17 @@ TEST_CASE("ring: bad arguments throw std::invalid_argument naming the argument")
                       "q must have a non-zero norm");
 }
 
-TEST_CASE("ring: rows of norm 1e19 do not overflow the neighbour sum") {
+TEST_CASE("ring_pool: rows of norm 1e19 do not overflow the neighbour sum") {
     // Every product is 1e38; five of them summed in float were inf, and 0·inf made NaN scores.
+    // A caller's pool is taken as given; the corpus form refuses such rows (not unit).
     const RowMatrixXf E = RowMatrixXf::Constant(6, 1, 1e19f);
     const VectorXf q = vec({1e19f});
+    CHECK_THROWS_WITH(ring(E, q, 3, RingParams{}), std::invalid_argument, "E rows must have unit L2 norm");
     for (const double alpha : {0.0, 0.5, 1.0}) {
         RingParams params;
         params.alpha = alpha;
         params.laps = 1;
-        const Ranking r = ring(E, q, 3, params);
+        const Ranking r = ring_pool(ids({0, 1, 2, 3, 4, 5}), E, q, 3, params);
         REQUIRE(r.scores.size() == 3);
         for (Index i = 0; i < r.scores.size(); ++i) CHECK_CLOSE(r.scores[i] / 1e38, 1.0, 1e-5);
     }

@@ -59,6 +59,7 @@ def tie_key(seed: int, lap: int, ids):
 _LAZY = {
     "HybridRetriever": ".hybrid",
     "SearchResult": ".hybrid",
+    "SearchHit": ".hybrid",
     "LegHits": ".hybrid",
     "RetrieverConfig": ".config",
     "CosineLeg": ".config",
@@ -83,7 +84,7 @@ __all__ = [
     "rrf", "rrf_batch",
     "QuantizedCorpus", "quantize", "prefilter_quantized", "prefilter_quantized_batch",
     # lazy (see _LAZY): the hybrid retriever and its configuration
-    "HybridRetriever", "SearchResult", "LegHits", "RetrieverConfig", "CosineLeg", "BM25Leg", "CFSRLeg",
+    "HybridRetriever", "SearchResult", "SearchHit", "LegHits", "RetrieverConfig", "CosineLeg", "BM25Leg", "CFSRLeg",
     "CFSLeg", "MMRLeg", "RingLeg", "PRESET_NAMES", "preset", "IndexFormatError",
 ]
 

@@ -6,7 +6,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["Ranking", "Reconstruction"]
+__all__ = ["Ranking", "Reconstruction", "SearchHit"]
 
 
 class Ranking(NamedTuple):
@@ -27,3 +27,16 @@ class Reconstruction(NamedTuple):
     ids: np.ndarray
     scores: np.ndarray
     coef: np.ndarray
+
+
+class SearchHit(NamedTuple):
+    """One hit of a :class:`~fieldrank.hybrid.SearchResult`: iterate or index a result to get them.
+
+    ``id`` is the document's position in the retriever's corpus, ``score`` its fused score
+    (float), ``text`` its text and ``rank`` its place in the result (1 = best).
+    """
+
+    rank: int
+    id: int
+    score: float
+    text: str

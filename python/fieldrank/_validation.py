@@ -22,6 +22,12 @@ from . import _core
 
 DEFAULTS = _core.DEFAULTS
 _MIN_ROW_NORM_SQ = DEFAULTS["min_row_norm_sq"]
+#: A corpus row's L2 norm may differ from 1 by at most this (the operators rank by dot product,
+#: which is the cosine only for unit rows). One constant, from the C++ table.
+UNIT_NORM_ATOL = DEFAULTS["unit_norm_atol"]
+# The bounds on the squared norm, rounded to float32 exactly as the native scans round them.
+_UNIT_NORM_SQ_LO = np.float32((1.0 - UNIT_NORM_ATOL) * (1.0 - UNIT_NORM_ATOL))
+_UNIT_NORM_SQ_HI = np.float32((1.0 + UNIT_NORM_ATOL) * (1.0 + UNIT_NORM_ATOL))
 #: Largest finite float32: the native kernels compute in float32 and cast every real parameter to float.
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 #: Smallest positive float32 (subnormal): a positive parameter below it would become 0 in the kernels.
@@ -100,6 +106,33 @@ def check_rows_finite_nonzero(E: np.ndarray, name: str = "E", rows: Optional[np.
     msg = (
         f"{name} rows must have a non-zero, finite norm (L2-normalised rows expected); "
         f"row {row} has squared norm {norms_sq[position]:g}"
+    )
+    raise ValueError(msg)
+
+
+def check_unit_rows(E: np.ndarray, name: str = "E", rows: Optional[np.ndarray] = None) -> None:
+    """Reject corpus rows that are not finite with unit L2 norm (within :data:`UNIT_NORM_ATOL`).
+
+    The native operators check this in the pass that scores each row; this is their numpy twin:
+    the first bad row (in ``rows`` order) is reported by its row number in ``E``, non-finite
+    values first, then a zero or overflowing norm, then a norm other than 1, with the native
+    messages.
+    """
+    X = E if rows is None else E[rows]
+    with np.errstate(over="ignore", invalid="ignore"):
+        norms32 = np.einsum("ij,ij->i", X, X)
+    unit = (norms32 >= _UNIT_NORM_SQ_LO) & (norms32 <= _UNIT_NORM_SQ_HI)
+    if bool(np.all(unit)):
+        return
+    position = int(np.flatnonzero(~unit)[0])
+    row = position if rows is None else int(rows[position])
+    # The finite, non-zero checks and their messages, on the one offending row.
+    check_rows_finite_nonzero(E, name, np.array([row], dtype=np.int64))
+    norm = float(np.sqrt(np.einsum("i,i->", X[position], X[position], dtype=np.float64)))
+    msg = (
+        f"{name} rows must have unit L2 norm (|norm - 1| <= {UNIT_NORM_ATOL:g}: the operators rank by dot "
+        f"product, which is the cosine only for unit rows); row {row} has norm {norm:g}. "
+        "Normalise the rows once: E / np.linalg.norm(E, axis=1, keepdims=True)"
     )
     raise ValueError(msg)
 
@@ -270,21 +303,37 @@ def _first_repeat(ids: np.ndarray) -> Optional[int]:
     return int(repeats[0]) if repeats.size else None
 
 
-def subset(x: object, n_rows: int) -> Optional[np.ndarray]:
-    """Optional row restriction: unique ids in [0, n_rows)."""
+def subset(x: object, n_rows: int, name: str = "subset") -> Optional[np.ndarray]:
+    """Optional row restriction, as unique int64 ids in [0, n_rows).
+
+    Accepted: integer ids (array, list, tuple, range) or a boolean mask of shape (n_rows,).
+    One policy for every operator and the retriever: an empty subset (no ids, or a mask with no
+    True entry) selects no rows and is refused with ``ValueError``, never answered with nothing.
+    """
     if x is None:
         return None
-    ids = id_array(x, "subset")
-    if ids.size == 0:
-        msg = "subset must hold at least one id, got an empty array"
+    if isinstance(x, (list, tuple, range)):
+        x = np.asarray(x) if len(x) else np.empty(0, dtype=np.int64)
+    if isinstance(x, np.ndarray) and x.dtype == np.bool_:
+        if x.shape != (n_rows,):
+            msg = f"{name} as a boolean mask must have shape ({n_rows},), got {x.shape}"
+            raise ValueError(msg)
+        x = np.flatnonzero(x)
+        if x.size == 0:
+            msg = f"{name} as a boolean mask selects no rows (every entry is False); it must select at least one"
+            raise ValueError(msg)
+    if isinstance(x, np.ndarray) and x.size == 0:
+        # Any dtype: np.asarray([]) is float64, and the message should be about emptiness.
+        msg = f"{name} must hold at least one id, got an empty array"
         raise ValueError(msg)
+    ids = id_array(x, name)
     low, high = int(ids.min()), int(ids.max())
     if low < 0 or high >= n_rows:
-        msg = f"subset ids must lie in [0, {n_rows}), got ids from {low} to {high}"
+        msg = f"{name} ids must lie in [0, {n_rows}), got ids from {low} to {high}"
         raise ValueError(msg)
     repeat = _first_repeat(ids)
     if repeat is not None:
-        msg = f"subset ids must be unique, got {repeat} more than once"
+        msg = f"{name} ids must be unique, got {repeat} more than once"
         raise ValueError(msg)
     return ids
 

@@ -7,13 +7,15 @@ In one run, on this machine, it measures the native operators against the numpy 
 Every comparison interleaves the contenders round by round, so load drifting during the run hits
 both alike; figures are medians with min–max over the rounds, and ratios are medians of the
 per-round ratios. It checks the performance targets of the project as ratios (never absolute
-times) and writes ``docs/results/performance.md`` and ``docs/results/performance.png``.
+times) and writes ``performance.md`` and ``performance.png`` into ``--out``.
 
 One-thread comparisons run with single-threaded BLAS and faiss: the module re-executes itself
 with ``OPENBLAS_NUM_THREADS=1`` (and the MKL/OMP equivalents) unless they are already set.
 
 Options: ``--quick`` (small sizes, fewer rounds; a minute or two), ``--out DIR`` (default
-``docs/results`` under the current directory), ``--no-write``, ``--rounds N``.
+``./fieldrank-results``, created if missing and printed; ``--out docs/results`` regenerates the
+committed ``docs/results/performance.md``), ``--no-write``, ``--json`` (print the targets and
+measurements as JSON on stdout), ``--rounds N``.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ from typing import Callable, Dict, List, Optional
 import numpy as np
 
 _THREAD_ENV = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+#: Default --out: a folder of its own in the working directory, never the committed docs/results.
+DEFAULT_OUT_DIR = "fieldrank-results"
 
 __all__ = ["main", "locomo_stack_inputs", "run_stack"]
 
@@ -762,8 +766,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m fieldrank.bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes and fewer rounds")
     parser.add_argument("--rounds", type=int, default=None, help="interleaved rounds per comparison")
-    parser.add_argument("--out", default="docs/results", help="directory for performance.md/.png")
+    parser.add_argument("--out", default=DEFAULT_OUT_DIR,
+                        help="directory for performance.md/.png (default: ./%(default)s; "
+                             "docs/results regenerates the committed files)")
     parser.add_argument("--no-write", action="store_true", help="print the targets only")
+    parser.add_argument("--json", action="store_true", help="print targets and measurements as JSON on stdout")
     parser.add_argument("--skip", nargs="*", default=[],
                         choices=["probe", "prefilter", "threads", "quantized", "cfsr", "greedy", "stack", "memory"])
     args = parser.parse_args(argv)
@@ -772,7 +779,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         return subprocess.call([sys.executable, "-m", "fieldrank.bench", *(argv if argv is not None else sys.argv[1:])],
                                env=env)
     rounds = args.rounds or (5 if args.quick else 11)
-    command = "python -m fieldrank.bench" + (" --quick" if args.quick else "")
+    command = "python -m fieldrank.bench" + (" --quick" if args.quick else "") + f" --out {args.out}"
     machine = machine_description()
     log(f"fieldrank bench on {machine['cpu']} ({machine['cores']} cores), load {machine['load']}")
     report = Report(args)
@@ -790,14 +797,32 @@ def main(argv: Optional[List[str]] = None) -> int:
             step()
     elapsed = time.perf_counter() - start
     met = sum(t.met for t in report.targets)
-    print(f"\n{met} of {len(report.targets)} targets met ({elapsed:.0f} s)")
+    summary = print if not args.json else log  # with --json, stdout holds the JSON alone
+    summary(f"\n{met} of {len(report.targets)} targets met ({elapsed:.0f} s)")
     for t in report.targets:
         exact = "" if t.met else f" ({t.value:.4g} vs {t.threshold:g})"
-        print(f"  [{'met' if t.met else 'MISSED'}] {t.area}: {t.claim} -> {t.measured}{exact}")
+        summary(f"  [{'met' if t.met else 'MISSED'}] {t.area}: {t.claim} -> {t.measured}{exact}")
     if not args.no_write:
         write_outputs(report, Path(args.out), machine, command, elapsed)
-        print(f"wrote {Path(args.out) / 'performance.md'} and performance.png")
+        summary(f"wrote {Path(args.out) / 'performance.md'} and performance.png")
+    if args.json:
+        print(json.dumps(report_json(report, machine, command, elapsed), indent=2, default=str))
     return 0
+
+
+def report_json(report: "Report", machine: dict, command: str, elapsed: float) -> dict:
+    """The run as JSON: machine, command, every target (with met) and the measured tables."""
+    from dataclasses import asdict
+
+    return {
+        "command": command,
+        "machine": machine,
+        "elapsed_s": elapsed,
+        "targets": [{**asdict(t), "met": t.met} for t in report.targets],
+        "chart_rows": [list(row) for row in report.chart_rows],
+        "probe": report.probe,
+        "sections_markdown": report.sections,
+    }
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 Subcommands
 -----------
-``fieldrank demo``     the write-ups' two kitchen scenarios through every method (no data, no network)
+``fieldrank demo``     a conversation and the kitchen scenarios through every method (data shipped, no network)
 ``fieldrank index``    build a hybrid index from texts + embeddings and save it
 ``fieldrank search``   query a saved index
 
@@ -359,6 +359,16 @@ def _lexical_only(config):
     return config.replace(legs=legs, name=f"{config.name}, lexical legs only")
 
 
+def _dense_only(config):
+    """The legs of ``config`` that need no query text (or the ``cosine`` preset)."""
+    from .config import preset
+
+    legs = tuple(leg for leg in config.legs if not leg.needs_text)
+    if not legs:
+        return preset("cosine").replace(k=config.k)
+    return config.replace(legs=legs, name=f"{config.name}, dense legs only")
+
+
 def _search_run(args: argparse.Namespace) -> int:
     from .hybrid import HybridRetriever
 
@@ -377,8 +387,15 @@ def _search_run(args: argparse.Namespace) -> int:
         _note(f"no --vector-file: running only the lexical legs (config {config.name!r}); dense legs "
               f"{', '.join(dense)} need a query embedding")
     if args.text is None and config.needs_text:
-        msg = f"configuration {config.name!r} has a BM25 leg or a union pool and needs --text"
-        raise CommandError(msg)
+        lexical = [leg.name for leg in config.legs if leg.needs_text]
+        if chosen is not None or vector is None:
+            msg = (f"configuration {config.name!r} has legs that read the query text ({', '.join(lexical)}) and "
+                   "needs --text" + ("" if vector is None else ", or use --preset cosine for a dense search"))
+            raise CommandError(msg)
+        config = _dense_only(config)
+        retriever = retriever.with_config(config)
+        _note(f"no --text: running only the dense legs (config {config.name!r}); legs "
+              f"{', '.join(lexical)} need the query text")
     result = retriever.search(args.text, vector, args.k)
     if args.json:
         _print_json({"index": str(args.index), "n_docs": len(retriever), **result.to_dict()})
@@ -417,7 +434,7 @@ def _format_hits(result, n_docs: int) -> str:
 
 # ------------------------------------------------------------------ parser and entry point
 register_subcommand(
-    "demo", help="the write-ups' two kitchen scenarios through every method (no data, no network)",
+    "demo", help="a multi-session conversation and the write-ups' kitchen scenarios through every method (data shipped, no network)",
     add_arguments=_demo_arguments, run=_demo_run,
     description="Runs the paraphrase pile-up and partial-evidence scenarios (shipped with the package) through "
                 "cosine, BM25, CFS, CFS-R and the hybrid presets, and shows what each returns side by side.",

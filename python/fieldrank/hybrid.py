@@ -43,13 +43,14 @@ import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Optional, Union
+from typing import Any, Iterator, NamedTuple, Optional, Union, overload
 
 import numpy as np
 
 from . import _validation as _v
 from . import operators as ops
 from . import temporal as _temporal
+from ._results import SearchHit
 from .bm25 import BM25Index
 from .config import (
     POOL_UNION,
@@ -66,7 +67,7 @@ from .config import (
     resolve_config,
 )
 
-__all__ = ["UNIT_NORM_ATOL", "HybridRetriever", "LegHits", "SearchResult"]
+__all__ = ["UNIT_NORM_ATOL", "HybridRetriever", "LegHits", "SearchHit", "SearchResult"]
 
 
 def __dir__() -> list[str]:
@@ -75,7 +76,7 @@ def __dir__() -> list[str]:
 
 #: Largest accepted deviation of a row or query norm from 1 when ``normalize=False``
 #: (float32 rounding of unit vectors, and dequantised int8 embeddings, stay well inside it).
-UNIT_NORM_ATOL = 1e-3
+UNIT_NORM_ATOL = _v.UNIT_NORM_ATOL
 _ID_DTYPE = np.int64
 _SCORE_DTYPE = np.float64
 
@@ -183,6 +184,31 @@ class SearchResult:
 
     def __len__(self) -> int:
         return int(self.ids.shape[0])
+
+    def _hit(self, position: int) -> SearchHit:
+        doc = int(self.ids[position])
+        return SearchHit(position + 1, doc, float(self.scores[position]), self._corpus_texts[doc])
+
+    def __iter__(self) -> Iterator[SearchHit]:
+        """The hits best first, each a :class:`SearchHit` ``(rank, id, score, text)``."""
+        return (self._hit(i) for i in range(len(self)))
+
+    @overload
+    def __getitem__(self, index: int) -> SearchHit: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[SearchHit]: ...
+    def __getitem__(self, index: Union[int, slice]) -> Union[SearchHit, list[SearchHit]]:
+        """``result[0]`` is the best hit; ``result[:3]`` a list of the first three."""
+        if isinstance(index, slice):
+            return [self._hit(i) for i in range(*index.indices(len(self)))]
+        if not isinstance(index, (int, np.integer)) or isinstance(index, (bool, np.bool_)):
+            msg = f"SearchResult indices must be integers or slices, got {type(index).__name__}"
+            raise TypeError(msg)
+        position = int(index) + len(self) if index < 0 else int(index)
+        if not 0 <= position < len(self):
+            msg = f"hit index {int(index)} out of range for a result of {len(self)} hits"
+            raise IndexError(msg)
+        return self._hit(position)
 
     def __repr__(self) -> str:
         return f"SearchResult(config={self.config.name!r}, ids={self.ids.tolist()})"

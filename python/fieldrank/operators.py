@@ -42,10 +42,11 @@ def prefilter(E: np.ndarray, q: np.ndarray, p: int = _D["p"], *, subset: Optiona
 
     Parameters
     ----------
-    E : (N, d) float32, rows L2-normalised.
+    E : (N, d) float32, unit rows (norm within ``DEFAULTS["unit_norm_atol"]`` of 1, else ValueError).
     q : (d,) float32.
     p : number of rows to keep; min(p, N) are returned.
-    subset : optional int64 row ids; only these rows are ranked.
+    subset : optional int64 row ids or a boolean mask of shape (N,); only these rows are ranked
+        (an empty subset is a ValueError).
     """
     E, q, subset = _v.corpus_call(E, q, subset)
     return _ranking(_core.prefilter(E, q, _v.positive_int(p, "p"), subset))

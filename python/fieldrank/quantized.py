@@ -134,7 +134,7 @@ def quantize(E: np.ndarray, kind: str = "int8") -> QuantizedCorpus:
 
     Parameters
     ----------
-    E : (N, d) float32, rows finite and non-zero (checked once here).
+    E : (N, d) float32, rows finite with unit L2 norm (checked once here; see ``DEFAULTS["unit_norm_atol"]``).
     kind : "bf16" (2 bytes per value) or "int8" (1 byte per value plus a scale per row).
     """
     kind = _kind(kind)

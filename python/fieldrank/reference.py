@@ -95,7 +95,7 @@ def prefilter(E: np.ndarray, q: np.ndarray, p: int = _D["p"], *, subset: Optiona
     """Cosine top-``p`` of the rows of ``E`` for ``q`` (SPEC §1)."""
     E, q, subset = _v.corpus_call(E, q, subset)
     p = _v.positive_int(p, "p")
-    _v.check_rows_finite_nonzero(E, rows=subset)
+    _v.check_unit_rows(E, rows=subset)
     ids, _, sims = _corpus_pool(E, q, p, subset)
     return Ranking(ids, sims)
 
@@ -122,7 +122,7 @@ def quantize(E: np.ndarray, kind: str = "int8") -> QuantizedCorpus:
     """numpy twin of :func:`fieldrank.quantize`: bit-identical bf16 or int8 codes."""
     kind = _q._kind(kind)
     E = _v.corpus(E)
-    _v.check_rows_finite_nonzero(E)
+    _v.check_unit_rows(E)
     if kind == "bf16":
         return QuantizedCorpus("bf16", _q.bf16_codes(E))
     return QuantizedCorpus("int8", *_q.int8_codes(E))
@@ -148,7 +148,7 @@ def prefilter_quantized(QC: QuantizedCorpus, E: np.ndarray, q: np.ndarray, p: in
     p, factor = _v.positive_int(p, "p"), _q._factor(rescore_factor)
     rows = np.arange(E.shape[0], dtype=np.int64) if subset is None else subset
     candidates = rows[_order(_quantized_scores(QC, rows, q), rows, factor * p)]
-    _v.check_rows_finite_nonzero(E[candidates])
+    _v.check_unit_rows(E, rows=candidates)
     sims = _dots(E[candidates].astype(np.float64), q.astype(np.float64))
     top = _order(sims, candidates, p)
     return Ranking(candidates[top], sims[top])
@@ -213,7 +213,7 @@ def cfsr(E: np.ndarray, q: np.ndarray, k: int = _D["cfsr_k"], *, p: int = _D["p"
     E, q, subset = _v.corpus_call(E, q, subset)
     k, w, lam, iters, tol, fista = _v.cfsr_params(k, w, lam, iters, tol, fista)
     p = _v.positive_int(p, "p")
-    _v.check_rows_finite_nonzero(E, rows=subset)
+    _v.check_unit_rows(E, rows=subset)
     ids, C, r = _corpus_pool(E, q, p, subset)
     return _cfsr_on_pool(ids, C, r, k, w, lam, iters, tol, fista)
 
@@ -272,7 +272,7 @@ def cfs(E: np.ndarray, q: np.ndarray, k: int = _D["cfs_k"], *, p: int = _D["p"],
     E, q, subset = _v.corpus_call(E, q, subset)
     k, sigma, beta, eps = _v.cfs_params(k, sigma, beta, eps)
     p = _v.positive_int(p, "p")
-    _v.check_rows_finite_nonzero(E, rows=subset)
+    _v.check_unit_rows(E, rows=subset)
     ids, C, f = _corpus_pool(E, q, p, subset)
     return _cfs_on_pool(ids, C, f, k, sigma, beta, eps)
 
@@ -318,7 +318,7 @@ def mmr(E: np.ndarray, q: np.ndarray, k: int = _D["mmr_k"], *, p: int = _D["p"],
     E, q, subset = _v.corpus_call(E, q, subset)
     k, mu = _v.mmr_params(k, mu)
     p = _v.positive_int(p, "p")
-    _v.check_rows_finite_nonzero(E, rows=subset)
+    _v.check_unit_rows(E, rows=subset)
     ids, C, sims = _corpus_pool(E, q, p, subset)
     return _mmr_on_pool(ids, C, sims, k, mu)
 
@@ -392,7 +392,7 @@ def ring(E: np.ndarray, q: np.ndarray, k: int = _D["ring_k"], *, alpha: float = 
     """Ring survival laps (SPEC §5) over the prefilter top-(2k)."""
     E, q, subset = _v.corpus_call(E, q, subset)
     k, alpha, laps, seed, ablation = _v.ring_params(k, alpha, laps, seed, ablation)
-    _v.check_rows_finite_nonzero(E, rows=subset)
+    _v.check_unit_rows(E, rows=subset)
     ids, C, sims = _corpus_pool(E, q, k * _D["ring_pool_factor"], subset)
     return _ring_on_pool(ids, C, sims, k, alpha, laps, seed, ablation)
 

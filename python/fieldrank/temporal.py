@@ -283,7 +283,7 @@ class Timeline:
         object.__setattr__(self, "session", session.astype(np.int64, copy=False))
         n = session.shape[0]
         if self.time is not None:
-            time = np.asarray(self.time)
+            time = _as_dates(self.time)
             if time.shape != (n,) or time.dtype.kind != "M":
                 msg = f"Timeline.time must be datetime64 of shape ({n},), got {time.dtype} with shape {time.shape}"
                 raise ValueError(msg)
@@ -303,6 +303,34 @@ class Timeline:
                    texts: Optional[Sequence[str]] = None) -> "Timeline":
         """Build from session keys, session dates and turn texts (for :func:`time_cues`)."""
         return cls(session=session, time=time, cue=None if texts is None else time_cues(texts))
+
+
+def _as_dates(values: Any) -> np.ndarray:
+    """Session dates as datetime64: datetime64 arrays as given; ISO 8601 strings ("2024-03-02",
+    "2024-03-02T18:30") and ``datetime.date``/``datetime`` objects converted."""
+    time = np.asarray(values)
+    if time.dtype.kind == "M":
+        return time
+    if time.dtype.kind in "USO" and time.size:
+        try:
+            return np.asarray(values, dtype="datetime64[s]")
+        except (ValueError, TypeError):
+            flat = time.reshape(-1)
+            bad = next((v for v in flat if not _is_iso_date(v)), flat[0])
+            bad = str(bad) if isinstance(bad, str) else bad
+            msg = (f"Timeline.time must be datetime64 or ISO 8601 dates such as '2024-03-02' or "
+                   f"'2024-03-02T18:30', got {bad!r}; convert other formats first (e.g. with "
+                   "datetime.strptime)")
+            raise ValueError(msg) from None
+    return time
+
+
+def _is_iso_date(value: Any) -> bool:
+    try:
+        np.datetime64(value, "s")
+    except (ValueError, TypeError):
+        return False
+    return True
 
 
 def locomo_timeline(data: Any) -> Timeline:
@@ -452,7 +480,7 @@ def temporal_batch(E: np.ndarray, Q: np.ndarray, lexical: Optional[np.ndarray], 
         if not np.isfinite(lexical).all():
             msg = "lexical must be finite"
             raise ValueError(msg)
-    _v.check_rows_finite_nonzero(E, "E", rows)
+    _v.check_unit_rows(E, "E", rows)
     if B == 0:
         empty = np.empty((0, min(k, rows.shape[0])))
         return Ranking(empty.astype(np.int64), empty)

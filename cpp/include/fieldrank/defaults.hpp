@@ -38,6 +38,9 @@ inline constexpr double ring_ablation_bump = 0.02;   // the archived constant pe
 inline constexpr double lambda_max_rel_tol = 1e-6;   // λ_max(G) by Lanczos, relative residual bound
 inline constexpr std::int64_t lambda_max_max_steps = 64;
 inline constexpr double min_row_norm_sq = 1e-24;     // below this a row counts as zero-norm
+// Operators rank by dot product, which is the cosine only for unit rows: a corpus row whose L2
+// norm differs from 1 by more than this is rejected (checked in the scan that scores it).
+inline constexpr double unit_norm_atol = 1e-3;
 
 // Threads: batches smaller than this run on the calling thread.
 inline constexpr std::int64_t parallel_min_batch = 2;
@@ -103,6 +106,7 @@ inline std::vector<DefaultEntry> default_table() {
         real("lambda_max_rel_tol", lambda_max_rel_tol),
         integer("lambda_max_max_steps", lambda_max_max_steps),
         real("min_row_norm_sq", min_row_norm_sq),
+        real("unit_norm_atol", unit_norm_atol),
         integer("parallel_min_batch", parallel_min_batch),
         integer("quantized_rescore_factor", quantized_rescore_factor),
         integer("int8_max_dim", int8_max_dim),

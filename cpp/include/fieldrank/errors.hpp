@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "defaults.hpp"
 #include "types.hpp"
 
 namespace fieldrank {
@@ -69,20 +70,43 @@ inline void require_query(const char* name, const VectorRef& query, Index dim, c
         fail(name, " must have a squared norm within the float32 range (at most ", float32_max, "), got ", norm_sq);
 }
 
+// Squared-norm bounds of a unit row within defaults::unit_norm_atol: |‖e‖ − 1| ≤ atol exactly
+// when (1 − atol)² ≤ ‖e‖² ≤ (1 + atol)², so the fused scans compare the squared norm they
+// already have, with no square root.
+struct UnitNormSqBounds {
+    float lo;
+    float hi;
+};
+
+inline UnitNormSqBounds unit_norm_sq_bounds() {
+    const double atol = defaults::unit_norm_atol;
+    return {static_cast<float>((1.0 - atol) * (1.0 - atol)), static_cast<float>((1.0 + atol) * (1.0 + atol))};
+}
+
 // Slow path, called only once a fused pass has seen a bad score or norm: find what is wrong.
-inline void explain_bad_row(const char* name, const MatrixRef& matrix, Index row) {
+// Order: a non-finite value, then a zero or overflowing norm, then a norm other than 1.
+inline void explain_bad_row(const char* name, const MatrixRef& matrix, Index row, bool unit_rows = true) {
     for (Index j = 0; j < matrix.cols(); ++j) {
         const float value = matrix(row, j);
         if (!std::isfinite(value)) fail(name, " must be finite, got ", value, " at row ", row, ", column ", j);
     }
-    fail(name, " rows must have a non-zero, finite norm (L2-normalised rows expected); row ", row,
-         " has squared norm ", matrix.row(row).cast<double>().squaredNorm());
+    const double norm_sq = matrix.row(row).cast<double>().squaredNorm();
+    const float norm_sq32 = matrix.row(row).squaredNorm();
+    if (!(norm_sq >= defaults::min_row_norm_sq) || !std::isfinite(norm_sq32))
+        fail(name, " rows must have a non-zero, finite norm (L2-normalised rows expected); row ", row,
+             " has squared norm ", norm_sq);
+    if (!unit_rows) return;
+    fail(name, " rows must have unit L2 norm (|norm - 1| <= ", defaults::unit_norm_atol,
+         ": the operators rank by dot product, which is the cosine only for unit rows); row ", row, " has norm ",
+         std::sqrt(norm_sq), ". Normalise the rows once: E / np.linalg.norm(E, axis=1, keepdims=True)");
 }
 
-inline void check_rows_finite_nonzero(const char* name, const MatrixRef& matrix, double min_norm_sq) {
+// Every row finite with unit norm (for passes that read E without scoring it, e.g. quantize).
+inline void check_unit_rows(const char* name, const MatrixRef& matrix) {
+    const UnitNormSqBounds bounds = unit_norm_sq_bounds();
     for (Index i = 0; i < matrix.rows(); ++i) {
         const float norm_sq = matrix.row(i).squaredNorm();
-        if (!std::isfinite(norm_sq) || norm_sq < min_norm_sq) explain_bad_row(name, matrix, i);
+        if (!(norm_sq >= bounds.lo && norm_sq <= bounds.hi)) explain_bad_row(name, matrix, i);
     }
 }
 

@@ -69,21 +69,29 @@ namespace detail {
 
 inline Index pad16(Index n) { return (n + 15) / 16 * 16; }
 
-// Throws for the first bad row of a scored block: a NaN/inf value or a (near-)zero norm. The
-// kernels score and square-norm each row in one read, so this check costs no second pass over E.
+// What a scored row must satisfy: corpus rows (E, ranked by dot product as cosine) a unit norm;
+// a caller's pool rows (C, taken as given) only a non-zero, finite norm.
+enum class RowNorm { unit, nonzero };
+
+// Throws for the first bad row of a scored block: a NaN/inf value, or a norm outside the bounds
+// of `rule` (for RowNorm::unit: zero, overflowing or merely unnormalised). The kernels score and
+// square-norm each row in one read, so this check costs no second pass over E.
 inline void check_scored_block(const MatrixRef& E, const char* name, const Index* ids, Index first_row, Index count,
-                               const float* dots, Index ld_dots, Index nq, const float* norms) {
+                               const float* dots, Index ld_dots, Index nq, const float* norms,
+                               RowNorm rule = RowNorm::unit) {
     constexpr float kMax = std::numeric_limits<float>::max();
-    const float min_norm = static_cast<float>(defaults::min_row_norm_sq);
+    const UnitNormSqBounds unit = unit_norm_sq_bounds();
+    const float lo = rule == RowNorm::unit ? unit.lo : static_cast<float>(defaults::min_row_norm_sq);
+    const float hi = rule == RowNorm::unit ? unit.hi : kMax;
     bool ok = true;
-    for (Index i = 0; i < count; ++i) ok &= (norms[i] >= min_norm) & (norms[i] <= kMax);
+    for (Index i = 0; i < count; ++i) ok &= (norms[i] >= lo) & (norms[i] <= hi);
     for (Index b = 0; b < nq; ++b)
         for (Index i = 0; i < count; ++i) ok &= std::abs(dots[b * ld_dots + i]) <= kMax;
     if (ok) return;
     for (Index i = 0; i < count; ++i) {
-        bool bad = !(norms[i] >= min_norm && norms[i] <= kMax);
+        bool bad = !(norms[i] >= lo && norms[i] <= hi);
         for (Index b = 0; b < nq; ++b) bad |= !(std::abs(dots[b * ld_dots + i]) <= kMax);
-        if (bad) explain_bad_row(name, E, ids != nullptr ? ids[i] : first_row + i);
+        if (bad) explain_bad_row(name, E, ids != nullptr ? ids[i] : first_row + i, rule == RowNorm::unit);
     }
 }
 
@@ -263,14 +271,16 @@ inline Ranking prefilter(const MatrixRef& E, const VectorRef& q, Index p, const 
     return prefilter_unchecked(E, q, p, subset);
 }
 
-// Cosines of a caller's pool rows with q (sims[i] = C_i · q), checking every row in the same pass.
+// Dot products of a caller's pool rows with q (sims[i] = C_i · q, the cosines for unit rows),
+// checking every row (finite, non-zero norm) in the same pass. Pool rows are taken as given.
 inline VectorXf pool_cosines(const char* name, const MatrixRef& C, const VectorRef& q) {
     const simd::KernelTable& kernels = simd::kernels();
     VectorXf sims(C.rows());
     VectorXf norms(C.rows());
     kernels.score_f32(C.data(), C.outerStride(), nullptr, C.rows(), C.cols(), q.data(), C.cols(), 1, sims.data(),
                       C.rows(), norms.data());
-    detail::check_scored_block(C, name, nullptr, 0, C.rows(), sims.data(), C.rows(), 1, norms.data());
+    detail::check_scored_block(C, name, nullptr, 0, C.rows(), sims.data(), C.rows(), 1, norms.data(),
+                               detail::RowNorm::nonzero);
     return sims;
 }
 

@@ -80,7 +80,7 @@ inline void check_quantize_out(const MatrixRef& E, Index rows, Index cols) {
 inline void quantize_bf16_into(const MatrixRef& E, Bf16Out codes) {
     require_rows("E", E);
     check_quantize_out(E, codes.rows(), codes.cols());
-    check_rows_finite_nonzero("E", E, defaults::min_row_norm_sq);
+    check_unit_rows("E", E);
     for (Index i = 0; i < E.rows(); ++i)
         for (Index j = 0; j < E.cols(); ++j) codes(i, j) = to_bf16(E(i, j));
 }
@@ -94,7 +94,7 @@ inline void quantize_int8_into(const MatrixRef& E, Int8Out codes, FloatOut scale
     if (scale.size() != E.rows() || sums.size() != E.rows())
         fail("scale and sums must have one entry per row of E (", E.rows(), "), got ", scale.size(), " and ",
              sums.size());
-    check_rows_finite_nonzero("E", E, defaults::min_row_norm_sq);
+    check_unit_rows("E", E);
     for (Index i = 0; i < E.rows(); ++i)
         scale[i] = quantize_int8_row(E.row(i).data(), E.cols(), codes.row(i).data(), &sums[i]);
 }

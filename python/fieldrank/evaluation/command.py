@@ -54,7 +54,9 @@ EXIT_USER_ERROR: Final[int] = 1
 EXIT_HARNESS_CHECK: Final[int] = 3
 """A protocol rule the harness asserts was broken (equal k, ablation, split disjointness)."""
 
-DEFAULT_OUT_DIR: Final[Path] = Path("docs", "results")
+#: Where results go unless --out says otherwise: a folder of its own in the working directory,
+#: never the repository's committed docs/results (regenerate those with --out docs/results).
+DEFAULT_OUT_DIR: Final[Path] = Path("fieldrank-results")
 DEFAULT_EMBEDDING_SETS: Final[tuple[str, ...]] = ("mpnet-base-v2",)
 FULL_SPLIT: Final[str] = "all"
 HOLDOUT_SPLIT: Final[str] = "holdout"
@@ -67,7 +69,8 @@ DESCRIPTION: Final[str] = (
     "Run every shipped preset, plus CFS-R, CFS, MMR and Ring alone, on LoCoMo's scored questions "
     "(each ranked against its own conversation), with bootstrap intervals, paired tests against "
     "cosine and rrf2, McNemar on hit@10, the pre-registered Ring experiment, and write JSON, a PNG "
-    "and docs/results/locomo.md."
+    "and locomo.md into --out (default ./fieldrank-results; --out docs/results regenerates the "
+    "committed results)."
 )
 
 MARKDOWN_PREAMBLE: Final[str] = """\
@@ -344,7 +347,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--split", choices=tuple(locomo.SPLITS), default=DEFAULT_SPLIT,
         help="questions of the main table: tune = conversations 0-4, holdout = 5-9 (default: all)",
     )
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT_DIR, help="output folder (default: %(default)s)")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT_DIR,
+                        help="output folder (default: ./%(default)s; docs/results regenerates the committed files)")
+    parser.add_argument("--json", action="store_true",
+                        help="print the results as JSON (one document per embedding set) instead of tables")
     parser.add_argument("--threads", type=int, default=0, help="threads for the batch operators (0: all cores)")
     parser.add_argument(
         "--resamples", type=int, default=stats.MIN_BOOTSTRAP_RESAMPLES,
@@ -388,12 +394,15 @@ def run(args: argparse.Namespace) -> int:
     missing = missing_dependencies(plot=not args.no_plot)
     if missing:
         _error(
-            f"{' and '.join(missing)} needed: pip install 'fieldrank[eval]'"
+            f"{' and '.join(missing)} needed: pip install \".[eval]\" (from a fieldrank checkout; "
+            "pip install \"fieldrank[eval]\" from an index)"
             + (" (or pass --no-plot to skip the PNG)" if missing == ["matplotlib"] else "")
         )
         return EXIT_USER_ERROR
     try:
         root = locomo.resolve_data_dir(args.data)
+        as_json = getattr(args, "json", False)
+        documents = {}
         for embedding_set in args.embeddings:
             started = time.perf_counter()
             data = locomo.load_locomo(root, embedding_set)
@@ -402,9 +411,15 @@ def run(args: argparse.Namespace) -> int:
                 n_resamples=args.resamples, seed=args.seed, progress=not args.no_progress,
                 command=command, plot=not args.no_plot,
             )
-            print(format_overall(document))
             written = ", ".join(str(Path(args.out) / f) for f in document["files"].values() if f)
-            print(f"wrote {written} ({time.perf_counter() - started:.1f} s)\n")
+            if as_json:
+                documents[embedding_set] = document
+                print(f"wrote {written} ({time.perf_counter() - started:.1f} s)", file=sys.stderr)
+            else:
+                print(format_overall(document))
+                print(f"wrote {written} ({time.perf_counter() - started:.1f} s)\n")
+        if as_json:
+            print(json.dumps(documents, indent=2, default=str))
     except (locomo.DataNotFoundError, locomo.LocomoFormatError) as error:
         _error(str(error))
         return EXIT_USER_ERROR

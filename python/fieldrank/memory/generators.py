@@ -51,7 +51,7 @@ class Cue:
     """Everything a recall knows about its cue."""
 
     text: Optional[str]
-    vector: np.ndarray
+    vector: Optional[np.ndarray]  # None only for a keyword recall on text alone
     tags: frozenset[str]
     entities: frozenset[str]
     valence: Optional[float]
@@ -154,7 +154,10 @@ def graph_activation(
     target_parts: list[np.ndarray] = []
     weight_parts: list[np.ndarray] = []
     if seeds.size:
-        seed_weights = np.maximum(snapshot.embeddings[seeds] @ cue.vector, 0.0).astype(np.float64)
+        if cue.vector is None:  # keyword recall on text alone: every admitted seed counts fully
+            seed_weights = np.ones(seeds.size)
+        else:
+            seed_weights = np.maximum(snapshot.embeddings[seeds] @ cue.vector, 0.0).astype(np.float64)
         for seed, seed_weight in zip(seeds.tolist(), seed_weights.tolist()):
             if seed_weight <= 0.0:
                 continue

@@ -87,16 +87,29 @@ class SqliteBackend:
             raise ValueError(msg)
         self.path = os.fspath(path)
         # isolation_level=None: autocommit; every mutation opens its own BEGIN IMMEDIATE ... COMMIT.
-        self._connection = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        try:
+            self._connection = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        except sqlite3.Error as error:
+            msg = f"cannot open the memory store {self.path!r}: {error}"
+            raise OSError(msg) from error
         try:
             self._refuse_foreign_database()
+            self._connection.execute("PRAGMA journal_mode=WAL")
+            self._connection.execute(f"PRAGMA synchronous={synchronous}")
+            self._connection.executescript(_SCHEMA)
+            self.dim = self._check_meta(dim)
+        except sqlite3.OperationalError as error:  # locked, read-only, disk I/O: the file may be fine
+            self._connection.close()
+            msg = f"cannot open the memory store {self.path!r}: {error}"
+            raise OSError(msg) from error
+        except sqlite3.DatabaseError as error:  # "file is not a database", a damaged file
+            self._connection.close()
+            msg = (f"{self.path!r} is not a {FORMAT_NAME} store: {error} (SQLite could not read it as a "
+                   "database); pass a new path to create a store, or the file of an existing one")
+            raise ValueError(msg) from error
         except BaseException:
             self._connection.close()
             raise
-        self._connection.execute("PRAGMA journal_mode=WAL")
-        self._connection.execute(f"PRAGMA synchronous={synchronous}")
-        self._connection.executescript(_SCHEMA)
-        self.dim = self._check_meta(dim)
 
     # ------------------------------------------------------------------ meta
     def _refuse_foreign_database(self) -> None:

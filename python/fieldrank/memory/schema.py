@@ -16,6 +16,7 @@ import numpy as np
 
 __all__ = [
     "DEFAULT_IMPORTANCE",
+    "KEYWORD_MODE",
     "DEFAULT_MODE",
     "DEFAULT_STORAGE_STRENGTH",
     "DEFAULT_TENANT",
@@ -33,6 +34,8 @@ __all__ = [
 
 #: Retrieval modes (SPEC §8).
 MODES: tuple[str, ...] = ("hybrid", "vector", "keyword", "full", "rerank")
+#: The one mode that runs on cue text alone (cue_vector optional).
+KEYWORD_MODE = "keyword"
 DEFAULT_MODE = "hybrid"
 
 #: Candidate generators, in the order they run. ``graph`` runs last: it expands the others.
@@ -60,6 +63,7 @@ WHY_NOT_REASONS: tuple[str, ...] = (
 
 DEFAULT_TENANT = "default"
 DEFAULT_IMPORTANCE = 0.5
+_REPR_TEXT_CHARS = 60  # longer texts are cut in Memory's repr
 DEFAULT_VALENCE = 0.0
 DEFAULT_STORAGE_STRENGTH = 1.0
 SECONDS_PER_DAY = 86400.0
@@ -109,6 +113,13 @@ class Memory:
     tier: str
     tags: tuple[str, ...]
     entities: tuple[str, ...]
+
+    def __repr__(self) -> str:
+        # The embedding is shown by its shape: 384 floats would bury the fields that matter.
+        text = self.text if len(self.text) <= _REPR_TEXT_CHARS else self.text[: _REPR_TEXT_CHARS - 1] + "…"
+        return (f"Memory(id={self.id}, tenant={self.tenant!r}, text={text!r}, tier={self.tier!r}, "
+                f"importance={self.importance:g}, tags={self.tags!r}, "
+                f"embedding=<float32 {self.embedding.shape}>)")
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Memory):
@@ -295,6 +306,19 @@ def embedding_rows(value: object, dim: int, name: str = "embeddings") -> np.ndar
     return np.ascontiguousarray(rows / norms[:, None], dtype=np.float32)
 
 
+def embedding_vector(vector: np.ndarray, dim: int, name: str) -> np.ndarray:
+    """One 1-D embedding as a float32 unit vector; errors name ``name`` and its 1-D shape."""
+    if vector.shape != (dim,):
+        msg = f"{name} must have shape ({dim},) (the store's dim), got {vector.shape}"
+        raise ValueError(msg)
+    try:
+        return embedding_rows(vector[None, :], dim, name)[0]
+    except ValueError as error:  # the row-wise messages speak of "row 0": say it of the vector
+        msg = str(error).replace(", row 0 is not", "").replace("rows must have a non-zero norm, row 0 is",
+                                                                  "must have a non-zero norm, got")
+        raise ValueError(msg) from None
+
+
 def cue_vector(value: object, dim: int) -> np.ndarray:
     """The cue embedding as a float32 unit vector (converted once, like stored embeddings)."""
     array = np.asarray(value) if isinstance(value, (list, tuple)) else value
@@ -307,4 +331,4 @@ def cue_vector(value: object, dim: int) -> np.ndarray:
     if array.dtype.kind in "fiu" and array.shape == (dim,) and not np.any(array):
         msg = "cue_vector must have a non-zero norm, got the zero vector"
         raise ValueError(msg)
-    return embedding_rows(array[None, :], dim, "cue_vector")[0]
+    return embedding_vector(array, dim, "cue_vector")

@@ -31,6 +31,7 @@ strengthens storage more: the spacing effect), ``last_access ← at_time`` (so D
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 
@@ -95,9 +96,25 @@ def tag_containment(snapshot: Snapshot, rows: np.ndarray, cue_tags: frozenset[st
     return shared / len(cue_tags)
 
 
+def lexical_similarity(snapshot: Snapshot, rows: np.ndarray, text: Optional[str]) -> np.ndarray:
+    """For a keyword recall without a cue vector: each candidate's BM25 score relative to the best
+    candidate's (in [0, 1]; 0 without a shared term). It stands in for the cosine in ``sim``."""
+    if rows.size == 0 or not text:
+        return np.zeros(rows.size)
+    generation = snapshot.generation
+    candidates = np.zeros(snapshot.embeddings.shape[0], dtype=bool)
+    candidates[rows] = True
+    scores = generation.lexical.scores_of_rows(generation.texts, text, candidates)[rows].astype(np.float64)
+    best = float(scores.max())
+    return scores / best if best > 0 else scores
+
+
 def fuse(snapshot: Snapshot, rows: np.ndarray, cue: Cue, activation: np.ndarray, params: MemoryParams) -> FactorArrays:
     """Compute every factor and the fused score for the candidate ``rows`` (vectorised)."""
-    cosine = (snapshot.embeddings[rows] @ cue.vector).astype(np.float64)
+    if cue.vector is not None:
+        cosine = (snapshot.embeddings[rows] @ cue.vector).astype(np.float64)
+    else:
+        cosine = lexical_similarity(snapshot, rows, cue.text)
     sim = np.maximum(cosine, params.sim_floor)
     importance_norm = np.clip(snapshot.importance[rows], params.importance_floor, 1.0)
     storage = np.maximum(snapshot.storage_strength[rows], STORAGE_STRENGTH_MIN)

@@ -50,6 +50,7 @@ from .provenance import Hit, RecallResult, ScoreFactors, WhyNot
 from .schema import (
     DEFAULT_IMPORTANCE,
     DEFAULT_MODE,
+    KEYWORD_MODE,
     DEFAULT_STORAGE_STRENGTH,
     DEFAULT_TENANT,
     DEFAULT_TIER,
@@ -76,6 +77,7 @@ from .schema import (
     check_valence_window,
     cue_vector,
     embedding_rows,
+    embedding_vector,
 )
 from .scoring import FactorArrays, fuse, retrieval_strength
 
@@ -408,7 +410,7 @@ class MemoryStore:
             raise ValueError(msg)
         ids = self.add_many(
             [check_text(text)],
-            vector[None, :],
+            embedding_vector(vector, self._dim, "embedding")[None, :],
             tenants=check_tenant(tenant),
             importances=importance,
             valences=valence,
@@ -598,7 +600,7 @@ class MemoryStore:
             if vector.ndim != 1:
                 msg = f"embedding must be 1-D with shape ({self._dim},), got shape {vector.shape}"
                 raise ValueError(msg)
-            changes["embedding"] = embedding_rows(vector[None, :], self._dim, "embedding")[0]
+            changes["embedding"] = embedding_vector(vector, self._dim, "embedding")
         if importance is not None:
             changes["importance"] = check_importance(importance)
         if valence is not None:
@@ -723,8 +725,9 @@ class MemoryStore:
     def _cue(
         self,
         cue_text: Optional[str],
-        cue_vector_value: np.ndarray,
+        cue_vector_value: Optional[np.ndarray],
         *,
+        mode: str,
         tenant: str,
         required_tags: Optional[Iterable[str]],
         tier_mask: Optional[Iterable[str]],
@@ -738,7 +741,17 @@ class MemoryStore:
     ) -> tuple[Cue, GateSpec]:
         if cue_text is not None:
             check_text(cue_text, "cue_text")
-        vector = cue_vector(cue_vector_value, self._dim)
+        if cue_vector_value is not None:
+            vector: Optional[np.ndarray] = cue_vector(cue_vector_value, self._dim)
+        elif mode != KEYWORD_MODE:
+            msg = (f"cue_vector is required in mode {mode!r} (the dense generator and every candidate's "
+                   f"cosine read it); only mode={KEYWORD_MODE!r} recalls on cue_text alone")
+            raise ValueError(msg)
+        elif not cue_text:
+            msg = f"a mode={KEYWORD_MODE!r} recall without cue_vector needs a non-empty cue_text"
+            raise ValueError(msg)
+        else:
+            vector = None
         at = time.time() if at_time is None else check_timestamp(at_time, "at_time")
         required = frozenset(check_labels(required_tags, "required_tags"))
         gates = GateSpec(
@@ -815,7 +828,7 @@ class MemoryStore:
     def recall(
         self,
         cue_text: Optional[str],
-        cue_vector: np.ndarray,
+        cue_vector: Optional[np.ndarray] = None,
         k: int = DEFAULT_K,
         *,
         tenant: str = DEFAULT_TENANT,
@@ -837,8 +850,10 @@ class MemoryStore:
         ----------
         cue_text : str or None
             For the BM25 generator (None: BM25 admits nothing).
-        cue_vector : (dim,) array
+        cue_vector : (dim,) array, optional
             The cue's embedding (same model as the memories); also gives every candidate's sim.
+            Required except in ``keyword`` mode: there, without it, ``sim`` is each candidate's
+            BM25 score relative to the best candidate's (and ``factors.cosine`` holds that).
         k : int, default 10
         tenant : str, default "default"
             Only this tenant's memories are searched, scored or returned.
@@ -875,7 +890,7 @@ class MemoryStore:
             msg = f"reinforce must be a bool, got {type(reinforce).__name__}"
             raise TypeError(msg)
         cue, gates = self._cue(
-            cue_text, cue_vector, tenant=tenant, required_tags=required_tags, tier_mask=tier_mask,
+            cue_text, cue_vector, mode=mode, tenant=tenant, required_tags=required_tags, tier_mask=tier_mask,
             valence_window=valence_window, min_importance=min_importance, at_time=at_time, cue_tags=cue_tags,
             cue_entities=cue_entities, cue_valence=cue_valence, cue_time=cue_time,
         )
@@ -949,7 +964,7 @@ class MemoryStore:
         self,
         memory_id: int,
         cue_text: Optional[str],
-        cue_vector: np.ndarray,
+        cue_vector: Optional[np.ndarray] = None,
         k: int = DEFAULT_K,
         *,
         tenant: str = DEFAULT_TENANT,
@@ -978,7 +993,7 @@ class MemoryStore:
         check_positive_int(k, "k")
         check_mode(mode)
         cue, gates = self._cue(
-            cue_text, cue_vector, tenant=tenant, required_tags=required_tags, tier_mask=tier_mask,
+            cue_text, cue_vector, mode=mode, tenant=tenant, required_tags=required_tags, tier_mask=tier_mask,
             valence_window=valence_window, min_importance=min_importance, at_time=at_time, cue_tags=cue_tags,
             cue_entities=cue_entities, cue_valence=cue_valence, cue_time=cue_time,
         )
