@@ -40,6 +40,7 @@ import numpy as np
 
 from .. import _core
 from .._validation import FLOAT32_MAX
+from ..embed import Embedder, check_embedder, embed_documents, embed_queries
 from ..operators import cfs_pool, cfsr_pool
 from .columns import Generation, RowBatch, Snapshot
 from .gates import Eligibility, GateSpec, eligible_rows, failed_gates, passes_union_gates
@@ -214,11 +215,14 @@ class MemoryStore:
     synchronous : str, default "FULL"
         SQLite ``PRAGMA synchronous`` for a file store ("FULL": a returned add survives a
         machine crash; "NORMAL": it survives a process crash).
+    embedder : fieldrank.embed.Embedder, optional
+        Embeds the text of ``add``/``add_many``/``update`` and the cue of ``recall``/``why_not``
+        when no vector is passed (``dim`` defaults to its dimension).
 
     Notes
     -----
-    The store never embeds text: ``add`` takes the memory's embedding and ``recall`` the cue's
-    vector. Embeddings of any real dtype are converted once to float32 and L2-normalised on
+    Without an embedder the store never embeds text: ``add`` takes the memory's embedding and
+    ``recall`` the cue's vector. Embeddings of any real dtype are converted once to float32 and L2-normalised on
     ingest. See the module docstring for the thread-safety model.
     """
 
@@ -229,7 +233,14 @@ class MemoryStore:
         *,
         params: MemoryParams = DEFAULT_PARAMS,
         synchronous: str = DEFAULT_SYNCHRONOUS,
+        embedder: Optional[Embedder] = None,
     ) -> None:
+        self._embedder = check_embedder(embedder)
+        if dim is None and self._embedder is not None:
+            dim = self._embedder.dim
+        if self._embedder is not None and dim != self._embedder.dim:
+            msg = f"dim {dim} differs from the embedder's dimension {self._embedder.dim}"
+            raise ValueError(msg)
         if not isinstance(params, MemoryParams):
             msg = f"params must be a MemoryParams, got {type(params).__name__}"
             raise TypeError(msg)
@@ -365,7 +376,7 @@ class MemoryStore:
     def add(
         self,
         text: str,
-        embedding: np.ndarray,
+        embedding: Optional[np.ndarray] = None,
         *,
         tenant: str = DEFAULT_TENANT,
         importance: float = DEFAULT_IMPORTANCE,
@@ -381,8 +392,8 @@ class MemoryStore:
         Parameters
         ----------
         text : str
-        embedding : (dim,) array
-            Converted to float32 and L2-normalised once.
+        embedding : (dim,) array, optional
+            Converted to float32 and L2-normalised once. None: the store's embedder embeds ``text``.
         tenant : str, default "default"
         importance : float in [0, 1], default 0.5
         valence : float in [-1, 1], default 0.0
@@ -399,6 +410,8 @@ class MemoryStore:
         int
             The new memory's id. With a file store the memory is committed before this returns.
         """
+        if embedding is None:
+            embedding = self._embedded_texts([check_text(text)], "embedding")[0]
         if not isinstance(embedding, (np.ndarray, list, tuple)):
             msg = f"embedding must be a numpy array of shape ({self._dim},), got {type(embedding).__name__}"
             raise TypeError(msg)
@@ -423,7 +436,7 @@ class MemoryStore:
     def add_many(
         self,
         texts: Sequence[str],
-        embeddings: np.ndarray,
+        embeddings: Optional[np.ndarray] = None,
         *,
         tenants: Union[str, Sequence[str]] = DEFAULT_TENANT,
         importances: Union[float, Sequence[float]] = DEFAULT_IMPORTANCE,
@@ -454,6 +467,8 @@ class MemoryStore:
             raise TypeError(msg)
         n = len(texts)
         text_list = [check_text(t, f"texts[{i}]") for i, t in enumerate(texts)]
+        if embeddings is None:
+            embeddings = self._embedded_texts(text_list, "embeddings")
         vectors = embedding_rows(embeddings, self._dim, "embeddings")
         if vectors.shape[0] != n:
             msg = f"embeddings must have one row per text ({n}), got {vectors.shape[0]}"
@@ -492,6 +507,18 @@ class MemoryStore:
             self._next_id += n
             self._generation.append(batch)
         return ids
+
+    def _embedded_texts(self, texts: list[str], what: str, *, queries: bool = False) -> np.ndarray:
+        """The embedder's rows for ``texts`` (a ``ValueError`` naming ``what`` without an embedder)."""
+        if self._embedder is None:
+            msg = f"pass {what}, or build the store with an embedder= that embeds the text"
+            raise ValueError(msg)
+        return (embed_queries if queries else embed_documents)(self._embedder, texts)
+
+    @property
+    def embedder(self) -> Optional[Embedder]:
+        """The embedder of texts given without a vector, or None."""
+        return self._embedder
 
     @staticmethod
     def _records(batch: RowBatch) -> list[tuple]:
@@ -593,6 +620,9 @@ class MemoryStore:
         changes: dict[str, Any] = {}
         if text is not None:
             changes["text"] = check_text(text)
+            if embedding is None and self._embedder is not None:
+                # New words, new vector: keeping the old embedding would rank the new text by the old one.
+                embedding = self._embedded_texts([changes["text"]], "embedding")[0]
         if embedding is not None:
             vector = np.asarray(embedding)
             if vector.ndim != 1:
@@ -723,7 +753,7 @@ class MemoryStore:
     def _cue(
         self,
         cue_text: Optional[str],
-        cue_vector_value: np.ndarray,
+        cue_vector_value: Optional[np.ndarray],
         *,
         tenant: str,
         required_tags: Optional[Iterable[str]],
@@ -738,6 +768,8 @@ class MemoryStore:
     ) -> tuple[Cue, GateSpec]:
         if cue_text is not None:
             check_text(cue_text, "cue_text")
+        if cue_vector_value is None and cue_text is not None and self._embedder is not None:
+            cue_vector_value = self._embedded_texts([cue_text], "cue_vector", queries=True)[0]
         vector = cue_vector(cue_vector_value, self._dim)
         at = time.time() if at_time is None else check_timestamp(at_time, "at_time")
         required = frozenset(check_labels(required_tags, "required_tags"))
@@ -815,7 +847,7 @@ class MemoryStore:
     def recall(
         self,
         cue_text: Optional[str],
-        cue_vector: np.ndarray,
+        cue_vector: Optional[np.ndarray] = None,
         k: int = DEFAULT_K,
         *,
         tenant: str = DEFAULT_TENANT,
@@ -837,8 +869,9 @@ class MemoryStore:
         ----------
         cue_text : str or None
             For the BM25 generator (None: BM25 admits nothing).
-        cue_vector : (dim,) array
+        cue_vector : (dim,) array, optional
             The cue's embedding (same model as the memories); also gives every candidate's sim.
+            None: the store's embedder embeds ``cue_text``.
         k : int, default 10
         tenant : str, default "default"
             Only this tenant's memories are searched, scored or returned.
@@ -949,7 +982,7 @@ class MemoryStore:
         self,
         memory_id: int,
         cue_text: Optional[str],
-        cue_vector: np.ndarray,
+        cue_vector: Optional[np.ndarray] = None,
         k: int = DEFAULT_K,
         *,
         tenant: str = DEFAULT_TENANT,
