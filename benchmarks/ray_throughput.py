@@ -82,7 +82,8 @@ def main() -> None:
         retriever = HybridRetriever.load(index_dir, mmap=True)
         ray.init(num_cpus=args.cpus, include_dashboard=False, log_to_driver=False, configure_logging=False)
         ray.data.DataContext.get_current().enable_progress_bars = False
-        dataset = ray.data.from_items([{"qid": i, "text": questions[i], "vector": Q[i]} for i in range(n)]).materialize()
+        rows = [{"qid": i, "text": questions[i], "vector": Q[i]} for i in range(n)]
+        dataset = ray.data.from_items(rows).materialize()
 
         def local(threads):
             def run():

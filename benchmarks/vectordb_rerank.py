@@ -123,7 +123,8 @@ def main() -> None:
         print(f"  {name:16s} median {stats['median_ms']:7.3f} ms   p90 {stats['p90_ms']:7.3f} ms")
     extra = report["columns"]["default|subset"]["median_ms"]
     print(f"  beyond the database's query: default|subset {extra:.3f} ms "
-          f"({'meets' if extra <= TARGET_MS else 'misses'} the {TARGET_MS} ms target); checks {report['checks_passed']}")
+          f"({'meets' if extra <= TARGET_MS else 'misses'} the {TARGET_MS} ms target); "
+          f"checks {report['checks_passed']}")
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
 

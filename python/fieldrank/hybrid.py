@@ -48,8 +48,8 @@ from typing import Any, NamedTuple, Optional, Union
 import numpy as np
 
 from . import _validation as _v
-from . import operators as ops
 from . import embed as _embed
+from . import operators as ops
 from . import temporal as _temporal
 from .bm25 import BM25Index
 from .config import (

@@ -222,8 +222,8 @@ class MemoryStore:
     Notes
     -----
     Without an embedder the store never embeds text: ``add`` takes the memory's embedding and
-    ``recall`` the cue's vector. Embeddings of any real dtype are converted once to float32 and L2-normalised on
-    ingest. See the module docstring for the thread-safety model.
+    ``recall`` the cue's vector. Embeddings of any real dtype are converted once to float32 and
+    L2-normalised on ingest. See the module docstring for the thread-safety model.
     """
 
     def __init__(
