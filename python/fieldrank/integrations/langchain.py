@@ -26,7 +26,7 @@ try:
     from langchain_core.documents import BaseDocumentCompressor, Document
     from langchain_core.embeddings import Embeddings
     from langchain_core.retrievers import BaseRetriever
-    from pydantic import ConfigDict
+    from pydantic import ConfigDict, PrivateAttr
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     msg = f"fieldrank.integrations.langchain needs langchain-core: pip install \"fieldrank[integrations]\" ({exc})"
     raise ImportError(msg) from exc
@@ -125,13 +125,18 @@ class FieldrankCompressor(BaseDocumentCompressor):
     embedder: Any
     config: Any = DEFAULT_RERANK_CONFIG
     top_n: Optional[int] = None
+    _embedder: Optional[Embedder] = PrivateAttr(default=None)
+
+    def model_post_init(self, context: Any) -> None:
+        # A LangChain Embeddings is wrapped once (its dimension probed once), not per call.
+        self._embedder = _as_embedder(self.embedder)
 
     def compress_documents(self, documents: Sequence[Document], query: str,
                            callbacks: Optional[Callbacks] = None) -> Sequence[Document]:
         docs = list(documents)
         if not docs:
             return []
-        result = rerank_candidates(query, [d.page_content for d in docs], embedder=_as_embedder(self.embedder),
+        result = rerank_candidates(query, [d.page_content for d in docs], embedder=self._embedder,
                                    config=self.config, k=self.top_n)
         out = []
         for prov in hit_provenance(result):
