@@ -8,7 +8,7 @@ timed, the actors' start (opening the index) is.
 
 Columns, side by side in one run, each the median of ``--trials`` runs (alternating):
 
-* ``search_batch n_threads=1`` and ``=2`` -- one process, no Ray;
+* ``search_batch n_threads=1`` and ``=2`` -- one process, no Ray, in batches of ``--batch-size``;
 * ``ray 1 actor``, ``ray 2 actors`` -- ``search_dataset(...).materialize()``, one thread each.
 
 Run from the repository root::
@@ -86,8 +86,10 @@ def main() -> None:
         dataset = ray.data.from_items(rows).materialize()
 
         def local(threads):
-            def run():
-                retriever.search_batch(questions, Q, n_threads=threads)
+            def run():  # in the same batches as the actors get (a batch's cost grows faster than linearly)
+                for start in range(0, n, args.batch_size):
+                    stop = start + args.batch_size
+                    retriever.search_batch(questions[start:stop], Q[start:stop], n_threads=threads)
             return run
 
         def on_ray(actors):
