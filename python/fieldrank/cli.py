@@ -191,8 +191,12 @@ def _index_arguments(parser: argparse.ArgumentParser) -> None:
                              "or .txt (one per line)")
     parser.add_argument("--text-field", default=TEXTS_FIELD_DEFAULT, metavar="NAME",
                         help=f"key holding the text in JSON objects (default {TEXTS_FIELD_DEFAULT!r})")
-    parser.add_argument("--embeddings", type=Path, required=True, metavar="E.npy",
-                        help="(N, d) embeddings, one row per text, L2-normalised unless --normalize")
+    vectors = parser.add_mutually_exclusive_group(required=True)
+    vectors.add_argument("--embeddings", type=Path, metavar="E.npy",
+                         help="(N, d) embeddings, one row per text, L2-normalised unless --normalize")
+    vectors.add_argument("--embed", metavar="MODEL",
+                         help="embed the texts with this sentence-transformers model (hub name or local path; "
+                              "needs fieldrank[embed]); 'search' then embeds text queries with it")
     parser.add_argument("--out", type=Path, required=True, metavar="DIR", help="directory to write the index to")
     _add_config_options(parser, "configuration saved with the index (default: the 'default' preset)")
     parser.add_argument("--normalize", action="store_true", help="L2-normalise the embedding rows (and queries)")
@@ -270,7 +274,8 @@ def _index_run(args: argparse.Namespace) -> int:
     if args.out.exists() and not args.overwrite and (not args.out.is_dir() or any(args.out.iterdir())):
         msg = f"--out {args.out} exists and is not empty; pass --overwrite to replace the index in it"
         raise CommandError(msg)
-    steps = ("read texts", "read embeddings", "build BM25 index", "save")
+    embedder = None if args.embed is None else _embedder(args.embed, "--embed")
+    steps = ("read texts", "embed texts" if embedder else "read embeddings", "build BM25 index", "save")
     with tqdm(total=len(steps), desc="index", unit=" steps", disable=None, file=sys.stderr) as bar:
         def progress(iterable, **kwargs):
             return tqdm(iterable, disable=None, leave=False, file=sys.stderr, **kwargs)
@@ -279,15 +284,24 @@ def _index_run(args: argparse.Namespace) -> int:
         texts = _read_texts(args.texts, args.text_field, progress)
         bar.update()
         bar.set_postfix_str(steps[1])
-        E = _load_npy(args.embeddings, "--embeddings")
-        if E.dtype.kind != "f":
-            E = E.astype(np.float32)
+        if embedder is None:
+            E = _load_npy(args.embeddings, "--embeddings")
+            if E.dtype.kind != "f":
+                E = E.astype(np.float32)
+        else:
+            from .embed import embed_documents
+
+            E = embed_documents(embedder, texts)
         bar.update()
         bar.set_postfix_str(steps[2])
         retriever = HybridRetriever(texts, E, config, normalize=args.normalize)
         bar.update()
         bar.set_postfix_str(steps[3])
         retriever.save(args.out, overwrite=args.overwrite)
+        if embedder is not None:
+            from .embed import save_embedder_spec
+
+            save_embedder_spec(args.out, embedder)
         bar.update()
     summary = {
         "out": str(args.out),
@@ -295,6 +309,7 @@ def _index_run(args: argparse.Namespace) -> int:
         "dim": retriever.dim,
         "config": retriever.config.name,
         "legs": list(retriever.config.leg_names),
+        "embedder": None if embedder is None else embedder.model_name,
         "bytes": sum(p.stat().st_size for p in Path(args.out).rglob("*") if p.is_file()),
     }
     if args.json:
@@ -313,6 +328,9 @@ def _search_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--vector-file", type=Path, metavar="Q.npy",
                         help="the query embedding (.npy, shape (d,) or (n, d) with --vector-row); it is L2-normalised")
     parser.add_argument("--vector-row", type=int, metavar="I", help="row of a 2-D --vector-file to use")
+    parser.add_argument("--embed", metavar="MODEL",
+                        help="embed --text with this sentence-transformers model (default: the model the index "
+                             "was built with by 'index --embed', if any)")
     _add_config_options(parser, "configuration to search with (default: the one saved with the index)")
     parser.add_argument("--k", type=_positive_int, help="hits to return (default: the configuration's k)")
     parser.add_argument("--mmap", action="store_true", help="memory-map the embeddings instead of reading them")
@@ -349,6 +367,43 @@ def _query_vector(args: argparse.Namespace):
     return np.ascontiguousarray(array / np.float32(norm))
 
 
+def _embedder(model: str, option: str):
+    """A SentenceTransformerEmbedder for ``model`` (a local path is made absolute, to be recorded)."""
+    try:
+        from .embed import SentenceTransformerEmbedder
+    except ImportError as exc:  # pragma: no cover - embed.py itself imports only numpy
+        raise CommandError(str(exc)) from None
+    path = Path(model)
+    name = str(path.resolve()) if path.exists() else model
+    try:
+        return SentenceTransformerEmbedder(name)
+    except ImportError as exc:
+        msg = f"{option} needs sentence-transformers: pip install \"fieldrank[embed]\" ({exc})"
+        raise CommandError(msg) from None
+    except OSError as exc:
+        msg = (f"{option} {model}: cannot load the model offline ({exc}); pass a local model directory or a "
+               "model in the local Hugging Face cache")
+        raise CommandError(msg) from None
+
+
+def _query_embedder(args: argparse.Namespace):
+    """The embedder for a text-only query: --embed, else the one recorded with the index, else None."""
+    if args.vector_file is not None:
+        if args.embed is not None:
+            msg = "pass either --vector-file or --embed, not both"
+            raise CommandError(msg)
+        return None
+    if args.embed is not None:
+        return _embedder(args.embed, "--embed")
+    from .embed import load_embedder_spec
+
+    spec = load_embedder_spec(args.index)
+    if spec is None:
+        return None
+    _note(f"embedding the query with {spec['model']} (the model the index was built with)")
+    return _embedder(spec["model"], f"the index's embedder ({args.index}/embedder.json)")
+
+
 def _lexical_only(config):
     """The lexical legs of ``config`` (or the ``bm25`` preset with its BM25 parameters)."""
     from .config import BM25Leg, preset
@@ -376,6 +431,12 @@ def _search_run(args: argparse.Namespace) -> int:
     vector = _query_vector(args)
     retriever = HybridRetriever.load(args.index, mmap=args.mmap, config=chosen)
     config = retriever.config
+    embedder = _query_embedder(args) if args.text is not None and config.needs_vector else None
+    if embedder is not None:
+        retriever = retriever.with_embedder(embedder)
+        from .embed import embed_query
+
+        vector = embed_query(embedder, args.text)
     if vector is None and config.needs_vector:
         dense = [leg.name for leg in config.legs if leg.needs_vector]
         if chosen is not None:
@@ -446,8 +507,10 @@ register_subcommand(
 register_subcommand(
     "search", help="search a saved index",
     add_arguments=_search_arguments, run=_search_run,
-    description="Without --vector-file only the lexical (BM25) legs can run: with the saved configuration the "
-                "search falls back to them and says so; with an explicit dense --preset/--config it is an error.",
+    description="The query vector comes from --vector-file, or from --embed MODEL, or from the model the index "
+                "was built with ('index --embed'). Without any, only the lexical (BM25) legs can run: with the "
+                "saved configuration the search falls back to them and says so; with an explicit dense "
+                "--preset/--config it is an error.",
 )
 
 

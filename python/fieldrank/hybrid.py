@@ -48,6 +48,7 @@ from typing import Any, Iterator, NamedTuple, Optional, Union, overload
 import numpy as np
 
 from . import _validation as _v
+from . import embed as _embed
 from . import operators as ops
 from . import temporal as _temporal
 from ._results import SearchHit
@@ -66,6 +67,7 @@ from .config import (
     TemporalLeg,
     resolve_config,
 )
+from .embed import Embedder
 
 __all__ = ["UNIT_NORM_ATOL", "HybridRetriever", "LegHits", "SearchHit", "SearchResult"]
 
@@ -305,10 +307,11 @@ class HybridRetriever:
     ----------
     texts : Sequence[str]
         The documents; document id = position.
-    embeddings : np.ndarray
+    embeddings : np.ndarray, optional
         (N, d) with ``N == len(texts)``; float32 (other float dtypes are converted once),
         rows L2-normalised unless ``normalize=True``. The retriever keeps a reference to a
-        float32 C-ordered array instead of copying it: do not modify it afterwards.
+        float32 C-ordered array instead of copying it: do not modify it afterwards. None:
+        ``embedder`` embeds the texts.
     config : RetrieverConfig, str, path, dict or None
         A config, a preset name (:data:`fieldrank.config.PRESET_NAMES`), a TOML file, a dict,
         or None for the ``default`` preset. See :func:`fieldrank.config.resolve_config`.
@@ -323,6 +326,10 @@ class HybridRetriever:
         and by BM25's neighbour-text expansion (``config.bm25.context_window``).
         Without one, documents in corpus order count as one session (neighbours) with time cues
         from ``texts`` and no session dates. Saved and reloaded by :meth:`save` / :meth:`load`.
+    embedder : fieldrank.embed.Embedder, optional
+        Embeds the texts when ``embeddings`` is None, and every query given as text only
+        (``search("text")``), with the same model. Not saved by :meth:`save` (pass it to
+        :meth:`load`).
 
     Raises
     ------
@@ -338,12 +345,21 @@ class HybridRetriever:
     be called from several threads.
     """
 
-    def __init__(self, texts: Sequence[str], embeddings: np.ndarray, config: ConfigLike = None, *,
+    #: The embedder of text-only queries (None: callers pass vectors); see ``embedder=``.
+    _embedder = None
+
+    def __init__(self, texts: Sequence[str], embeddings: Optional[np.ndarray] = None, config: ConfigLike = None, *,
                  normalize: bool = False, bm25_index: Optional[BM25Index] = None,
-                 timeline: Optional[_temporal.Timeline] = None) -> None:
+                 timeline: Optional[_temporal.Timeline] = None, embedder: Optional[Embedder] = None) -> None:
         from .bm25 import _check_texts
 
         docs = tuple(_check_texts(texts, "texts"))
+        self._embedder = _embed.check_embedder(embedder)
+        if embeddings is None:
+            if self._embedder is None:
+                msg = "pass the documents' embeddings, or an embedder= that makes them from the texts"
+                raise ValueError(msg)
+            embeddings = _embed.embed_documents(self._embedder, docs)
         E = _v.corpus(_as_float32(embeddings, "embeddings", 2), "embeddings")
         if E.shape[0] != len(docs):
             msg = f"embeddings must have one row per text: expected {len(docs)} rows, got shape {E.shape}"
@@ -435,7 +451,24 @@ class HybridRetriever:
         cfg = resolve_config(config)
         bm25 = (self._bm25 if cfg.bm25 == self._bm25.params
                 else BM25Index(self._texts, cfg.bm25, sessions=self._given_timeline))
-        return self._from_parts(self._texts, self._E, cfg, bm25, self._normalize, self._given_timeline)
+        other = self._from_parts(self._texts, self._E, cfg, bm25, self._normalize, self._given_timeline)
+        other._embedder = self._embedder
+        return other
+
+    @property
+    def embedder(self) -> Optional[Embedder]:
+        """The embedder of text-only queries, or None."""
+        return self._embedder
+
+    def with_embedder(self, embedder: Optional[Embedder]) -> HybridRetriever:
+        """The same retriever (shared corpus) embedding text-only queries with ``embedder``."""
+        embedder = _embed.check_embedder(embedder)
+        if embedder is not None and embedder.dim != self.dim:
+            msg = f"embedder makes {embedder.dim}-d vectors but the index holds {self.dim}-d embeddings"
+            raise ValueError(msg)
+        other = self.with_config(self._config)
+        other._embedder = embedder
+        return other
 
     # ---------------------------------------------------------------- persistence
     def save(self, directory: Union[str, os.PathLike[str]], *, overwrite: bool = False) -> None:
@@ -446,7 +479,8 @@ class HybridRetriever:
 
     @classmethod
     def load(cls, directory: Union[str, os.PathLike[str]], *, mmap: bool = False,
-             config: ConfigLike = None, verify: bool = True) -> HybridRetriever:
+             config: ConfigLike = None, verify: bool = True,
+             embedder: Optional[Embedder] = None) -> HybridRetriever:
         """Read an index written by :meth:`save`.
 
         Parameters
@@ -460,6 +494,8 @@ class HybridRetriever:
         verify : bool, default True
             Check every file's sha256 against the manifest (sizes, shapes and dtypes are
             always checked).
+        embedder : Embedder, optional
+            Embeds text-only queries (same model as the saved embeddings).
 
         Raises
         ------
@@ -474,7 +510,8 @@ class HybridRetriever:
         parts = load_index(directory, mmap=mmap, verify=verify)
         retriever = cls._from_parts(parts.texts, parts.embeddings, parts.config, parts.bm25, parts.normalize,
                                     parts.timeline)
-        return retriever if config is None else retriever.with_config(config)
+        retriever = retriever if config is None else retriever.with_config(config)
+        return retriever if embedder is None else retriever.with_embedder(embedder)
 
     # ---------------------------------------------------------------- input checks
     def _query_vector(self, vector: object, name: str = "vector") -> np.ndarray:
@@ -537,7 +574,8 @@ class HybridRetriever:
         text : str, optional
             The query text (needed by BM25 legs and union pools).
         vector : np.ndarray, optional
-            The query embedding, shape (d,) (needed by dense legs).
+            The query embedding, shape (d,) (needed by dense legs). None with an embedder:
+            the embedder embeds ``text``.
         k : int, optional
             Hits to return (default: the config's ``k``). At most the number of distinct
             ids the legs return.
@@ -555,6 +593,8 @@ class HybridRetriever:
             On a missing text/vector the configuration needs, a vector of the wrong length,
             not unit-norm or not finite, or a bad ``k``/``subset``.
         """
+        if vector is None and text is not None and self._embedder is not None and self._config.needs_vector:
+            vector = _embed.embed_query(self._embedder, _check_text(text, "text"))
         self._check_query_inputs(text is not None, vector is not None, "vector")
         cfg = self._config
         final_k = self._final_k(k)
@@ -598,7 +638,8 @@ class HybridRetriever:
         texts : Sequence[str], optional
             One query text per query.
         vectors : np.ndarray, optional
-            (B, d) query embeddings, row b for query b.
+            (B, d) query embeddings, row b for query b. None with an embedder: the embedder
+            embeds ``texts``.
         k : int, optional
             Hits per query (default: the config's ``k``).
         subset : optional
@@ -616,6 +657,8 @@ class HybridRetriever:
         cfg = self._config
         final_k = self._final_k(k)
         n_threads = _v.n_threads_value(n_threads)
+        if vectors is None and texts is not None and self._embedder is not None and cfg.needs_vector:
+            vectors = _embed.embed_queries(self._embedder, texts)
         self._check_query_inputs(texts is not None, vectors is not None, "vectors")
         Q = self._query_matrix(vectors) if cfg.needs_vector else None
         batch_texts = None

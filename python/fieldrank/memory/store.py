@@ -40,6 +40,7 @@ import numpy as np
 
 from .. import _core
 from .._validation import FLOAT32_MAX
+from ..embed import Embedder, check_embedder, embed_documents, embed_queries
 from ..operators import cfs_pool, cfsr_pool
 from .columns import Generation, RowBatch, Snapshot
 from .gates import Eligibility, GateSpec, eligible_rows, failed_gates, passes_union_gates
@@ -216,12 +217,15 @@ class MemoryStore:
     synchronous : str, default "FULL"
         SQLite ``PRAGMA synchronous`` for a file store ("FULL": a returned add survives a
         machine crash; "NORMAL": it survives a process crash).
+    embedder : fieldrank.embed.Embedder, optional
+        Embeds the text of ``add``/``add_many``/``update`` and the cue of ``recall``/``why_not``
+        when no vector is passed (``dim`` defaults to its dimension).
 
     Notes
     -----
-    The store never embeds text: ``add`` takes the memory's embedding and ``recall`` the cue's
-    vector. Embeddings of any real dtype are converted once to float32 and L2-normalised on
-    ingest. See the module docstring for the thread-safety model.
+    Without an embedder the store never embeds text: ``add`` takes the memory's embedding and
+    ``recall`` the cue's vector. Embeddings of any real dtype are converted once to float32 and
+    L2-normalised on ingest. See the module docstring for the thread-safety model.
     """
 
     def __init__(
@@ -231,7 +235,14 @@ class MemoryStore:
         *,
         params: MemoryParams = DEFAULT_PARAMS,
         synchronous: str = DEFAULT_SYNCHRONOUS,
+        embedder: Optional[Embedder] = None,
     ) -> None:
+        self._embedder = check_embedder(embedder)
+        if dim is None and self._embedder is not None:
+            dim = self._embedder.dim
+        if self._embedder is not None and dim != self._embedder.dim:
+            msg = f"dim {dim} differs from the embedder's dimension {self._embedder.dim}"
+            raise ValueError(msg)
         if not isinstance(params, MemoryParams):
             msg = f"params must be a MemoryParams, got {type(params).__name__}"
             raise TypeError(msg)
@@ -367,7 +378,7 @@ class MemoryStore:
     def add(
         self,
         text: str,
-        embedding: np.ndarray,
+        embedding: Optional[np.ndarray] = None,
         *,
         tenant: str = DEFAULT_TENANT,
         importance: float = DEFAULT_IMPORTANCE,
@@ -383,8 +394,8 @@ class MemoryStore:
         Parameters
         ----------
         text : str
-        embedding : (dim,) array
-            Converted to float32 and L2-normalised once.
+        embedding : (dim,) array, optional
+            Converted to float32 and L2-normalised once. None: the store's embedder embeds ``text``.
         tenant : str, default "default"
         importance : float in [0, 1], default 0.5
         valence : float in [-1, 1], default 0.0
@@ -401,6 +412,8 @@ class MemoryStore:
         int
             The new memory's id. With a file store the memory is committed before this returns.
         """
+        if embedding is None:
+            embedding = self._embedded_texts([check_text(text)], "embedding")[0]
         if not isinstance(embedding, (np.ndarray, list, tuple)):
             msg = f"embedding must be a numpy array of shape ({self._dim},), got {type(embedding).__name__}"
             raise TypeError(msg)
@@ -425,7 +438,7 @@ class MemoryStore:
     def add_many(
         self,
         texts: Sequence[str],
-        embeddings: np.ndarray,
+        embeddings: Optional[np.ndarray] = None,
         *,
         tenants: Union[str, Sequence[str]] = DEFAULT_TENANT,
         importances: Union[float, Sequence[float]] = DEFAULT_IMPORTANCE,
@@ -456,6 +469,8 @@ class MemoryStore:
             raise TypeError(msg)
         n = len(texts)
         text_list = [check_text(t, f"texts[{i}]") for i, t in enumerate(texts)]
+        if embeddings is None:
+            embeddings = self._embedded_texts(text_list, "embeddings")
         vectors = embedding_rows(embeddings, self._dim, "embeddings")
         if vectors.shape[0] != n:
             msg = f"embeddings must have one row per text ({n}), got {vectors.shape[0]}"
@@ -494,6 +509,18 @@ class MemoryStore:
             self._next_id += n
             self._generation.append(batch)
         return ids
+
+    def _embedded_texts(self, texts: list[str], what: str, *, queries: bool = False) -> np.ndarray:
+        """The embedder's rows for ``texts`` (a ``ValueError`` naming ``what`` without an embedder)."""
+        if self._embedder is None:
+            msg = f"pass {what}, or build the store with an embedder= that embeds the text"
+            raise ValueError(msg)
+        return (embed_queries if queries else embed_documents)(self._embedder, texts)
+
+    @property
+    def embedder(self) -> Optional[Embedder]:
+        """The embedder of texts given without a vector, or None."""
+        return self._embedder
 
     @staticmethod
     def _records(batch: RowBatch) -> list[tuple]:
@@ -595,6 +622,9 @@ class MemoryStore:
         changes: dict[str, Any] = {}
         if text is not None:
             changes["text"] = check_text(text)
+            if embedding is None and self._embedder is not None:
+                # New words, new vector: keeping the old embedding would rank the new text by the old one.
+                embedding = self._embedded_texts([changes["text"]], "embedding")[0]
         if embedding is not None:
             vector = np.asarray(embedding)
             if vector.ndim != 1:
@@ -741,11 +771,14 @@ class MemoryStore:
     ) -> tuple[Cue, GateSpec]:
         if cue_text is not None:
             check_text(cue_text, "cue_text")
+        if cue_vector_value is None and cue_text is not None and self._embedder is not None:
+            cue_vector_value = self._embedded_texts([cue_text], "cue_vector", queries=True)[0]
         if cue_vector_value is not None:
             vector: Optional[np.ndarray] = cue_vector(cue_vector_value, self._dim)
         elif mode != KEYWORD_MODE:
             msg = (f"cue_vector is required in mode {mode!r} (the dense generator and every candidate's "
-                   f"cosine read it); only mode={KEYWORD_MODE!r} recalls on cue_text alone")
+                   f"cosine read it); pass it, build the store with an embedder, or use "
+                   f"mode={KEYWORD_MODE!r} to recall on cue_text alone")
             raise ValueError(msg)
         elif not cue_text:
             msg = f"a mode={KEYWORD_MODE!r} recall without cue_vector needs a non-empty cue_text"
@@ -852,8 +885,9 @@ class MemoryStore:
             For the BM25 generator (None: BM25 admits nothing).
         cue_vector : (dim,) array, optional
             The cue's embedding (same model as the memories); also gives every candidate's sim.
-            Required except in ``keyword`` mode: there, without it, ``sim`` is each candidate's
-            BM25 score relative to the best candidate's (and ``factors.cosine`` holds that).
+            None: the store's embedder embeds ``cue_text``; without an embedder it is required
+            except in ``keyword`` mode, where ``sim`` is then each candidate's BM25 score relative
+            to the best candidate's (and ``factors.cosine`` holds that).
         k : int, default 10
         tenant : str, default "default"
             Only this tenant's memories are searched, scored or returned.
