@@ -174,7 +174,7 @@ def test_get_missing_and_forgotten(small_store):
 
 def test_params_defaults_and_validation():
     assert DEFAULT_PARAMS.dense_quota == 50 and DEFAULT_PARAMS.bm25_quota == 50
-    assert DEFAULT_PARAMS.importance_boost == 2.0 and DEFAULT_PARAMS.rerank_operator == "cfsr"
+    assert DEFAULT_PARAMS.importance_boost == 1.0 and DEFAULT_PARAMS.rerank_operator == "cfsr"  # additive now (issue 17)
     assert DEFAULT_PARAMS.quota("graph") == DEFAULT_PARAMS.graph_quota
     assert DEFAULT_PARAMS.replace(tag_quota=0).tag_quota == 0
     with pytest.raises(ValueError, match="dense_quota"):
@@ -263,7 +263,8 @@ def test_quotas_are_independent_no_generator_uses_another_budget(rng):
     q = unit(rng, 1)[0]
     crowd = np.stack([near(q, 0.9, rng) for _ in range(100)])
     store = MemoryStore(dim=DIM, params=DEFAULT_PARAMS.replace(
-        dense_quota=5, bm25_quota=5, tag_quota=5, temporal_quota=5, importance_quota=5, graph_quota=5))
+        relevance_quota=5, dense_quota=5, bm25_quota=5, tag_quota=5, temporal_quota=5, importance_quota=5,
+        graph_quota=5))
     store.add_many([f"crowd member {i}" for i in range(100)], crowd, importances=0.2,
                    created_at=NOW - 100 * DAY)
     far = near(q, 0.05, rng)
@@ -278,10 +279,11 @@ def test_quotas_are_independent_no_generator_uses_another_budget(rng):
     candidates = set(result.candidate_ids.tolist())
     assert {lexical, important, recent} <= candidates
     hybrid = store.recall("zebra migration", q, 10, mode="hybrid", at_time=NOW, reinforce=False)
-    assert lexical in set(hybrid.candidate_ids.tolist()) and important not in set(hybrid.candidate_ids.tolist())
+    # issue 17: the default mode holds the protected tier, so the durable memory is a candidate.
+    assert lexical in set(hybrid.candidate_ids.tolist()) and important in set(hybrid.candidate_ids.tolist())
     vector = store.recall("zebra migration", q, 10, mode="vector", at_time=NOW, reinforce=False)
     assert lexical not in set(vector.candidate_ids.tolist())
-    assert result.budget == 30
+    assert result.budget == 35
 
 
 def test_quota_zero_switches_a_generator_off(small_store):
@@ -297,7 +299,10 @@ def test_admission_ranks_are_recorded(rng):
     q = unit(rng, 1)[0]
     ids = store.add_many(["alpha beta", "alpha", "gamma"], np.stack([near(q, c, rng) for c in (0.9, 0.5, 0.7)]))
     result = store.recall("alpha beta", q, 3, mode="hybrid", reinforce=False)
-    by_id = {hit.id: hit.admitted_by for hit in result}
+    relevance_order = result.admitted["relevance"].tolist()
+    by_id = {hit.id: dict(hit.admitted_by) for hit in result}
+    for memory_id in ids.tolist():
+        assert by_id[memory_id].pop("relevance") == relevance_order.index(memory_id) + 1
     assert by_id[ids[0]] == {"dense": 1, "bm25": 1}
     assert by_id[ids[2]] == {"dense": 2}
     assert by_id[ids[1]] == {"dense": 3, "bm25": 2}
@@ -318,7 +323,8 @@ def test_tag_generator_orders_by_containment_then_recency(rng):
 
 def test_graph_generator_admits_entity_neighbours_of_candidates(rng):
     q = unit(rng, 1)[0]
-    params = DEFAULT_PARAMS.replace(dense_quota=1, bm25_quota=0, temporal_quota=0, importance_quota=0)
+    params = DEFAULT_PARAMS.replace(relevance_quota=0, dense_quota=1, bm25_quota=0, temporal_quota=0,
+                                    importance_quota=0)
     store = MemoryStore(dim=DIM, params=params)
     seed = store.add("seed", near(q, 0.95, rng), entities=["Orion"])
     neighbour = store.add("neighbour", near(q, 0.0, rng), entities=["Orion"])
@@ -330,7 +336,7 @@ def test_graph_generator_admits_entity_neighbours_of_candidates(rng):
     hit = next(h for h in result if h.id == neighbour)
     assert hit.admitted_by == {"graph": 1}
     assert hit.factors.graph_activation == pytest.approx(0.95, rel=1e-5)
-    assert hit.factors.graph == pytest.approx(1 + 0.95 / 1.95, rel=1e-5)
+    assert hit.factors.graph == pytest.approx(1 + params.graph_boost * 0.95 / 1.95, rel=1e-5)
 
 
 def test_temporal_generator_centres_on_cue_time(rng):
@@ -398,13 +404,15 @@ def test_fused_score_matches_the_formula_by_hand(rng):
     sb = 2 - 1 / 3.0
     assert f.cosine == pytest.approx(cos, abs=1e-5)
     assert f.retrieval_strength == pytest.approx(d) and f.storage_bounded == pytest.approx(sb)
-    assert f.importance == pytest.approx(1 + params.importance_boost * 0.8 * d * sb)
+    # importance 0.8 >= durable_importance: durable, so its term does not decay (D' = 1)
+    assert f.durable and f.importance == pytest.approx(1 + params.importance_boost * 0.8)
     assert f.valence == pytest.approx(1 - params.valence_weight * 1.0 / 2)
     assert f.tag_containment == 0.5 and f.tag == pytest.approx(1 + params.tag_boost * 0.5)
     activation = params.cue_entity_weight  # one cue entity; no other candidate shares "prod"
     assert f.graph_activation == pytest.approx(activation)
     assert f.graph == pytest.approx(1 + params.graph_boost * activation / (1 + activation))
-    assert f.score == pytest.approx(f.sim * f.importance * f.valence * f.tag * f.graph)
+    # issue 17: additive bounded boosts on the relevance core (was a product of the factors)
+    assert f.score == pytest.approx(f.relevance + (f.importance - 1) + (f.valence - 1) + (f.tag - 1) + (f.graph - 1))
     assert hit.age_days == pytest.approx(90.0)
     assert hit.dominant_factor == "importance" and hit.weakest_factor == "sim"
     assert "importance" in hit.explain() and "admitted by" in hit.explain()
@@ -422,7 +430,8 @@ def test_floors_hold_for_extreme_memories(rng):
     assert f.retrieval_strength == RETRIEVAL_STRENGTH_MIN
     assert f.valence == VALENCE_ALIGNMENT_MIN
     assert f.importance_norm == params.importance_floor
-    assert f.graph >= 1.0 and f.storage_strength >= 1.0 and f.score > 0
+    assert f.graph >= 1.0 and f.storage_strength >= 1.0
+    assert f.score == pytest.approx(f.relevance + (f.importance - 1) + (f.valence - 1) + (f.tag - 1) + (f.graph - 1))
     assert hit.weakest_factor == "sim"
 
 
@@ -468,7 +477,7 @@ def test_rerank_mode_reranks_the_fused_union(rng, operator):
 
 
 def test_why_not_covers_every_reason(rng):
-    params = DEFAULT_PARAMS.replace(dense_quota=3, bm25_quota=3)
+    params = DEFAULT_PARAMS.replace(relevance_quota=3, dense_quota=3, bm25_quota=3)
     store = MemoryStore(dim=DIM, params=params)
     q = unit(rng, 1)[0]
     cosines = np.linspace(0.95, 0.3, 10)
@@ -495,7 +504,9 @@ def test_why_not_covers_every_reason(rng):
     not_admitted = seen["not_admitted"]
     assert not_admitted.generator_ranks["dense"] == 9  # ids[1] is forgotten: 8 rows are closer
     assert not_admitted.generator_ranks["bm25"] is None  # no term overlap with "zzz"
-    assert not_admitted.quotas == {"dense": 3, "bm25": 3}
+    assert not_admitted.generator_ranks["relevance"] == 9  # the default scorer ranks it last too
+    assert not_admitted.generator_ranks["importance"] is None  # not durable: outside the protected tier
+    assert not_admitted.quotas == {"relevance": 3, "dense": 3, "bm25": 3, "importance": 20}
     assert "rank 9 > quota 3" in not_admitted.detail
     # why_not has no side effects
     assert store.get(int(ids[0])).recall_count == 0

@@ -25,6 +25,7 @@ __all__ = [
     "GENERATORS",
     "MODES",
     "MODE_GENERATORS",
+    "PROTECTING_MODES",
     "SECONDS_PER_DAY",
     "TIERS",
     "WHY_NOT_REASONS",
@@ -33,13 +34,18 @@ __all__ = [
 
 #: Retrieval modes (SPEC §8).
 MODES: tuple[str, ...] = ("hybrid", "vector", "keyword", "full", "rerank")
+#: The default mode protects durable memories (its union holds the cue-conditioned protected tier).
 DEFAULT_MODE = "hybrid"
 
 #: Candidate generators, in the order they run. ``graph`` runs last: it expands the others.
-GENERATORS: tuple[str, ...] = ("dense", "bm25", "tag", "temporal", "importance", "graph")
+#: ``relevance`` is the top of the ``default`` preset's scorer; ``importance`` is the protected
+#: tier (durable memories) ranked by that scorer for the cue.
+GENERATORS: tuple[str, ...] = ("relevance", "dense", "bm25", "tag", "temporal", "importance", "graph")
+#: Modes whose union holds the protected tier, and which reserve a share of k for it.
+PROTECTING_MODES: tuple[str, ...] = ("hybrid", "full", "rerank")
 #: Which generators each mode runs. ``rerank`` builds the ``full`` union, then reranks it.
 MODE_GENERATORS: dict[str, tuple[str, ...]] = {
-    "hybrid": ("dense", "bm25"),
+    "hybrid": ("relevance", "dense", "bm25", "importance"),
     "vector": ("dense",),
     "keyword": ("bm25",),
     "full": GENERATORS,
@@ -94,6 +100,12 @@ class Memory:
         One of :data:`TIERS`.
     tags, entities : tuple of str
         Sorted, without repeats.
+    session : str or None
+        Conversation/session the memory was said in (its same-session neighbours support it).
+    supersedes : int or None
+        Id of the memory this one replaced (``add(..., supersedes=id)``).
+    superseded_by : int or None
+        Id of the memory that replaced this one; a superseded memory always ranks below it.
     """
 
     id: int
@@ -109,6 +121,9 @@ class Memory:
     tier: str
     tags: tuple[str, ...]
     entities: tuple[str, ...]
+    session: Optional[str] = None
+    supersedes: Optional[int] = None
+    superseded_by: Optional[int] = None
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Memory):
