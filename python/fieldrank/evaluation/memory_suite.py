@@ -30,9 +30,13 @@ Metrics per case, size and mode (over the case's cues; k = 10; ``reinforce=False
 ``relevance_hit@1/@10``      the same for the relevance core alone (the ``default`` scorer).
 ``signal_contribution``      per generator: the share of returned hits it admitted.
 ``rescued_by_non_dense``     relevant hits that plain dense top-10 misses.
-``false_rescue_rate``        among returned hits the relevance core alone would not return
-                             (brought in by the store's boosts or reserved slots), the share that
-                             is not relevant (its count in ``false_rescues``).
+``false_rescue_rate``        among the hits the store's layer rescued, the share that is not
+                             relevant (its count in ``false_rescues``, the rescues in
+                             ``rescues_by_layer``). A rescue is a returned hit outside the relevance
+                             core's own top 10 that holds a reserved slot or whose boosts (score −
+                             relevance) exceed the median boost of the returned hits the core also
+                             ranks in its top 10 (a hit that only moved up because a distractor was
+                             demoted is not a rescue).
 ``false_rescue_rate_vs_dense``  the thread's variant: among returned hits outside the dense
                              top-50, the share that is not relevant (filler the BM25 half of the
                              relevance core likes counts here).
@@ -287,10 +291,14 @@ def evaluate(store: MemoryStore, key_to_id: dict[str, int], vectors: dict[str, n
                 acc["relevance_hit1"] += bool(relevance_top) and relevance_top[0] == relevant
                 acc["relevance_hit10"] += relevant in relevance_top
                 acc["rescued"] += relevant in ids and relevant not in dense_top
-                for memory_id in ids:
-                    if relevance_top and memory_id not in relevance_top:
+                kept_boosts = [h.score - h.factors.relevance for h in result if h.id in relevance_top]
+                typical_boost = float(np.median(kept_boosts)) if kept_boosts else 0.0
+                for hit in result:
+                    if relevance_top and hit.id not in relevance_top and (
+                            hit.reserved_slot or hit.score - hit.factors.relevance > typical_boost):
                         acc["layer_hits"] += 1
-                        acc["false_rescues"] += memory_id != relevant
+                        acc["false_rescues"] += hit.id != relevant
+                for memory_id in ids:
                     if memory_id not in dense_quota:
                         acc["outside_dense"] += 1
                         acc["false_vs_dense"] += memory_id != relevant

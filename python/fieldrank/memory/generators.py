@@ -16,8 +16,8 @@ generator               admits (best first; every tie -> lower row, i.e. older i
 ``tag``                 rows carrying a cue tag, by containment |cue ∩ tags| / |cue| then newest
 ``temporal``            rows created nearest the cue time (``cue_time``, default ``at_time``)
 ``importance``          the protected tier: durable rows (importance >= ``durable_importance`` or
-                        tier ``core``) ranked by the relevance core for this cue, top
-                        ``importance_quota`` (cue-conditioned: no global top-n of importance)
+                        tier ``core``) ordered for this cue by cosine and by the relevance core,
+                        interleaved; top ``importance_quota`` (cue-conditioned: no global top-n)
 ``graph``               rows with the highest graph activation from the other generators' rows
 ======================  ==========================================================================
 
@@ -206,16 +206,29 @@ def temporal(snapshot: Snapshot, cue: Cue, eligible: Eligibility, quota: int, co
     return top_by_score(rows, closeness, quota)[0]
 
 
-def protected_tier(snapshot: Snapshot, core: Relevance, params: MemoryParams) -> np.ndarray:
-    """The durable eligible rows, in relevance order for the cue (best first)."""
-    return core.rows[durable_rows(snapshot, core.rows, params)]
+def protected_tier(snapshot: Snapshot, cue: Cue, core: Relevance, params: MemoryParams) -> np.ndarray:
+    """The durable eligible rows ordered for the cue: by cosine and by relevance, interleaved.
+
+    Position 2i holds the i-th best by cosine, 2i + 1 the i-th best by relevance (skipping rows
+    already placed), so a durable memory that is close in meaning but shares no word with the cue
+    (the truncation trap's victim) ranks as high as one the lexical half of the relevance likes.
+    """
+    by_relevance = core.rows[durable_rows(snapshot, core.rows, params)]
+    if by_relevance.size == 0:
+        return _EMPTY_ROWS
+    cosine = snapshot.embeddings[by_relevance] @ cue.vector
+    by_cosine = by_relevance[np.lexsort((by_relevance, -cosine))]
+    merged = np.empty(2 * by_relevance.size, dtype=np.int64)
+    merged[0::2], merged[1::2] = by_cosine, by_relevance
+    _, first = np.unique(merged, return_index=True)
+    return merged[np.sort(first)]
 
 
 def importance(snapshot: Snapshot, cue: Cue, eligible: Eligibility, quota: int, core: Relevance,
                params: MemoryParams) -> np.ndarray:
     if quota == 0 or core.rows.size == 0:
         return _EMPTY_ROWS
-    return protected_tier(snapshot, core, params)[:quota]
+    return protected_tier(snapshot, cue, core, params)[:quota]
 
 
 def graph_activation(
@@ -352,7 +365,7 @@ def generator_rank(
     if name == "temporal":
         return _rank_among(rows, -np.abs(snapshot.created_at[rows] - cue.time), row)
     if name == "importance":
-        tier = protected_tier(snapshot, core, params)
+        tier = protected_tier(snapshot, cue, core, params)
         position = np.flatnonzero(tier == row)
         return int(position[0]) + 1 if position.size else None
     if name == "graph":

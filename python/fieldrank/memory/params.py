@@ -17,15 +17,15 @@ dense_quota               50       candidates the dense (cosine) generator may a
 bm25_quota                50       candidates the BM25 generator may admit
 tag_quota                 20       candidates the tag-match generator may admit
 temporal_quota            20       candidates nearest in time to the cue time
-importance_quota          20       durable memories admitted per cue: the protected tier ranked by relevance
+importance_quota          4096     cap on the protected tier per recall (every durable eligible memory up to it)
 graph_quota               20       entity-graph neighbours of the other candidates
 durable_importance        0.7      importance from which a memory is durable (tier "core" always is)
 protected_share           0.2      share of k reserved for protected (durable, relevant) memories
-protected_min_relevance   1.0      relevance a durable memory needs for a reserved slot
+protected_min_z           2.0      cosine z (vs the tenant's rows) a durable memory needs for a reserved slot
 importance_boost (B)      1.0      additive importance term B · In · D' (z units of relevance)
 tag_boost (τ)             0.5      additive cue-tag containment term τ · tag
 graph_boost (γ)           0.5      additive graph term γ · a / (1 + a), a = graph activation
-entity_boost (ε)          1.5      cue-entity term: +ε · |E(cue) ∩ E(T)| / |E(cue)|, −ε for another entity
+entity_boost (ε)          2.0      cue-entity term: +ε · |E(cue) ∩ E(T)| / |E(cue)|, −ε for another entity
 superseded_margin         0.1      a superseded memory scores at most its replacement's score minus this
 valence_weight            0.5      V = 1 − valence_weight · |v_T − v_C| / 2 (when a cue valence is given)
 sim_floor                 0.01     sim = max(cosine, sim_floor)
@@ -49,7 +49,7 @@ the store's relevance core is that preset's scorer: :func:`fieldrank.temporal.te
 the eligible rows with the same BM25. B, τ, γ, the protected share and its relevance threshold
 were chosen on the store's own adversarial suite (``benchmarks/memory_scenarios.py``), not on
 LoCoMo, so the suite's figures are not a held-out estimate. Every boost is bounded: together they
-add at most B + τ + γ + ε = 3.5 to a memory's relevance, so a memory whose relevance leads by more
+add at most B + τ + γ + ε = 4.0 to a memory's relevance, so a memory whose relevance leads by more
 than that is never buried by them (the entity term may also subtract ε from a memory about
 another entity than the cue's, and a valence mismatch at most 1).
 """
@@ -113,15 +113,15 @@ DEFAULT_DENSE_QUOTA = 50
 DEFAULT_BM25_QUOTA = 50
 DEFAULT_TAG_QUOTA = 20
 DEFAULT_TEMPORAL_QUOTA = 20
-DEFAULT_IMPORTANCE_QUOTA = 20
+DEFAULT_IMPORTANCE_QUOTA = 4096
 DEFAULT_GRAPH_QUOTA = 20
 DEFAULT_DURABLE_IMPORTANCE = 0.7
 DEFAULT_PROTECTED_SHARE = 0.2
-DEFAULT_PROTECTED_MIN_RELEVANCE = 1.0
+DEFAULT_PROTECTED_MIN_Z = 2.0
 DEFAULT_IMPORTANCE_BOOST = 1.0
 DEFAULT_TAG_BOOST = 0.5
 DEFAULT_GRAPH_BOOST = 0.5
-DEFAULT_ENTITY_BOOST = 1.5
+DEFAULT_ENTITY_BOOST = 2.0
 DEFAULT_SUPERSEDED_MARGIN = 0.1
 DEFAULT_VALENCE_WEIGHT = 0.5
 DEFAULT_SIM_FLOOR = 0.01
@@ -143,7 +143,7 @@ _NON_NEGATIVE_REAL_FIELDS = (
     "importance_boost", "tag_boost", "graph_boost", "entity_boost", "storage_gain", "entity_weight", "cue_entity_weight",
     "superseded_margin",
 )
-_REAL_FIELDS = ("protected_min_relevance",)
+_REAL_FIELDS = ("protected_min_z",)
 _UNIT_INTERVAL_FIELDS = (
     "valence_weight", "hebbian_rate", "bm25_delta_fraction", "durable_importance", "protected_share",
 )
@@ -193,7 +193,7 @@ class MemoryParams:
     graph_quota: int = DEFAULT_GRAPH_QUOTA
     durable_importance: float = DEFAULT_DURABLE_IMPORTANCE
     protected_share: float = DEFAULT_PROTECTED_SHARE
-    protected_min_relevance: float = DEFAULT_PROTECTED_MIN_RELEVANCE
+    protected_min_z: float = DEFAULT_PROTECTED_MIN_Z
     importance_boost: float = DEFAULT_IMPORTANCE_BOOST
     tag_boost: float = DEFAULT_TAG_BOOST
     graph_boost: float = DEFAULT_GRAPH_BOOST

@@ -224,29 +224,52 @@ def _rank_superseded_below_replacements(snapshot: Snapshot, factors: FactorArray
     return replace(factors, score=score)
 
 
-def _reserve_protected_slots(order: np.ndarray, protected: np.ndarray, k: int, slots: int) -> tuple[np.ndarray, frozenset]:
-    """Reserve up to ``slots`` of the top ``k`` for protected candidates (durable and relevant).
+#: Rows sampled (evenly, deterministically) to estimate the tenant's cosine mean and spread per cue.
+COSINE_SAMPLE_ROWS = 512
 
-    When fewer than ``slots`` protected candidates rank in the top ``k``, the best remaining ones
-    (in ``order``) take the places of the lowest-ranked unprotected hits; the displaced hits come
-    next. Returns the new order and the positions that took a reserved slot.
+
+def _cosine_z(snapshot: Snapshot, cue: Cue, eligible: Eligibility, cosine: np.ndarray) -> np.ndarray:
+    """How far each candidate's cosine lies above the eligible rows' cosines, in standard deviations.
+
+    Mean and spread come from an even sample of at most :data:`COSINE_SAMPLE_ROWS` eligible rows
+    (a fixed cost per recall); with fewer than two rows every candidate gets +inf.
     """
-    if slots <= 0 or order.size <= k:
+    rows = eligible.rows
+    if rows.size < 2:
+        return np.full(cosine.size, np.inf)
+    sample = rows[:: max(1, rows.size // COSINE_SAMPLE_ROWS)]
+    sims = (snapshot.embeddings[sample] @ cue.vector).astype(np.float64)
+    spread = float(sims.std())
+    if spread == 0.0:
+        return np.where(cosine > sims.mean(), np.inf, 0.0)
+    return (cosine - float(sims.mean())) / spread
+
+
+def _reserve_protected_slots(order: np.ndarray, tier_positions: np.ndarray, k: int, slots: int
+                             ) -> tuple[np.ndarray, frozenset]:
+    """Reserve up to ``slots`` of the top ``k`` for protected candidates (durable and related to the cue).
+
+    ``tier_positions`` are the eligible protected candidates (positions into the union) in the
+    protected tier's order for this cue (cosine first). When fewer than ``slots`` of them rank in
+    the top ``k``, the first missing ones take the places of the lowest-ranked unprotected hits;
+    the displaced hits come next. Returns the new order and the positions that took a slot.
+    """
+    if slots <= 0 or order.size <= k or tier_positions.size == 0:
         return order, frozenset()
     top, rest = order[:k], order[k:]
-    missing = slots - int(protected[top].sum())
+    protected_top = np.isin(top, tier_positions)
+    missing = slots - int(protected_top.sum())
     if missing <= 0:
         return order, frozenset()
-    entering = rest[protected[rest]][:missing]
+    entering = tier_positions[~np.isin(tier_positions, top)][:missing]
     if entering.size == 0:
         return order, frozenset()
-    unprotected = np.flatnonzero(~protected[top])
+    unprotected = np.flatnonzero(~protected_top)
     leaving_at = unprotected[::-1][:entering.size]
     leaving = top[np.sort(leaving_at)]
     kept = np.delete(top, leaving_at)
     remaining = rest[~np.isin(rest, entering)]
-    new_order = np.concatenate([kept, entering, leaving, remaining])
-    return new_order, frozenset(entering.tolist())
+    return np.concatenate([kept, entering, leaving, remaining]), frozenset(entering.tolist())
 
 
 def _optional_id(value: object) -> Optional[int]:
@@ -1017,9 +1040,11 @@ class MemoryStore:
             position_scores = factors.score
         reserved: frozenset = frozenset()
         if mode in PROTECTING_MODES:
-            protected = np.isin(union, admissions.by_generator.get("importance", np.empty(0, np.int64)))
-            protected &= factors.relevance >= params.protected_min_relevance
-            order, reserved = _reserve_protected_slots(order, protected, k, int(params.protected_share * k))
+            tier = admissions.by_generator.get("importance", np.empty(0, np.int64))
+            tier_positions = np.searchsorted(union, tier[np.isin(tier, union)])
+            related = _cosine_z(snapshot, cue, eligible, factors.cosine[tier_positions]) >= params.protected_min_z
+            order, reserved = _reserve_protected_slots(order, tier_positions[related], k,
+                                                       int(params.protected_share * k))
         return _Scored(snapshot, cue, eligible, admissions, factors, order, position_scores[order], rerank, core,
                        reserved)
 
