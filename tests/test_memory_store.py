@@ -412,9 +412,11 @@ def test_fused_score_matches_the_formula_by_hand(rng):
     assert f.graph_activation == pytest.approx(activation)
     assert f.graph == pytest.approx(1 + params.graph_boost * activation / (1 + activation))
     # issue 17: additive bounded boosts on the relevance core (was a product of the factors)
-    assert f.score == pytest.approx(f.relevance + (f.importance - 1) + (f.valence - 1) + (f.tag - 1) + (f.graph - 1))
+    assert f.entity_containment == 1.0 and f.entity == pytest.approx(1 + params.entity_boost)
+    assert f.score == pytest.approx(f.relevance + (f.importance - 1) + (f.valence - 1) + (f.tag - 1) + (f.graph - 1)
+                                    + (f.entity - 1))
     assert hit.age_days == pytest.approx(90.0)
-    assert hit.dominant_factor == "importance" and hit.weakest_factor == "sim"
+    assert hit.dominant_factor == "entity" and hit.weakest_factor == "sim"
     assert "importance" in hit.explain() and "admitted by" in hit.explain()
 
 
@@ -506,7 +508,7 @@ def test_why_not_covers_every_reason(rng):
     assert not_admitted.generator_ranks["bm25"] is None  # no term overlap with "zzz"
     assert not_admitted.generator_ranks["relevance"] == 9  # the default scorer ranks it last too
     assert not_admitted.generator_ranks["importance"] is None  # not durable: outside the protected tier
-    assert not_admitted.quotas == {"relevance": 3, "dense": 3, "bm25": 3, "importance": 20}
+    assert not_admitted.quotas == {"relevance": 3, "dense": 3, "bm25": 3, "importance": DEFAULT_PARAMS.importance_quota}
     assert "rank 9 > quota 3" in not_admitted.detail
     # why_not has no side effects
     assert store.get(int(ids[0])).recall_count == 0
