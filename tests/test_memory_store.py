@@ -298,11 +298,12 @@ def test_admission_ranks_are_recorded(rng):
     store = MemoryStore(dim=DIM)
     q = unit(rng, 1)[0]
     ids = store.add_many(["alpha beta", "alpha", "gamma"], np.stack([near(q, c, rng) for c in (0.9, 0.5, 0.7)]))
-    result = store.recall("alpha beta", q, 3, mode="hybrid", reinforce=False)
+    result = store.recall("alpha beta", q, 3, mode="full", reinforce=False)
     relevance_order = result.admitted["relevance"].tolist()
     by_id = {hit.id: dict(hit.admitted_by) for hit in result}
     for memory_id in ids.tolist():
         assert by_id[memory_id].pop("relevance") == relevance_order.index(memory_id) + 1
+        by_id[memory_id] = {g: r for g, r in by_id[memory_id].items() if g in ("dense", "bm25")}
     assert by_id[ids[0]] == {"dense": 1, "bm25": 1}
     assert by_id[ids[2]] == {"dense": 2}
     assert by_id[ids[1]] == {"dense": 3, "bm25": 2}
@@ -504,12 +505,15 @@ def test_why_not_covers_every_reason(rng):
     assert outranked.rank == 3 and outranked.margin > 0 and outranked.cutoff_score > outranked.score
     assert "short by" in outranked.detail
     not_admitted = seen["not_admitted"]
-    assert not_admitted.generator_ranks["dense"] == 9  # ids[1] is forgotten: 8 rows are closer
-    assert not_admitted.generator_ranks["bm25"] is None  # no term overlap with "zzz"
-    assert not_admitted.generator_ranks["relevance"] == 9  # the default scorer ranks it last too
+    # issue 17: the default mode runs the relevance core (the default scorer) and the protected tier
+    assert not_admitted.generator_ranks["relevance"] == 9  # ids[1] is forgotten: 8 rows rank higher
     assert not_admitted.generator_ranks["importance"] is None  # not durable: outside the protected tier
-    assert not_admitted.quotas == {"relevance": 3, "dense": 3, "bm25": 3, "importance": DEFAULT_PARAMS.importance_quota}
+    assert not_admitted.quotas == {"relevance": 3, "importance": DEFAULT_PARAMS.importance_quota}
     assert "rank 9 > quota 3" in not_admitted.detail
+    in_vector = store.why_not(int(ids[9]), "zzz", q, 2, tenant="a", mode="vector", at_time=NOW)
+    assert in_vector.reason == "not_admitted" and in_vector.generator_ranks["dense"] == 9
+    in_keyword = store.why_not(int(ids[9]), "zzz", q, 2, tenant="a", mode="keyword", at_time=NOW)
+    assert in_keyword.generator_ranks["bm25"] is None  # no term overlap with "zzz"
     # why_not has no side effects
     assert store.get(int(ids[0])).recall_count == 0
 

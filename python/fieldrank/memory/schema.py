@@ -45,7 +45,8 @@ GENERATORS: tuple[str, ...] = ("relevance", "dense", "bm25", "tag", "temporal", 
 PROTECTING_MODES: tuple[str, ...] = ("hybrid", "full", "rerank")
 #: Which generators each mode runs. ``rerank`` builds the ``full`` union, then reranks it.
 MODE_GENERATORS: dict[str, tuple[str, ...]] = {
-    "hybrid": ("relevance", "dense", "bm25", "importance"),
+    # The relevance core is itself the hybrid (BM25 + cosine) scorer: no second dense or BM25 scan.
+    "hybrid": ("relevance", "importance"),
     "vector": ("dense",),
     "keyword": ("bm25",),
     "full": GENERATORS,
