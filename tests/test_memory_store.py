@@ -605,3 +605,53 @@ def test_tenant_scoped_get_update_forget(small_store):
     assert store.forget(mine, tenant="a") is True
     with pytest.raises(KeyError, match="for tenant 'a'"):
         store.get(mine, tenant="a")
+
+
+# ---------------------------------------------------------------------------- updates (issue 17)
+
+
+def test_a_superseded_memory_ranks_below_its_replacement(rng):
+    store = MemoryStore(dim=DIM)
+    q = unit(rng, 1)[0]
+    store.add_many([f"filler {i}" for i in range(30)], unit(rng, 30), created_at=NOW)
+    stale = store.add("Orion uses MySQL 5.7", near(q, 0.95, rng), entities=["Orion"], created_at=NOW - 300 * DAY)
+    fresh = store.add("Orion moved to Postgres", near(q, 0.2, rng), entities=["Orion"], supersedes=stale,
+                      created_at=NOW - 20 * DAY)
+    assert store.get(stale).superseded_by == fresh and store.get(fresh).supersedes == stale
+    for mode in ("hybrid", "vector", "keyword", "full"):
+        result = store.recall("Orion MySQL", q, 5, mode=mode, at_time=NOW, reinforce=False)
+        order = result.ids.tolist()
+        assert fresh in order, mode  # brought into the union by the stale candidate it replaces
+        assert stale not in order or order.index(stale) > order.index(fresh), mode
+        hits = {hit.id: hit for hit in result}
+        if stale in hits:
+            assert hits[stale].superseded_by == fresh
+            assert hits[stale].score <= hits[fresh].score - DEFAULT_PARAMS.superseded_margin + 1e-9
+
+
+def test_supersede_chains_rank_newest_first_and_bad_targets_are_refused(rng):
+    store = MemoryStore(dim=DIM)
+    q = unit(rng, 1)[0]
+    first = store.add("v1 of the fact", near(q, 0.9, rng), created_at=NOW - 3 * DAY)
+    second = store.add("v2 of the fact", near(q, 0.6, rng), supersedes=first, created_at=NOW - 2 * DAY)
+    third = store.add("v3 of the fact", near(q, 0.3, rng), supersedes=second, created_at=NOW - DAY)
+    order = store.recall("fact", q, 3, at_time=NOW, reinforce=False).ids.tolist()
+    assert order == [third, second, first]
+    other = store.add("elsewhere", q, tenant="other")
+    with pytest.raises(ValueError, match="own tenant"):
+        store.add("cross-tenant replacement", q, supersedes=other)
+    with pytest.raises(KeyError, match="no live memory"):
+        store.add("replaces nothing", q, supersedes=12345)
+    with pytest.raises(TypeError):
+        store.add_many(["a"], q[None, :], supersedes=7)
+
+
+def test_an_unmarked_update_changes_nothing_in_the_ranking(rng):
+    """Without ``supersedes`` the store does not guess: a newer near-duplicate is just another memory."""
+    store = MemoryStore(dim=DIM)
+    q = unit(rng, 1)[0]
+    stale = store.add("Orion uses MySQL 5.7", near(q, 0.95, rng), created_at=NOW - 300 * DAY)
+    fresh = store.add("Orion moved to Postgres", near(q, 0.2, rng), created_at=NOW - 20 * DAY)
+    result = store.recall("Orion MySQL", q, 2, at_time=NOW, reinforce=False)
+    assert result.ids.tolist()[0] == stale and all(hit.superseded_by is None for hit in result)
+    assert store.get(fresh).supersedes is None

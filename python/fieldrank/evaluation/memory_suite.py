@@ -259,7 +259,7 @@ def evaluate(store: MemoryStore, key_to_id: dict[str, int], vectors: dict[str, n
     out: dict[str, dict[str, Any]] = {}
     for mode in modes:
         per_case: dict[str, dict[str, Any]] = {}
-        for case in CASES:
+        for case in [c for c in CASES if any(s.case == c for s in suite)]:
             selected = [s for s in suite if s.case == case]
             acc = {"protected": 0, "protected_in_union": 0, "hit1": 0, "hit10": 0, "dense_hit1": 0, "dense_hit10": 0,
                    "relevance_hit1": 0, "relevance_hit10": 0, "rescued": 0, "layer_hits": 0, "false_rescues": 0,

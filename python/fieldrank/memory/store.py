@@ -1042,6 +1042,8 @@ class MemoryStore:
         if mode in PROTECTING_MODES:
             tier = admissions.by_generator.get("importance", np.empty(0, np.int64))
             tier_positions = np.searchsorted(union, tier[np.isin(tier, union)])
+            # slot candidates: the tier by cosine to the cue (closest in meaning first), ties -> lower row
+            tier_positions = tier_positions[np.lexsort((union[tier_positions], -factors.cosine[tier_positions]))]
             related = _cosine_z(snapshot, cue, eligible, factors.cosine[tier_positions]) >= params.protected_min_z
             order, reserved = _reserve_protected_slots(order, tier_positions[related], k,
                                                        int(params.protected_share * k))
