@@ -655,3 +655,17 @@ def test_an_unmarked_update_changes_nothing_in_the_ranking(rng):
     result = store.recall("Orion MySQL", q, 2, at_time=NOW, reinforce=False)
     assert result.ids.tolist()[0] == stale and all(hit.superseded_by is None for hit in result)
     assert store.get(fresh).supersedes is None
+
+
+def test_compaction_and_reopening_keep_sessions_and_supersession(rng, tmp_path):
+    path = str(tmp_path / "keep.sqlite")
+    store = MemoryStore(path, dim=DIM)
+    q = unit(rng, 1)[0]
+    stale = store.add("old fact", near(q, 0.9, rng), session="s1")
+    fresh = store.add("new fact", near(q, 0.5, rng), session="s1", supersedes=stale)
+    store.forget(store.add("gone", q))
+    store.compact()
+    for view in (store, MemoryStore(path)):
+        assert view.get(stale).superseded_by == fresh and view.get(fresh).supersedes == stale
+        assert view.get(fresh).session == "s1"
+        assert view.recall("fact", q, 2, reinforce=False).ids.tolist() == [fresh, stale]

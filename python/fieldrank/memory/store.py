@@ -964,6 +964,9 @@ class MemoryStore:
                     tiers=[TIERS[c] for c in old.tier_codes.buffer[rows].tolist()],
                     tags=[old.tags[r] for r in rows.tolist()],
                     entities=[old.entities[r] for r in rows.tolist()],
+                    sessions=[old.sessions[r] for r in rows.tolist()],
+                    supersedes=old.supersedes.buffer[rows].copy(),
+                    superseded_by=old.superseded_by.buffer[rows].copy(),
                 ))
                 fresh.lexical.build_now(fresh.texts, fresh.n)
             if purge and self._backend is not None:
