@@ -148,6 +148,19 @@ class Admissions:
                 out.setdefault(row, {})[name] = rank
         return out
 
+    def ranks_for(self, rows) -> dict[int, dict[str, int]]:
+        """row -> {generator: 1-based rank} for the given rows only (the hits: a few lookups each)."""
+        wanted = np.asarray(list(rows), dtype=np.int64)
+        out: dict[int, dict[str, int]] = {int(r): {} for r in wanted.tolist()}
+        for name in GENERATORS:
+            admitted = self.by_generator.get(name)
+            if admitted is None or admitted.size == 0 or wanted.size == 0:
+                continue
+            hits = np.flatnonzero(np.isin(admitted, wanted))
+            for position in hits.tolist():
+                out[int(admitted[position])][name] = position + 1
+        return out
+
     def activation_of(self, rows: np.ndarray) -> np.ndarray:
         """Graph activation of ``rows`` (0 for rows without any)."""
         out = np.zeros(rows.size)

@@ -1157,7 +1157,8 @@ class MemoryStore:
             self._refresh()
             snapshot = self._generation.snapshot()
         scored = self._score(snapshot, cue, gates, mode, k)
-        ranks = scored.admissions.ranks()
+        top = min(k, scored.order.size)
+        ranks = scored.admissions.ranks_for(scored.factors.rows[scored.order[:top]].tolist())
         hits = tuple(self._hit(scored, position, ranks) for position in range(min(k, scored.order.size)))
         # Defence in depth: a memory appears at most once (an update mid-recall cannot duplicate it).
         seen: set[int] = set()
@@ -1307,7 +1308,7 @@ class MemoryStore:
             detail = f"memory {memory_id} was not admitted by any generator within its quota ({described})"
             return WhyNot(memory_id, "not_admitted", detail, generator_ranks=generator_ranks, quotas=quotas)
         position = int(np.flatnonzero(scored.order == in_union[0])[0])
-        ranks = scored.admissions.ranks()
+        ranks = scored.admissions.ranks_for([row])
         hit = self._hit(scored, position, ranks)
         cutoff_position = min(k, scored.order.size) - 1
         cutoff = float(scored.ranking_scores[cutoff_position])
