@@ -4,14 +4,24 @@ Pipeline of one recall:
 
 1. **gates pushed down**: the rows of the cue's tenant that are live and pass every hard gate
    (:mod:`.gates`);
-2. **candidate generation**: each generator of the mode admits up to its own quota from those
-   rows, independently; the union is taken (:mod:`.generators`);
-3. **gates on the union** (re-checked per candidate);
-4. **fused score** of every candidate (:mod:`.scoring`); in ``rerank`` mode the fused union is
-   then reranked by CFS-R or CFS (``fieldrank.cfsr_pool`` / ``cfs_pool`` with the fused scores
+2. **relevance core**: ``fieldrank.temporal.temporal_batch`` with the ``default`` preset's
+   parameters scores every eligible row (:func:`.generators.relevance_core`);
+3. **candidate generation**: each generator of the mode admits up to its own quota from those
+   rows, independently; in the protecting modes the protected tier (every durable row) is
+   admitted whole; the union is taken, plus the replacement of every superseded candidate
+   (:mod:`.generators`);
+4. **gates on the union** (re-checked per candidate);
+5. **fused score** of every candidate: relevance plus bounded additive terms, superseded
+   memories capped below their replacement (:mod:`.scoring`); in ``rerank`` mode the fused union
+   is then reranked by CFS-R or CFS (``fieldrank.cfsr_pool`` / ``cfs_pool`` with the fused scores
    as the pool's query similarities);
-5. the top ``k`` with provenance (:mod:`.provenance`); with ``reinforce=True`` the returned
-   memories are strengthened and linked (SPEC §8 recall dynamics).
+6. the top ``k``, with a reserved share for protected memories close to the cue, with
+   provenance (:mod:`.provenance`); with ``reinforce=True`` the returned memories are
+   strengthened and linked (SPEC §8 recall dynamics), as SQL increments with a file.
+
+Several processes or store objects may share a file: ids are allocated in the file, and every
+public call first applies what others committed (``PRAGMA data_version``, row revisions; see
+:mod:`.persistence`).
 
 Thread-safety model. One re-entrant lock serialises writers (``add``, ``add_many``, ``update``,
 ``forget``, ``compact``, the bookkeeping at the end of a recall) and the SQLite connection. A
