@@ -669,3 +669,28 @@ def test_compaction_and_reopening_keep_sessions_and_supersession(rng, tmp_path):
         assert view.get(stale).superseded_by == fresh and view.get(fresh).supersedes == stale
         assert view.get(fresh).session == "s1"
         assert view.recall("fact", q, 2, reinforce=False).ids.tolist() == [fresh, stale]
+
+
+def test_relevance_core_is_the_default_preset(rng):
+    """issue 17: with every boost off, the store ranks exactly like HybridRetriever ``default``
+    (same temporal_batch scorer, same BM25 parameters, sessions as neighbours, created-at days as dates)."""
+    from fieldrank import HybridRetriever
+    from fieldrank.temporal import Timeline, session_keys, time_cues
+
+    words = ("deploy", "friday", "garden", "coffee", "budget", "meeting", "yesterday", "server", "kids", "may")
+    n = 240
+    texts = [" ".join(rng.choice(words, size=int(rng.integers(2, 7)))) for _ in range(n)]
+    E = unit(rng, n)
+    session = np.repeat(np.arange(n // 8), 8)
+    days = np.datetime64("2023-05-01") + (session * 9).astype("timedelta64[D]")
+    created = days.astype("datetime64[s]").astype(np.int64).astype(np.float64) + 3600.0
+    params = DEFAULT_PARAMS.replace(importance_boost=0.0, graph_boost=0.0, relevance_quota=n)
+    store = MemoryStore(dim=DIM, params=params)
+    store.add_many(texts, E, created_at=created, sessions=[f"s{s}" for s in session])
+    retriever = HybridRetriever(texts, E, "default",
+                                timeline=Timeline(session=session_keys(session), time=days, cue=time_cues(texts)))
+    for question in ("when was the budget meeting in May 2023?", "deploy the server", "kids garden yesterday"):
+        q = unit(rng, 1)[0]
+        expected = retriever.search(question, q, 10).ids.tolist()
+        got = store.recall(question, q, 10, at_time=float(created.max()), reinforce=False).ids.tolist()
+        assert got == expected, question
