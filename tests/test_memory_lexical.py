@@ -30,7 +30,7 @@ def test_delta_scores_equal_bm25s_scores():
     """With every row in the delta, the brute-force Lucene scores equal bm25s's to float32 rounding."""
     texts = random_texts(np.random.default_rng(SEED), 97)
     leg = LexicalLeg(DEFAULT_PARAMS.replace(bm25_delta_min_docs=10_000))
-    reference = BM25Index(texts)
+    reference = BM25Index(texts, DEFAULT_PARAMS.bm25_params)  # the store uses the default preset's BM25
     for query in QUERIES:
         expected = reference.scores(query)
         got = leg_scores(leg, texts, query)
@@ -63,7 +63,7 @@ def test_main_plus_delta_ranks_like_one_index():
     leg = LexicalLeg(DEFAULT_PARAMS.replace(bm25_delta_min_docs=30, bm25_delta_fraction=0.05))
     leg_scores(leg, texts, "river")  # builds the main index over 200 rows
     texts += random_texts(rng, 20)
-    reference = BM25Index(texts)
+    reference = BM25Index(texts, DEFAULT_PARAMS.bm25_params)  # the store uses the default preset's BM25
     for query in QUERIES[:5]:
         got = leg_scores(leg, texts, query)
         assert leg.delta_rows == 20 and leg.main_rows == 200

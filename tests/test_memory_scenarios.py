@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fieldrank.memory import MODES, MemoryStore
+from fieldrank.memory import DEFAULT_PARAMS, MODES, MemoryStore
 from fieldrank.memory.scenarios import (
     SUITE_K,
     build_store,
@@ -72,10 +72,11 @@ def test_a_protected_constraint_survives_candidate_generation(suite, scenario, c
     words = set(cue["text"].lower().strip(".?!").split())
     memory = store.get(protected)
     assert not words & set(memory.text.lower().strip(".?!").split()) - {"the", "a", "to", "for", "some"}
-    for mode in ("vector", "keyword", "hybrid"):
+    for mode in ("vector", "keyword"):
         result = recall_cue(store, suite, cue, mode, SUITE_K)
         assert protected not in set(result.candidate_ids.tolist()), mode  # the truncation trap
-    for mode in ("full", "rerank"):
+    # issue 17: the default mode (hybrid) protects too: the protected tier is scanned with the cue.
+    for mode in ("hybrid", "full", "rerank"):
         result = recall_cue(store, suite, cue, mode, SUITE_K)
         assert protected in set(result.candidate_ids.tolist()), mode
         assert protected in set(result.admitted["importance"].tolist())
@@ -83,27 +84,36 @@ def test_a_protected_constraint_survives_candidate_generation(suite, scenario, c
                             at_time=suite.reference_time)
         assert why.reason in ("returned", "outranked")
         assert why.hit.admitted_by.get("importance") is not None
-    why = store.why_not(protected, cue["text"], suite.cue_vector(cue), SUITE_K, tenant=cue["tenant"], mode="hybrid",
+    why = store.why_not(protected, cue["text"], suite.cue_vector(cue), SUITE_K, tenant=cue["tenant"], mode="vector",
                         at_time=suite.reference_time)
     assert why.reason == "not_admitted" and why.generator_ranks["dense"] > SUITE_K
 
 
-def test_a_friday_rule_is_returned_in_full_mode(suite, scenario):
-    store, key_to_id = scenario
-    result = recall_cue(store, suite, cue_by_key(suite, "a1"), "full", SUITE_K)
-    assert "a1_rule" in ranked_keys(result, key_to_id)
+@pytest.mark.parametrize("mode", ["hybrid", "full"])
+def test_a_friday_rule_takes_a_reserved_slot(suite, mode):
+    """issue 17: the rule is the protected tier's first memory for the cue; in this small, topical
+    store its cosine is 1.5 sd above the tenant's (below the default slot threshold of 2), so with
+    the threshold at 1 it takes the reserved slot of k = 5."""
+    store, key_to_id = build_store(suite, suite_params(DEFAULT_PARAMS.replace(protected_min_z=1.0)))
+    cue = cue_by_key(suite, "a1")
+    result = recall_cue(store, suite, cue, mode, SUITE_K)
+    assert result.admitted["importance"][0] == key_to_id["a1_rule"]
     hit = next(h for h in result if h.id == key_to_id["a1_rule"])
-    assert hit.admitted_by == {"importance": 1} and hit.dominant_factor == "importance"
+    assert hit.reserved_slot and hit.rank == SUITE_K and hit.admitted_by == {"importance": 1}
+    assert hit.factors.durable and hit.dominant_factor == "importance"
     assert hit.age_days == pytest.approx(95.0)
+    why = store.why_not(result.ids[0], cue["text"], suite.cue_vector(cue), SUITE_K, tenant=cue["tenant"], mode=mode,
+                        at_time=suite.reference_time)
+    assert why.reason == "returned"
 
 
 # ---------------------------------------------------------------------------- cases (b)-(e)
 
 
-@pytest.mark.parametrize("cue_key", ["b1", "b2", "c1", "c2", "d1", "d2", "e1", "e2"])
+@pytest.mark.parametrize("cue_key", ["c1", "c2", "d1", "d2", "e1", "e2"])
 @pytest.mark.parametrize("mode", ["hybrid", "vector", "full", "rerank"])
 def test_relevant_memory_outranks_every_distractor(suite, scenario, cue_key, mode):
-    """(b) chatter vs rule, (c) wrong entity, (d) graph-near but stale, (e) emotionally salient."""
+    """(c) wrong entity, (d) graph-near but stale, (e) emotionally salient."""
     store, key_to_id = scenario
     cue = cue_by_key(suite, cue_key)
     keys = ranked_keys(recall_cue(store, suite, cue, mode, SUITE_K), key_to_id)
@@ -124,10 +134,22 @@ def test_c_other_tenant_is_never_returned(suite, scenario, mode):
         assert all(hit.tenant == cue["tenant"] for hit in result)
 
 
-def test_b_rule_beats_chatter_because_of_importance(suite, scenario):
+@pytest.mark.parametrize("cue_key", ["b1", "b2"])
+@pytest.mark.parametrize("mode", ["hybrid", "full", "rerank"])
+def test_b_durable_rule_is_returned_next_to_closer_chatter(suite, scenario, cue_key, mode):
+    """(b) issue 17: the rule is no longer forced above chatter that is closer on both signals (the
+    old product let importance bury clear relevance); it is protected, so it is returned."""
+    store, key_to_id = scenario
+    cue = cue_by_key(suite, cue_key)
+    keys = ranked_keys(recall_cue(store, suite, cue, mode, SUITE_K), key_to_id)
+    (relevant,) = cue["relevant"]
+    assert relevant in keys, keys
+
+
+def test_b_rule_is_boosted_by_importance(suite, scenario):
     store, key_to_id = scenario
     result = recall_cue(store, suite, cue_by_key(suite, "b1"), "hybrid", SUITE_K)
-    rule = result[0]
+    rule = next(hit for hit in result if hit.id == key_to_id["b1_rule"])
     assert rule.id == key_to_id["b1_rule"] and rule.dominant_factor == "importance"
     chatter = next(h for h in result if h.id == key_to_id["b1_c2"])
     assert chatter.factors.sim > rule.factors.sim  # chatter is closer; the rule wins on the boost
@@ -143,21 +165,24 @@ def test_e_salient_memory_is_held_down_by_valence(suite, scenario):
 
 
 def test_metrics_per_mode(suite):
-    store, key_to_id = build_store(suite, suite_params())
+    # the slot threshold at 1 sd: this ~100-memory store is too topical for the default 2 (see above)
+    store, key_to_id = build_store(suite, suite_params(DEFAULT_PARAMS.replace(protected_min_z=1.0)))
     metrics = evaluate(store, key_to_id, suite, repeats=1)
     assert set(metrics) == set(MODES)
-    for mode in ("vector", "keyword", "hybrid"):
+    for mode in ("vector", "keyword"):
         assert metrics[mode]["protected_memory_recall@budget"] == 0.0
-    for mode in ("full", "rerank"):
+    for mode in ("hybrid", "full", "rerank"):
         assert metrics[mode]["protected_memory_recall@budget"] == 1.0
-        assert metrics[mode]["rescued_by_non_dense_signal"] >= 2
+        assert metrics[mode]["rescued_by_non_dense_signal"] >= 1, mode
     assert metrics["vector"]["rescued_by_non_dense_signal"] == 0
     assert metrics["vector"]["signal_contribution_rate"] == {"dense": 1.0}
     for mode in MODES:
         assert metrics[mode]["forbidden_returned"] == 0
         assert 0.0 <= metrics[mode]["false_rescue_rate"] <= 1.0
         assert metrics[mode]["latency_p95_ms"] >= metrics[mode]["latency_p50_ms"] > 0
-    assert metrics["full"]["distractor_wins"] == 0
+    # issue 17: only case (b) may lose triples: chatter closer on both signals can rank above the
+    # (returned, protected) rule; the suite has 2 (b) cues with 3 chatter memories each.
+    assert metrics["full"]["distractor_wins"] <= 6
 
 
 # ---------------------------------------------------------------------------- the invariant at scale
@@ -189,9 +214,10 @@ def test_invariant_protected_constraint_survives_at_scale(suite, scaled):
     trap = store.recall(cue["text"], vector, 10, tenant=cue["tenant"], mode="vector", at_time=suite.reference_time,
                         reinforce=False)
     assert rule not in set(trap.candidate_ids.tolist())  # dense top-50 is full of the crowd
-    for mode in ("full", "rerank"):
+    for mode in ("hybrid", "full", "rerank"):
         result = store.recall(cue["text"], vector, 10, tenant=cue["tenant"], mode=mode, at_time=suite.reference_time,
                               reinforce=False)
         assert rule in set(result.candidate_ids.tolist()), mode
-        assert result.admitted["importance"][0] == rule
-        assert rule not in set(result.admitted["dense"].tolist()) | set(result.admitted["bm25"].tolist())
+        assert rule in set(result.admitted["importance"].tolist())
+        others = [result.admitted[g] for g in ("dense", "bm25", "relevance") if g in result.admitted]
+        assert rule not in set(np.concatenate(others).tolist())  # admitted by the protected tier only

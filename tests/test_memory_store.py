@@ -174,7 +174,7 @@ def test_get_missing_and_forgotten(small_store):
 
 def test_params_defaults_and_validation():
     assert DEFAULT_PARAMS.dense_quota == 50 and DEFAULT_PARAMS.bm25_quota == 50
-    assert DEFAULT_PARAMS.importance_boost == 2.0 and DEFAULT_PARAMS.rerank_operator == "cfsr"
+    assert DEFAULT_PARAMS.importance_boost == 1.0 and DEFAULT_PARAMS.rerank_operator == "cfsr"  # additive now (issue 17)
     assert DEFAULT_PARAMS.quota("graph") == DEFAULT_PARAMS.graph_quota
     assert DEFAULT_PARAMS.replace(tag_quota=0).tag_quota == 0
     with pytest.raises(ValueError, match="dense_quota"):
@@ -265,7 +265,8 @@ def test_quotas_are_independent_no_generator_uses_another_budget(rng):
     q = unit(rng, 1)[0]
     crowd = np.stack([near(q, 0.9, rng) for _ in range(100)])
     store = MemoryStore(dim=DIM, params=DEFAULT_PARAMS.replace(
-        dense_quota=5, bm25_quota=5, tag_quota=5, temporal_quota=5, importance_quota=5, graph_quota=5))
+        relevance_quota=5, dense_quota=5, bm25_quota=5, tag_quota=5, temporal_quota=5, importance_quota=5,
+        graph_quota=5))
     store.add_many([f"crowd member {i}" for i in range(100)], crowd, importances=0.2,
                    created_at=NOW - 100 * DAY)
     far = near(q, 0.05, rng)
@@ -280,10 +281,11 @@ def test_quotas_are_independent_no_generator_uses_another_budget(rng):
     candidates = set(result.candidate_ids.tolist())
     assert {lexical, important, recent} <= candidates
     hybrid = store.recall("zebra migration", q, 10, mode="hybrid", at_time=NOW, reinforce=False)
-    assert lexical in set(hybrid.candidate_ids.tolist()) and important not in set(hybrid.candidate_ids.tolist())
+    # issue 17: the default mode holds the protected tier, so the durable memory is a candidate.
+    assert lexical in set(hybrid.candidate_ids.tolist()) and important in set(hybrid.candidate_ids.tolist())
     vector = store.recall("zebra migration", q, 10, mode="vector", at_time=NOW, reinforce=False)
     assert lexical not in set(vector.candidate_ids.tolist())
-    assert result.budget == 30
+    assert result.budget == 35
 
 
 def test_quota_zero_switches_a_generator_off(small_store):
@@ -298,8 +300,12 @@ def test_admission_ranks_are_recorded(rng):
     store = MemoryStore(dim=DIM)
     q = unit(rng, 1)[0]
     ids = store.add_many(["alpha beta", "alpha", "gamma"], np.stack([near(q, c, rng) for c in (0.9, 0.5, 0.7)]))
-    result = store.recall("alpha beta", q, 3, mode="hybrid", reinforce=False)
-    by_id = {hit.id: hit.admitted_by for hit in result}
+    result = store.recall("alpha beta", q, 3, mode="full", reinforce=False)
+    relevance_order = result.admitted["relevance"].tolist()
+    by_id = {hit.id: dict(hit.admitted_by) for hit in result}
+    for memory_id in ids.tolist():
+        assert by_id[memory_id].pop("relevance") == relevance_order.index(memory_id) + 1
+        by_id[memory_id] = {g: r for g, r in by_id[memory_id].items() if g in ("dense", "bm25")}
     assert by_id[ids[0]] == {"dense": 1, "bm25": 1}
     assert by_id[ids[2]] == {"dense": 2}
     assert by_id[ids[1]] == {"dense": 3, "bm25": 2}
@@ -320,7 +326,8 @@ def test_tag_generator_orders_by_containment_then_recency(rng):
 
 def test_graph_generator_admits_entity_neighbours_of_candidates(rng):
     q = unit(rng, 1)[0]
-    params = DEFAULT_PARAMS.replace(dense_quota=1, bm25_quota=0, temporal_quota=0, importance_quota=0)
+    params = DEFAULT_PARAMS.replace(relevance_quota=0, dense_quota=1, bm25_quota=0, temporal_quota=0,
+                                    importance_quota=0)
     store = MemoryStore(dim=DIM, params=params)
     seed = store.add("seed", near(q, 0.95, rng), entities=["Orion"])
     neighbour = store.add("neighbour", near(q, 0.0, rng), entities=["Orion"])
@@ -332,7 +339,7 @@ def test_graph_generator_admits_entity_neighbours_of_candidates(rng):
     hit = next(h for h in result if h.id == neighbour)
     assert hit.admitted_by == {"graph": 1}
     assert hit.factors.graph_activation == pytest.approx(0.95, rel=1e-5)
-    assert hit.factors.graph == pytest.approx(1 + 0.95 / 1.95, rel=1e-5)
+    assert hit.factors.graph == pytest.approx(1 + params.graph_boost * 0.95 / 1.95, rel=1e-5)
 
 
 def test_temporal_generator_centres_on_cue_time(rng):
@@ -400,15 +407,19 @@ def test_fused_score_matches_the_formula_by_hand(rng):
     sb = 2 - 1 / 3.0
     assert f.cosine == pytest.approx(cos, abs=1e-5)
     assert f.retrieval_strength == pytest.approx(d) and f.storage_bounded == pytest.approx(sb)
-    assert f.importance == pytest.approx(1 + params.importance_boost * 0.8 * d * sb)
+    # importance 0.8 >= durable_importance: durable, so its term does not decay (D' = 1)
+    assert f.durable and f.importance == pytest.approx(1 + params.importance_boost * 0.8)
     assert f.valence == pytest.approx(1 - params.valence_weight * 1.0 / 2)
     assert f.tag_containment == 0.5 and f.tag == pytest.approx(1 + params.tag_boost * 0.5)
     activation = params.cue_entity_weight  # one cue entity; no other candidate shares "prod"
     assert f.graph_activation == pytest.approx(activation)
     assert f.graph == pytest.approx(1 + params.graph_boost * activation / (1 + activation))
-    assert f.score == pytest.approx(f.sim * f.importance * f.valence * f.tag * f.graph)
+    # issue 17: additive bounded boosts on the relevance core (was a product of the factors)
+    assert f.entity_containment == 1.0 and f.entity == pytest.approx(1 + params.entity_boost)
+    assert f.score == pytest.approx(f.relevance + (f.importance - 1) + (f.valence - 1) + (f.tag - 1) + (f.graph - 1)
+                                    + (f.entity - 1))
     assert hit.age_days == pytest.approx(90.0)
-    assert hit.dominant_factor == "importance" and hit.weakest_factor == "sim"
+    assert hit.dominant_factor == "entity" and hit.weakest_factor == "sim"
     assert "importance" in hit.explain() and "admitted by" in hit.explain()
 
 
@@ -424,7 +435,8 @@ def test_floors_hold_for_extreme_memories(rng):
     assert f.retrieval_strength == RETRIEVAL_STRENGTH_MIN
     assert f.valence == VALENCE_ALIGNMENT_MIN
     assert f.importance_norm == params.importance_floor
-    assert f.graph >= 1.0 and f.storage_strength >= 1.0 and f.score > 0
+    assert f.graph >= 1.0 and f.storage_strength >= 1.0
+    assert f.score == pytest.approx(f.relevance + (f.importance - 1) + (f.valence - 1) + (f.tag - 1) + (f.graph - 1))
     assert hit.weakest_factor == "sim"
 
 
@@ -470,7 +482,7 @@ def test_rerank_mode_reranks_the_fused_union(rng, operator):
 
 
 def test_why_not_covers_every_reason(rng):
-    params = DEFAULT_PARAMS.replace(dense_quota=3, bm25_quota=3)
+    params = DEFAULT_PARAMS.replace(relevance_quota=3, dense_quota=3, bm25_quota=3)
     store = MemoryStore(dim=DIM, params=params)
     q = unit(rng, 1)[0]
     cosines = np.linspace(0.95, 0.3, 10)
@@ -495,10 +507,15 @@ def test_why_not_covers_every_reason(rng):
     assert outranked.rank == 3 and outranked.margin > 0 and outranked.cutoff_score > outranked.score
     assert "short by" in outranked.detail
     not_admitted = seen["not_admitted"]
-    assert not_admitted.generator_ranks["dense"] == 9  # ids[1] is forgotten: 8 rows are closer
-    assert not_admitted.generator_ranks["bm25"] is None  # no term overlap with "zzz"
-    assert not_admitted.quotas == {"dense": 3, "bm25": 3}
+    # issue 17: the default mode runs the relevance core (the default scorer) and the protected tier
+    assert not_admitted.generator_ranks["relevance"] == 9  # ids[1] is forgotten: 8 rows rank higher
+    assert not_admitted.generator_ranks["importance"] is None  # not durable: outside the protected tier
+    assert not_admitted.quotas == {"relevance": 3, "importance": DEFAULT_PARAMS.importance_quota}
     assert "rank 9 > quota 3" in not_admitted.detail
+    in_vector = store.why_not(int(ids[9]), "zzz", q, 2, tenant="a", mode="vector", at_time=NOW)
+    assert in_vector.reason == "not_admitted" and in_vector.generator_ranks["dense"] == 9
+    in_keyword = store.why_not(int(ids[9]), "zzz", q, 2, tenant="a", mode="keyword", at_time=NOW)
+    assert in_keyword.generator_ranks["bm25"] is None  # no term overlap with "zzz"
     # why_not has no side effects
     assert store.get(int(ids[0])).recall_count == 0
 
@@ -590,3 +607,99 @@ def test_tenant_scoped_get_update_forget(small_store):
     assert store.forget(mine, tenant="a") is True
     with pytest.raises(KeyError, match="for tenant 'a'"):
         store.get(mine, tenant="a")
+
+
+# ---------------------------------------------------------------------------- updates (issue 17)
+
+
+def test_a_superseded_memory_ranks_below_its_replacement(rng):
+    store = MemoryStore(dim=DIM)
+    q = unit(rng, 1)[0]
+    store.add_many([f"filler {i}" for i in range(30)], unit(rng, 30), created_at=NOW)
+    stale = store.add("Orion uses MySQL 5.7", near(q, 0.95, rng), entities=["Orion"], created_at=NOW - 300 * DAY)
+    fresh = store.add("Orion moved to Postgres", near(q, 0.2, rng), entities=["Orion"], supersedes=stale,
+                      created_at=NOW - 20 * DAY)
+    assert store.get(stale).superseded_by == fresh and store.get(fresh).supersedes == stale
+    for mode in ("hybrid", "vector", "keyword", "full"):
+        result = store.recall("Orion MySQL", q, 5, mode=mode, at_time=NOW, reinforce=False)
+        order = result.ids.tolist()
+        assert fresh in order, mode  # brought into the union by the stale candidate it replaces
+        assert stale not in order or order.index(stale) > order.index(fresh), mode
+        hits = {hit.id: hit for hit in result}
+        if stale in hits:
+            assert hits[stale].superseded_by == fresh
+            assert hits[stale].score <= hits[fresh].score - DEFAULT_PARAMS.superseded_margin + 1e-9
+
+
+def test_supersede_chains_rank_newest_first_and_bad_targets_are_refused(rng):
+    store = MemoryStore(dim=DIM)
+    q = unit(rng, 1)[0]
+    first = store.add("v1 of the fact", near(q, 0.9, rng), created_at=NOW - 3 * DAY)
+    second = store.add("v2 of the fact", near(q, 0.6, rng), supersedes=first, created_at=NOW - 2 * DAY)
+    third = store.add("v3 of the fact", near(q, 0.3, rng), supersedes=second, created_at=NOW - DAY)
+    order = store.recall("fact", q, 3, at_time=NOW, reinforce=False).ids.tolist()
+    assert order == [third, second, first]
+    other = store.add("elsewhere", q, tenant="other")
+    with pytest.raises(ValueError, match="own tenant"):
+        store.add("cross-tenant replacement", q, supersedes=other)
+    with pytest.raises(KeyError, match="no live memory"):
+        store.add("replaces nothing", q, supersedes=12345)
+    with pytest.raises(TypeError):
+        store.add_many(["a"], q[None, :], supersedes=7)
+
+
+def test_an_unmarked_update_changes_nothing_in_the_ranking(rng):
+    """Without ``supersedes`` the store does not guess: a newer near-duplicate is just another memory."""
+    store = MemoryStore(dim=DIM)
+    q = unit(rng, 1)[0]
+    stale = store.add("Orion uses MySQL 5.7", near(q, 0.95, rng), created_at=NOW - 300 * DAY)
+    fresh = store.add("Orion moved to Postgres", near(q, 0.2, rng), created_at=NOW - 20 * DAY)
+    result = store.recall("Orion MySQL", q, 2, at_time=NOW, reinforce=False)
+    assert result.ids.tolist()[0] == stale and all(hit.superseded_by is None for hit in result)
+    assert store.get(fresh).supersedes is None
+
+
+def test_compaction_and_reopening_keep_sessions_and_supersession(rng, tmp_path):
+    path = str(tmp_path / "keep.sqlite")
+    store = MemoryStore(path, dim=DIM)
+    q = unit(rng, 1)[0]
+    stale = store.add("old fact", near(q, 0.9, rng), session="s1")
+    fresh = store.add("new fact", near(q, 0.5, rng), session="s1", supersedes=stale)
+    store.forget(store.add("gone", q))
+    store.compact()
+    for view in (store, MemoryStore(path)):
+        assert view.get(stale).superseded_by == fresh and view.get(fresh).supersedes == stale
+        assert view.get(fresh).session == "s1"
+        assert view.recall("fact", q, 2, reinforce=False).ids.tolist() == [fresh, stale]
+
+
+def test_relevance_core_is_the_default_preset(rng):
+    """issue 17: with every boost off, the store ranks exactly like HybridRetriever ``default``
+    (same temporal_batch scorer, same BM25 parameters, sessions as neighbours, created-at days as dates)."""
+    from dataclasses import replace
+
+    from fieldrank import HybridRetriever
+    from fieldrank.config import resolve_config
+    from fieldrank.temporal import Timeline, session_keys, time_cues
+
+    words = ("deploy", "friday", "garden", "coffee", "budget", "meeting", "yesterday", "server", "kids", "may")
+    n = 240
+    texts = [" ".join(rng.choice(words, size=int(rng.integers(2, 7)))) for _ in range(n)]
+    E = unit(rng, n)
+    session = np.repeat(np.arange(n // 8), 8)
+    days = np.datetime64("2023-05-01") + (session * 9).astype("timedelta64[D]")
+    created = days.astype("datetime64[s]").astype(np.int64).astype(np.float64) + 3600.0
+    params = DEFAULT_PARAMS.replace(importance_boost=0.0, graph_boost=0.0, relevance_quota=n)
+    store = MemoryStore(dim=DIM, params=params)
+    store.add_many(texts, E, created_at=created, sessions=[f"s{s}" for s in session])
+    # The store's BM25 has no neighbour-text expansion yet (MemoryParams.bm25_params): compare with
+    # the default preset on the same BM25 parameters.
+    default = resolve_config("default")
+    config = default.replace(bm25=replace(default.bm25, context_window=0))
+    retriever = HybridRetriever(texts, E, config,
+                                timeline=Timeline(session=session_keys(session), time=days, cue=time_cues(texts)))
+    for question in ("when was the budget meeting in May 2023?", "deploy the server", "kids garden yesterday"):
+        q = unit(rng, 1)[0]
+        expected = retriever.search(question, q, 10).ids.tolist()
+        got = store.recall(question, q, 10, at_time=float(created.max()), reinforce=False).ids.tolist()
+        assert got == expected, question

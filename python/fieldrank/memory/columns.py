@@ -19,6 +19,7 @@ from typing import Optional
 
 import numpy as np
 
+from ..temporal import time_cues
 from .lexical import LexicalLeg
 from .params import MemoryParams
 from .schema import TIERS
@@ -27,6 +28,8 @@ __all__ = ["Generation", "GrowingArray", "RowBatch", "Snapshot"]
 
 #: Initial capacity of a growing column; it doubles when full (amortised O(1) append).
 INITIAL_CAPACITY = 64
+#: ``supersedes`` / ``superseded_by`` of a memory without one.
+NO_MEMORY = -1
 TIER_CODE = {name: code for code, name in enumerate(TIERS)}
 
 
@@ -89,6 +92,12 @@ class RowBatch:
     tiers: list[str]
     tags: list[tuple[str, ...]]
     entities: list[tuple[str, ...]]
+    #: Session of each memory (None: none, so no same-session neighbours).
+    sessions: Optional[list[Optional[str]]] = None
+    #: Id each memory supersedes (NO_MEMORY: none).
+    supersedes: Optional[np.ndarray] = None
+    #: Id that superseded each memory (NO_MEMORY: none); set when loading a file.
+    superseded_by: Optional[np.ndarray] = None
 
     def __len__(self) -> int:
         return len(self.texts)
@@ -110,6 +119,16 @@ class Generation:
         self.valence = GrowingArray(np.float64)
         self.tier_codes = GrowingArray(np.int8)
         self.live = GrowingArray(np.bool_)
+        #: Neighbour key of the relevance core: equal for rows of one (tenant, session); a row
+        #: without a session gets its own negative key (no neighbours).
+        self.session_keys = GrowingArray(np.int64)
+        #: Does the text anchor something in time (``fieldrank.temporal.time_cues``)?
+        self.time_cue = GrowingArray(np.bool_)
+        self.supersedes = GrowingArray(np.int64)
+        #: Written in place (element write under the store lock) when a later memory supersedes it.
+        self.superseded_by = GrowingArray(np.int64)
+        self.sessions: list[Optional[str]] = []
+        self.session_code: dict[tuple[str, str], int] = {}
         self.texts: list[str] = []
         self.tags: list[tuple[str, ...]] = []
         self.entities: list[tuple[str, ...]] = []
@@ -158,6 +177,19 @@ class Generation:
         self.valence.append(batch.valence)
         self.tier_codes.append(np.array([TIER_CODE[t] for t in batch.tiers], dtype=np.int8))
         self.live.append(np.ones(m, dtype=bool))
+        sessions = batch.sessions if batch.sessions is not None else [None] * m
+        keys = np.empty(m, dtype=np.int64)
+        for offset, (tenant, session) in enumerate(zip(batch.tenants, sessions)):
+            if session is None:
+                keys[offset] = -(start + offset) - 1
+            else:
+                keys[offset] = self.session_code.setdefault((tenant, session), len(self.session_code))
+        self.session_keys.append(keys)
+        self.time_cue.append(time_cues(batch.texts))
+        none = np.full(m, NO_MEMORY, dtype=np.int64)
+        self.supersedes.append(none if batch.supersedes is None else batch.supersedes)
+        self.superseded_by.append(none if batch.superseded_by is None else batch.superseded_by)
+        self.sessions.extend(sessions)
         self.texts.extend(batch.texts)
         self.tags.extend(batch.tags)
         self.entities.extend(batch.entities)
@@ -199,6 +231,9 @@ class Generation:
             storage_strength=self.storage_strength.buffer[:n],
             valence=self.valence.buffer[:n],
             tier_codes=self.tier_codes.buffer[:n],
+            session_keys=self.session_keys.buffer[:n],
+            time_cue=self.time_cue.buffer[:n],
+            superseded_by=self.superseded_by.buffer[:n].copy(),
         )
 
 
@@ -219,6 +254,10 @@ class Snapshot:
     storage_strength: np.ndarray
     valence: np.ndarray
     tier_codes: np.ndarray
+    session_keys: np.ndarray
+    time_cue: np.ndarray
+    #: A copy (it changes in place when a memory is superseded).
+    superseded_by: np.ndarray
 
     def posting(self, index: dict, key: object) -> np.ndarray:
         """Rows of ``index[key]`` published in this snapshot (empty if the key is absent)."""

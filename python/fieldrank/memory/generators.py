@@ -9,11 +9,15 @@ and at which 1-based rank.
 ======================  ==========================================================================
 generator               admits (best first; every tie -> lower row, i.e. older insertion, first)
 ======================  ==========================================================================
+``relevance``           top-``relevance_quota`` of the relevance core (the ``default`` preset's
+                        scorer, :func:`relevance_core`)
 ``dense``               cosine top-``dense_quota`` (the native :func:`fieldrank.prefilter`)
 ``bm25``                BM25 top-``bm25_quota`` among rows sharing a term with the cue text
 ``tag``                 rows carrying a cue tag, by containment |cue ∩ tags| / |cue| then newest
 ``temporal``            rows created nearest the cue time (``cue_time``, default ``at_time``)
-``importance``          rows of highest importance (durable constraints)
+``importance``          the protected tier: durable rows (importance >= ``durable_importance`` or
+                        tier ``core``) ordered for this cue by cosine and by the relevance core,
+                        interleaved; top ``importance_quota`` (cue-conditioned: no global top-n)
 ``graph``               rows with the highest graph activation from the other generators' rows
 ======================  ==========================================================================
 
@@ -29,19 +33,22 @@ entity contributes at most its ``entity_fanout`` most recent rows (hub entities 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Mapping, Optional
 
 import numpy as np
 
 from ..operators import prefilter
+from ..temporal import Timeline, temporal_batch
 from .columns import Snapshot
 from .gates import Eligibility
 from .lexical import top_by_score
 from .params import MemoryParams
-from .schema import GENERATORS
+from .schema import GENERATORS, SECONDS_PER_DAY, TIERS
 
-__all__ = ["Admissions", "Cue", "generate"]
+CORE_TIER_CODE = TIERS.index("core")
+
+__all__ = ["Admissions", "Cue", "Relevance", "generate", "relevance_core"]
 
 _EMPTY_ROWS = np.empty(0, dtype=np.int64)
 
@@ -57,6 +64,69 @@ class Cue:
     valence: Optional[float]
     time: float
     at_time: float
+
+
+@dataclass(frozen=True)
+class Relevance:
+    """The relevance core over a recall's eligible rows.
+
+    ``rows`` are the eligible rows best first (ties: lower row first) and ``scores`` theirs;
+    ``by_row`` holds every row's score (``-inf`` where not eligible) for lookups.
+    """
+
+    rows: np.ndarray
+    scores: np.ndarray
+    by_row: np.ndarray
+
+    def rank_of(self, row: int) -> Optional[int]:
+        """1-based rank of ``row`` in the relevance order (None when not eligible)."""
+        position = np.flatnonzero(self.rows == row)
+        return int(position[0]) + 1 if position.size else None
+
+
+def durable_rows(snapshot: Snapshot, rows: np.ndarray, params: MemoryParams) -> np.ndarray:
+    """bool per row: durable (importance >= ``durable_importance`` or tier ``core``)."""
+    return (snapshot.importance[rows] >= params.durable_importance) | (snapshot.tier_codes[rows] == CORE_TIER_CODE)
+
+
+def snapshot_timeline(snapshot: Snapshot) -> Timeline:
+    """Session keys, creation days and time cues of the snapshot's rows, for the relevance core."""
+    days = np.floor(snapshot.created_at / SECONDS_PER_DAY).astype(np.int64).astype("datetime64[D]")
+    return Timeline(session=snapshot.session_keys, time=days, cue=snapshot.time_cue)
+
+
+def relevance_core(snapshot: Snapshot, cue: Cue, eligible: Eligibility, params: MemoryParams) -> Relevance:
+    """Score every eligible row with the ``default`` preset's scorer, best first.
+
+    This is :func:`fieldrank.temporal.temporal_batch` (one implementation, shared with the
+    ``default`` HybridRetriever) with ``params.relevance_params`` over the rows the cue may see
+    (``subset`` = the eligible rows, so z-scores are over the tenant's eligible memories), the
+    store's BM25 scores as its lexical input, created-at days as session dates and the memories'
+    sessions as neighbour keys.
+    """
+    n = snapshot.n
+    by_row = np.full(n, -np.inf)
+    rows = eligible.rows
+    if rows.size == 0:
+        return Relevance(_EMPTY_ROWS, np.empty(0), by_row)
+    generation = snapshot.generation
+    if cue.text:
+        lexical = generation.lexical.scores_of_rows(generation.texts, cue.text, eligible.mask)
+    else:
+        lexical = np.zeros(n, dtype=np.float32)
+    relevance_params, query = params.relevance_params, cue.vector
+    if query is None:
+        # A keyword recall on cue text alone: the scorer's lexical half only (alpha = 1 gives the
+        # cosine no weight, so the stand-in query row below cannot change any score).
+        relevance_params = replace(relevance_params, alpha=1.0)
+        query = snapshot.embeddings[rows[0]]
+    ranking = temporal_batch(
+        snapshot.embeddings, query[None, :], lexical[None, :], rows.size, timeline=snapshot_timeline(snapshot),
+        questions=[cue.text] if cue.text else None, params=relevance_params, subset=rows,
+    )
+    ordered, scores = np.asarray(ranking.ids[0], dtype=np.int64), np.asarray(ranking.scores[0], dtype=np.float64)
+    by_row[ordered] = scores
+    return Relevance(ordered, scores, by_row)
 
 
 @dataclass
@@ -84,6 +154,19 @@ class Admissions:
                 out.setdefault(row, {})[name] = rank
         return out
 
+    def ranks_for(self, rows) -> dict[int, dict[str, int]]:
+        """row -> {generator: 1-based rank} for the given rows only (the hits: a few lookups each)."""
+        wanted = np.asarray(list(rows), dtype=np.int64)
+        out: dict[int, dict[str, int]] = {int(r): {} for r in wanted.tolist()}
+        for name in GENERATORS:
+            admitted = self.by_generator.get(name)
+            if admitted is None or admitted.size == 0 or wanted.size == 0:
+                continue
+            hits = np.flatnonzero(np.isin(admitted, wanted))
+            for position in hits.tolist():
+                out[int(admitted[position])][name] = position + 1
+        return out
+
     def activation_of(self, rows: np.ndarray) -> np.ndarray:
         """Graph activation of ``rows`` (0 for rows without any)."""
         out = np.zeros(rows.size)
@@ -98,14 +181,21 @@ class Admissions:
 # ---------------------------------------------------------------------------- generators
 
 
-def dense(snapshot: Snapshot, cue: Cue, eligible: Eligibility, quota: int) -> np.ndarray:
+def relevance(snapshot: Snapshot, cue: Cue, eligible: Eligibility, quota: int, core: Relevance,
+              params: MemoryParams) -> np.ndarray:
+    return core.rows[:quota]
+
+
+def dense(snapshot: Snapshot, cue: Cue, eligible: Eligibility, quota: int, core: Relevance,
+          params: MemoryParams) -> np.ndarray:
     if quota == 0 or eligible.rows.size == 0:
         return _EMPTY_ROWS
     subset = None if eligible.all_rows else eligible.rows
     return prefilter(snapshot.embeddings, cue.vector, quota, subset=subset).ids
 
 
-def bm25(snapshot: Snapshot, cue: Cue, eligible: Eligibility, quota: int) -> np.ndarray:
+def bm25(snapshot: Snapshot, cue: Cue, eligible: Eligibility, quota: int, core: Optional[Relevance] = None,
+         params: Optional[MemoryParams] = None) -> np.ndarray:
     if quota == 0 or eligible.rows.size == 0 or not cue.text:
         return _EMPTY_ROWS
     generation = snapshot.generation
@@ -113,7 +203,8 @@ def bm25(snapshot: Snapshot, cue: Cue, eligible: Eligibility, quota: int) -> np.
     return rows
 
 
-def tag(snapshot: Snapshot, cue: Cue, eligible: Eligibility, quota: int) -> np.ndarray:
+def tag(snapshot: Snapshot, cue: Cue, eligible: Eligibility, quota: int, core: Optional[Relevance] = None,
+        params: Optional[MemoryParams] = None) -> np.ndarray:
     if quota == 0 or eligible.rows.size == 0 or not cue.tags:
         return _EMPTY_ROWS
     index = snapshot.generation.tag_index
@@ -125,7 +216,8 @@ def tag(snapshot: Snapshot, cue: Cue, eligible: Eligibility, quota: int) -> np.n
     return rows[order[:quota]]
 
 
-def temporal(snapshot: Snapshot, cue: Cue, eligible: Eligibility, quota: int) -> np.ndarray:
+def temporal(snapshot: Snapshot, cue: Cue, eligible: Eligibility, quota: int, core: Optional[Relevance] = None,
+             params: Optional[MemoryParams] = None) -> np.ndarray:
     if quota == 0 or eligible.rows.size == 0:
         return _EMPTY_ROWS
     rows = eligible.rows
@@ -133,11 +225,29 @@ def temporal(snapshot: Snapshot, cue: Cue, eligible: Eligibility, quota: int) ->
     return top_by_score(rows, closeness, quota)[0]
 
 
-def importance(snapshot: Snapshot, cue: Cue, eligible: Eligibility, quota: int) -> np.ndarray:
-    if quota == 0 or eligible.rows.size == 0:
+def protected_tier(snapshot: Snapshot, cue: Cue, core: Relevance, params: MemoryParams) -> np.ndarray:
+    """The durable eligible rows ordered for the cue: by cosine and by relevance, interleaved.
+
+    Position 2i holds the i-th best by cosine, 2i + 1 the i-th best by relevance (skipping rows
+    already placed), so a durable memory that is close in meaning but shares no word with the cue
+    (the truncation trap's victim) ranks as high as one the lexical half of the relevance likes.
+    """
+    by_relevance = core.rows[durable_rows(snapshot, core.rows, params)]
+    if by_relevance.size == 0:
         return _EMPTY_ROWS
-    rows = eligible.rows
-    return top_by_score(rows, snapshot.importance[rows], quota)[0]
+    cosine = snapshot.embeddings[by_relevance] @ cue.vector
+    by_cosine = by_relevance[np.lexsort((by_relevance, -cosine))]
+    merged = np.empty(2 * by_relevance.size, dtype=np.int64)
+    merged[0::2], merged[1::2] = by_cosine, by_relevance
+    _, first = np.unique(merged, return_index=True)
+    return merged[np.sort(first)]
+
+
+def importance(snapshot: Snapshot, cue: Cue, eligible: Eligibility, quota: int, core: Relevance,
+               params: MemoryParams) -> np.ndarray:
+    if quota == 0 or core.rows.size == 0:
+        return _EMPTY_ROWS
+    return protected_tier(snapshot, cue, core, params)[:quota]
 
 
 def graph_activation(
@@ -192,6 +302,7 @@ def graph_activation(
 
 
 _INDEPENDENT = {
+    "relevance": relevance,
     "dense": dense,
     "bm25": bm25,
     "tag": tag,
@@ -207,12 +318,14 @@ def generate(
     generators: tuple[str, ...],
     params: MemoryParams,
     links: Mapping[int, Mapping[int, float]],
+    core: Relevance,
 ) -> Admissions:
     """Run ``generators`` (each within its quota) and compute the graph activation of the union."""
     admissions = Admissions()
     for name in generators:
         if name in _INDEPENDENT:
-            admissions.by_generator[name] = _INDEPENDENT[name](snapshot, cue, eligible, params.quota(name))
+            admissions.by_generator[name] = _INDEPENDENT[name](snapshot, cue, eligible, params.quota(name), core,
+                                                               params)
     seeds = admissions.union()
     rows, activation = graph_activation(snapshot, cue, eligible, seeds, params, links)
     admissions.activation_rows, admissions.activation = rows, activation
@@ -243,15 +356,19 @@ def generator_rank(
     eligible: Eligibility,
     row: int,
     admissions: Admissions,
+    core: Relevance,
+    params: MemoryParams,
 ) -> Optional[int]:
     """The rank ``row`` has in generator ``name``'s full ordering of the eligible rows.
 
     None when the generator cannot admit it at any quota (no term overlap, no cue tag, no graph
-    activation, or not eligible). Vectorised over the eligible rows; used by ``why_not`` only.
+    activation, not durable for ``importance``, or not eligible). Vectorised over the eligible rows; used by ``why_not`` only.
     """
     if not eligible.mask[row]:
         return None
     rows = eligible.rows
+    if name == "relevance":
+        return core.rank_of(row)
     if name == "dense":
         return _rank_among(rows, (snapshot.embeddings[rows] @ cue.vector).astype(np.float64), row)
     if name == "bm25":
@@ -270,7 +387,9 @@ def generator_rank(
     if name == "temporal":
         return _rank_among(rows, -np.abs(snapshot.created_at[rows] - cue.time), row)
     if name == "importance":
-        return _rank_among(rows, snapshot.importance[rows], row)
+        tier = protected_tier(snapshot, cue, core, params)
+        position = np.flatnonzero(tier == row)
+        return int(position[0]) + 1 if position.size else None
     if name == "graph":
         seeds = np.unique(np.concatenate([admissions.by_generator.get(g, _EMPTY_ROWS)
                                           for g in _INDEPENDENT] + [_EMPTY_ROWS]))

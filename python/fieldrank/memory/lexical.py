@@ -240,10 +240,22 @@ class LexicalLeg:
         return top_by_score(np.concatenate([main_rows, delta_rows]), np.concatenate([main_scores, delta_scores]), k)
 
     def scores_of_rows(self, texts: Sequence[str], query: str, eligible: np.ndarray) -> np.ndarray:
-        """BM25 score of every eligible row (0 without term overlap); for diagnostics."""
-        rows, scores = self.top(texts, query, max(eligible.size, 1), eligible)
-        out = np.zeros(eligible.size, dtype=_SCORE_DTYPE)
-        out[rows] = scores
+        """float32 ``(n,)``: the BM25 score of every eligible row (0 elsewhere and without overlap).
+
+        One ``BM25Index.scores`` over the main index (the package's BM25, unchanged) plus the
+        delta's brute-force scores: the lexical input of the relevance core.
+        """
+        n = eligible.size
+        out = np.zeros(n, dtype=_SCORE_DTYPE)
+        with self._lock:
+            self.catch_up(texts, n)
+            if self._main is not None:
+                main = self._main.scores(query)
+                width = min(self._main_n, n)
+                out[:width] = main[:width]
+            delta_rows, delta_scores = self._delta_scores(query, eligible, max(n, 1))
+        out[delta_rows] = delta_scores
+        out[~eligible] = 0.0
         return out
 
     def build_now(self, texts: Sequence[str], n_rows: int) -> None:

@@ -4,22 +4,29 @@
 The floors of the fused score (SPEC §8) are not parameters: they are fixed by the
 specification and live here as constants.
 
-Fused score (SPEC §8)::
+Fused score: the ``default`` preset's relevance plus bounded additive boosts (see
+:mod:`.scoring` and docs/memory.md, "Protection and ranking")::
 
-    s = sim · (1 + B · In · D · Sb) · V · (1 + τ · tag) · G
+    s = rel + B · In · D' + τ · tag + γ · a / (1 + a) + (V − 1)        D' = 1 for durable memories
 
 ========================  =======  ===========================================================
 name                      default  meaning
 ========================  =======  ===========================================================
+relevance_quota           50       candidates of the relevance core (the ``default`` preset's scorer)
 dense_quota               50       candidates the dense (cosine) generator may admit
 bm25_quota                50       candidates the BM25 generator may admit
 tag_quota                 20       candidates the tag-match generator may admit
 temporal_quota            20       candidates nearest in time to the cue time
-importance_quota          20       candidates of highest importance (durable constraints)
+importance_quota          4096     cap on the protected tier per recall (every durable eligible memory up to it)
 graph_quota               20       entity-graph neighbours of the other candidates
-importance_boost (B)      2.0      weight of the importance-strength term
-tag_boost (τ)             0.5      weight of the cue-tag containment
-graph_boost (γ)           1.0      G = 1 + γ · a / (1 + a), a = graph activation
+durable_importance        0.7      importance from which a memory is durable (tier "core" always is)
+protected_share           0.2      share of k reserved for protected (durable, relevant) memories
+protected_min_z           2.0      cosine z (vs the tenant's rows) a durable memory needs for a reserved slot
+importance_boost (B)      1.0      additive importance term B · In · D' (z units of relevance)
+tag_boost (τ)             0.5      additive cue-tag containment term τ · tag
+graph_boost (γ)           0.5      additive graph term γ · a / (1 + a), a = graph activation
+entity_boost (ε)          2.0      cue-entity term: +ε · |E(cue) ∩ E(T)| / |E(cue)|, −ε for another entity
+superseded_margin         0.1      a superseded memory scores at most its replacement's score minus this
 valence_weight            0.5      V = 1 − valence_weight · |v_T − v_C| / 2 (when a cue valence is given)
 sim_floor                 0.01     sim = max(cosine, sim_floor)
 importance_floor          0.01     In = clip(importance, importance_floor, 1)
@@ -30,17 +37,21 @@ entity_weight             1.0      activation per entity a candidate shares with
 cue_entity_weight         1.0      activation per cue entity a candidate carries
 entity_fanout             256      most recent rows read per entity when spreading activation
 rerank_operator           "cfsr"   operator of the ``rerank`` mode: "cfsr" or "cfs"
-bm25_params               lucene   :class:`fieldrank.bm25.BM25Params` (method must be "lucene")
+bm25_params               default  the ``default`` preset's :class:`~fieldrank.bm25.BM25Params` (lucene)
+relevance_params          default  the ``default`` preset's :class:`~fieldrank.temporal.TemporalParams`
 bm25_delta_min_docs       1024     the BM25 delta may hold this many documents ...
 bm25_delta_fraction       0.125    ... or this share of the main index, whichever is larger
 ========================  =======  ===========================================================
 
-The spec fixes the form of the score but not B, τ, γ. B = 2 and γ = 1 were chosen on the committed
-scenario suite (``benchmarks/memory_scenarios.py``; B = 1 let near-verbatim chatter outrank a
-durable rule, γ = 0.5 let a recent wrong-entity memory outrank the cue's entity), so the suite's
-figures are not a held-out estimate. With B = 2 a fully important, fresh memory is boosted
-(1 + 2·1·1·1) / (1 + 2·0.1·1·1) = 2.5 times relative to an unimportant one, and up to 4.2 times
-once well rehearsed (Sb -> 2).
+``relevance_params`` and ``bm25_params`` default to the calibrated ``default`` preset
+(``fieldrank/data/default_config.toml``, read through :func:`fieldrank.config.default_config`), so
+the store's relevance core is that preset's scorer: :func:`fieldrank.temporal.temporal_batch` over
+the eligible rows with the same BM25. B, τ, γ, the protected share and its relevance threshold
+were chosen on the store's own adversarial suite (``benchmarks/memory_scenarios.py``), not on
+LoCoMo, so the suite's figures are not a held-out estimate. Every boost is bounded: together they
+add at most B + τ + γ + ε = 4.0 to a memory's relevance, so a memory whose relevance leads by more
+than that is never buried by them (the entity term may also subtract ε from a memory about
+another entity than the cue's, and a valence mismatch at most 1).
 """
 
 from __future__ import annotations
@@ -50,8 +61,26 @@ import numbers
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from ..bm25 import DEFAULT_PARAMS as DEFAULT_BM25_PARAMS
 from ..bm25 import BM25Params
+from ..config import default_config
+from ..temporal import TemporalParams
+
+
+def _default_relevance() -> tuple[TemporalParams, BM25Params]:
+    """The ``default`` preset's temporal-leg parameters and BM25 parameters.
+
+    The calibrated preset is one temporal leg; should it ever hold none, the leg's own defaults
+    are used with the preset's BM25.
+    """
+    config = default_config()
+    legs = [leg for leg in config.legs if leg.kind == "temporal"]
+    # The store's BM25 delta of recent additions has no neighbour-text expansion yet, so the
+    # store takes the preset's BM25 without it (see MemoryParams.bm25_params).
+    bm25 = replace(config.bm25, context_window=0)
+    return (legs[0].params() if legs else TemporalParams()), bm25
+
+
+DEFAULT_RELEVANCE_PARAMS, DEFAULT_BM25_PARAMS = _default_relevance()
 
 __all__ = [
     "DEFAULT_PARAMS",
@@ -82,15 +111,21 @@ RERANK_OPERATORS: tuple[str, ...] = ("cfsr", "cfs")
 #: The BM25 delta (documents added after the last bm25s build) is scored with this variant.
 SUPPORTED_BM25_METHOD = "lucene"
 
+DEFAULT_RELEVANCE_QUOTA = 50
 DEFAULT_DENSE_QUOTA = 50
 DEFAULT_BM25_QUOTA = 50
 DEFAULT_TAG_QUOTA = 20
 DEFAULT_TEMPORAL_QUOTA = 20
-DEFAULT_IMPORTANCE_QUOTA = 20
+DEFAULT_IMPORTANCE_QUOTA = 4096
 DEFAULT_GRAPH_QUOTA = 20
-DEFAULT_IMPORTANCE_BOOST = 2.0
+DEFAULT_DURABLE_IMPORTANCE = 0.7
+DEFAULT_PROTECTED_SHARE = 0.2
+DEFAULT_PROTECTED_MIN_Z = 2.0
+DEFAULT_IMPORTANCE_BOOST = 1.0
 DEFAULT_TAG_BOOST = 0.5
-DEFAULT_GRAPH_BOOST = 1.0
+DEFAULT_GRAPH_BOOST = 0.5
+DEFAULT_ENTITY_BOOST = 2.0
+DEFAULT_SUPERSEDED_MARGIN = 0.1
 DEFAULT_VALENCE_WEIGHT = 0.5
 DEFAULT_SIM_FLOOR = 0.01
 DEFAULT_IMPORTANCE_FLOOR = 0.01
@@ -105,12 +140,16 @@ DEFAULT_BM25_DELTA_MIN_DOCS = 1024
 DEFAULT_BM25_DELTA_FRACTION = 0.125
 
 _QUOTA_FIELDS = (
-    "dense_quota", "bm25_quota", "tag_quota", "temporal_quota", "importance_quota", "graph_quota",
+    "relevance_quota", "dense_quota", "bm25_quota", "tag_quota", "temporal_quota", "importance_quota", "graph_quota",
 )
 _NON_NEGATIVE_REAL_FIELDS = (
-    "importance_boost", "tag_boost", "graph_boost", "storage_gain", "entity_weight", "cue_entity_weight",
+    "importance_boost", "tag_boost", "graph_boost", "entity_boost", "storage_gain", "entity_weight", "cue_entity_weight",
+    "superseded_margin",
 )
-_UNIT_INTERVAL_FIELDS = ("valence_weight", "hebbian_rate", "bm25_delta_fraction")
+_REAL_FIELDS = ("protected_min_z",)
+_UNIT_INTERVAL_FIELDS = (
+    "valence_weight", "hebbian_rate", "bm25_delta_fraction", "durable_importance", "protected_share",
+)
 _OPEN_UNIT_INTERVAL_FIELDS = ("sim_floor", "importance_floor")
 _POSITIVE_INT_FIELDS = ("entity_fanout", "bm25_delta_min_docs")
 
@@ -148,15 +187,21 @@ class MemoryParams:
         If a value is out of range; the message names the field.
     """
 
+    relevance_quota: int = DEFAULT_RELEVANCE_QUOTA
     dense_quota: int = DEFAULT_DENSE_QUOTA
     bm25_quota: int = DEFAULT_BM25_QUOTA
     tag_quota: int = DEFAULT_TAG_QUOTA
     temporal_quota: int = DEFAULT_TEMPORAL_QUOTA
     importance_quota: int = DEFAULT_IMPORTANCE_QUOTA
     graph_quota: int = DEFAULT_GRAPH_QUOTA
+    durable_importance: float = DEFAULT_DURABLE_IMPORTANCE
+    protected_share: float = DEFAULT_PROTECTED_SHARE
+    protected_min_z: float = DEFAULT_PROTECTED_MIN_Z
     importance_boost: float = DEFAULT_IMPORTANCE_BOOST
     tag_boost: float = DEFAULT_TAG_BOOST
     graph_boost: float = DEFAULT_GRAPH_BOOST
+    entity_boost: float = DEFAULT_ENTITY_BOOST
+    superseded_margin: float = DEFAULT_SUPERSEDED_MARGIN
     valence_weight: float = DEFAULT_VALENCE_WEIGHT
     sim_floor: float = DEFAULT_SIM_FLOOR
     importance_floor: float = DEFAULT_IMPORTANCE_FLOOR
@@ -168,6 +213,7 @@ class MemoryParams:
     entity_fanout: int = DEFAULT_ENTITY_FANOUT
     rerank_operator: str = DEFAULT_RERANK_OPERATOR
     bm25_params: BM25Params = DEFAULT_BM25_PARAMS
+    relevance_params: TemporalParams = DEFAULT_RELEVANCE_PARAMS
     bm25_delta_min_docs: int = DEFAULT_BM25_DELTA_MIN_DOCS
     bm25_delta_fraction: float = DEFAULT_BM25_DELTA_FRACTION
 
@@ -188,6 +234,8 @@ class MemoryParams:
                 msg = f"MemoryParams.{name} must be >= 0, got {value}"
                 raise ValueError(msg)
             object.__setattr__(self, name, value)
+        for name in _REAL_FIELDS:
+            object.__setattr__(self, name, _real(name, getattr(self, name)))
         for name in _UNIT_INTERVAL_FIELDS:
             value = _real(name, getattr(self, name))
             if not 0.0 <= value <= 1.0:
@@ -210,6 +258,10 @@ class MemoryParams:
             raise ValueError(msg)
         if not isinstance(self.bm25_params, BM25Params):
             msg = f"MemoryParams.bm25_params must be a BM25Params, got {type(self.bm25_params).__name__}"
+            raise TypeError(msg)
+        if not isinstance(self.relevance_params, TemporalParams):
+            msg = ("MemoryParams.relevance_params must be a fieldrank.temporal.TemporalParams, got "
+                   f"{type(self.relevance_params).__name__}")
             raise TypeError(msg)
         if self.bm25_params.method != SUPPORTED_BM25_METHOD:
             msg = (
@@ -236,6 +288,7 @@ class MemoryParams:
         """The parameters as a JSON-serialisable dict (``bm25_params`` as its own dict)."""
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["bm25_params"] = self.bm25_params.to_dict()
+        out["relevance_params"] = self.relevance_params.to_dict()
         return out
 
 

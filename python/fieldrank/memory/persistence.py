@@ -11,11 +11,25 @@ sees a half-written row, because SQLite commits atomically.
 
 Schema (``format_version`` 1)::
 
-    meta(key TEXT PRIMARY KEY, value TEXT)            format, format_version, dim, next_id
+    meta(key TEXT PRIMARY KEY, value TEXT)            format, format_version, dim, next_id, revision
     memories(id INTEGER PRIMARY KEY, tenant, text, embedding BLOB, created_at, last_access,
              recall_count, importance, storage_strength, valence, tier, tags JSON,
-             entities JSON, tombstone INTEGER)
+             entities JSON, tombstone INTEGER,
+             session TEXT, supersedes INTEGER, superseded_by INTEGER, revision INTEGER)
     links(a INTEGER, b INTEGER, weight REAL, PRIMARY KEY (a, b))   co-recall links, a < b
+
+The last four columns were added after the first release; a file without them gains them on
+open (``ALTER TABLE ... ADD COLUMN``, NULL / 0 defaults: no session, nothing superseded), so old
+files keep working and the format version stays 1.
+
+Several processes (or several store objects) on one file. Every write is ``BEGIN IMMEDIATE``
+(SQLite's write lock, waited for up to ``busy_timeout``), and ids are allocated *inside* that
+transaction from ``meta.next_id``, so two writers never pick the same id. Every write also bumps
+``meta.revision`` and stamps the rows it touched with it, so a store sees another writer's
+changes by reading the rows whose revision is newer than the last it loaded
+(:meth:`SqliteBackend.changes_since`; ``PRAGMA data_version`` tells it cheaply when to look).
+The recall bookkeeping is one atomic SQL increment per memory (``recall_count = recall_count +
+1``), so concurrent recalls never lose a count.
 """
 
 from __future__ import annotations
@@ -52,7 +66,11 @@ CREATE TABLE IF NOT EXISTS memories (
     tier TEXT NOT NULL,
     tags TEXT NOT NULL,
     entities TEXT NOT NULL,
-    tombstone INTEGER NOT NULL DEFAULT 0
+    tombstone INTEGER NOT NULL DEFAULT 0,
+    session TEXT,
+    supersedes INTEGER,
+    superseded_by INTEGER,
+    revision INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS links (
     a INTEGER NOT NULL,
@@ -65,8 +83,16 @@ CREATE TABLE IF NOT EXISTS links (
 #: Column order of ``memories`` used by inserts and loads.
 COLUMNS = (
     "id", "tenant", "text", "embedding", "created_at", "last_access", "recall_count", "importance",
-    "storage_strength", "valence", "tier", "tags", "entities", "tombstone",
+    "storage_strength", "valence", "tier", "tags", "entities", "tombstone", "session", "supersedes",
+    "superseded_by",
 )
+#: Columns added after the first release, with their declarations (migrated on open).
+ADDED_COLUMNS = (
+    ("session", "TEXT"), ("supersedes", "INTEGER"), ("superseded_by", "INTEGER"),
+    ("revision", "INTEGER NOT NULL DEFAULT 0"),
+)
+#: How long a writer waits for another process's write lock before SQLite raises (milliseconds).
+BUSY_TIMEOUT_MS = 30_000
 
 
 class SqliteBackend:
@@ -88,7 +114,8 @@ class SqliteBackend:
         self.path = os.fspath(path)
         # isolation_level=None: autocommit; every mutation opens its own BEGIN IMMEDIATE ... COMMIT.
         try:
-            self._connection = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            self._connection = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None,
+                                               timeout=BUSY_TIMEOUT_MS / 1000)
         except sqlite3.Error as error:
             msg = f"cannot open the memory store {self.path!r}: {error}"
             raise OSError(msg) from error
@@ -96,7 +123,9 @@ class SqliteBackend:
             self._refuse_foreign_database()
             self._connection.execute("PRAGMA journal_mode=WAL")
             self._connection.execute(f"PRAGMA synchronous={synchronous}")
+            self._connection.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             self._connection.executescript(_SCHEMA)
+            self._migrate()
             self.dim = self._check_meta(dim)
         except sqlite3.OperationalError as error:  # locked, read-only, disk I/O: the file may be fine
             self._connection.close()
@@ -110,6 +139,17 @@ class SqliteBackend:
         except BaseException:
             self._connection.close()
             raise
+
+    def _migrate(self) -> None:
+        """Add the columns of :data:`ADDED_COLUMNS` that an older file lacks (one transaction)."""
+        present = {row[1] for row in self._connection.execute("PRAGMA table_info(memories)").fetchall()}
+        missing = [(name, kind) for name, kind in ADDED_COLUMNS if name not in present]
+        if missing:
+            with self.transaction() as cursor:
+                present = {row[1] for row in cursor.execute("PRAGMA table_info(memories)").fetchall()}
+                for name, kind in missing:
+                    if name not in present:  # another process may have migrated meanwhile
+                        cursor.execute(f"ALTER TABLE memories ADD COLUMN {name} {kind}")
 
     # ------------------------------------------------------------------ meta
     def _refuse_foreign_database(self) -> None:
@@ -140,7 +180,7 @@ class SqliteBackend:
                 cursor.executemany(
                     "INSERT INTO meta (key, value) VALUES (?, ?)",
                     [("format", FORMAT_NAME), ("format_version", str(FORMAT_VERSION)), ("dim", str(dim)),
-                     ("next_id", "0")],
+                     ("next_id", "0"), ("revision", "0")],
                 )
             return dim
         if meta.get("format") != FORMAT_NAME:
@@ -157,6 +197,22 @@ class SqliteBackend:
 
     def next_id(self) -> int:
         return int(self._meta()["next_id"])
+
+    def revision(self) -> int:
+        """The file's write counter (bumped by every add, update and forget of any process)."""
+        return int(self._meta().get("revision", 0))
+
+    def data_version(self) -> int:
+        """``PRAGMA data_version``: changes when another connection commits (cheap, no I/O)."""
+        return int(self._connection.execute("PRAGMA data_version").fetchone()[0])
+
+    @staticmethod
+    def _bump_revision(cursor: sqlite3.Cursor) -> int:
+        row = cursor.execute("SELECT value FROM meta WHERE key = 'revision'").fetchone()
+        revision = (int(row[0]) if row else 0) + 1
+        cursor.execute("INSERT INTO meta (key, value) VALUES ('revision', ?) "
+                       "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (str(revision),))
+        return revision
 
     # ------------------------------------------------------------------ transactions
     class _Transaction:
@@ -182,35 +238,79 @@ class SqliteBackend:
     def encode_embedding(vector: np.ndarray) -> bytes:
         return np.ascontiguousarray(vector, dtype=EMBEDDING_DTYPE).tobytes()
 
-    def insert(self, records: Iterable[tuple[Any, ...]], next_id: int) -> None:
-        """Insert rows (tuples in :data:`COLUMNS` order) and advance ``next_id``, atomically."""
+    def insert(self, make_records, count: int, supersede: Iterable[tuple[int, int]] = ()) -> tuple[int, int]:
+        """Allocate ``count`` ids in the file and insert the rows, atomically; returns (first id, revision).
+
+        ``make_records(first_id)`` builds the rows (tuples in :data:`COLUMNS` order) once the ids
+        are known: they are read from ``meta.next_id`` inside the write transaction, so two
+        processes never allocate the same id. ``supersede`` holds ``(stale_id, offset)`` pairs:
+        the stale memory is marked superseded by the new row ``first_id + offset``.
+        """
         placeholders = ", ".join("?" for _ in COLUMNS)
         with self.transaction() as cursor:
-            cursor.executemany(f"INSERT INTO memories ({', '.join(COLUMNS)}) VALUES ({placeholders})", records)
-            cursor.execute("UPDATE meta SET value = ? WHERE key = 'next_id'", (str(next_id),))
+            first = int(cursor.execute("SELECT value FROM meta WHERE key = 'next_id'").fetchone()[0])
+            first = max(first, int(cursor.execute("SELECT COALESCE(MAX(id) + 1, 0) FROM memories").fetchone()[0]))
+            revision = self._bump_revision(cursor)
+            records = make_records(first)
+            cursor.executemany(
+                f"INSERT INTO memories ({', '.join(COLUMNS)}, revision) VALUES ({placeholders}, {revision})", records)
+            cursor.executemany("UPDATE memories SET superseded_by = ?, revision = ? WHERE id = ?",
+                               [(first + offset, revision, stale) for stale, offset in supersede])
+            cursor.execute("UPDATE meta SET value = ? WHERE key = 'next_id'", (str(first + count),))
+        return first, revision
 
-    def replace(self, record: tuple[Any, ...]) -> None:
-        """Overwrite one memory (an update), atomically."""
-        assignments = ", ".join(f"{name} = ?" for name in COLUMNS[1:])
-        with self.transaction() as cursor:
-            cursor.execute(f"UPDATE memories SET {assignments} WHERE id = ?", (*record[1:], record[0]))
+    def replace(self, record: tuple[Any, ...]) -> int:
+        """Overwrite one memory (an update), atomically; the recall bookkeeping columns stay the file's.
 
-    def tombstone(self, memory_id: int) -> None:
+        Returns the write's revision.
+        """
+        kept = {"last_access", "recall_count", "storage_strength"}
+        names = [name for name in COLUMNS[1:] if name not in kept]
+        values = [value for name, value in zip(COLUMNS[1:], record[1:]) if name not in kept]
+        assignments = ", ".join(f"{name} = ?" for name in names)
         with self.transaction() as cursor:
-            cursor.execute("UPDATE memories SET tombstone = 1 WHERE id = ?", (memory_id,))
+            revision = self._bump_revision(cursor)
+            cursor.execute(f"UPDATE memories SET {assignments}, revision = ? WHERE id = ?",
+                           (*values, revision, record[0]))
+            cursor.execute("UPDATE memories SET storage_strength = MAX(storage_strength, ?) WHERE id = ?",
+                           (record[COLUMNS.index("storage_strength")], record[0]))
+        return revision
+
+    def tombstone(self, memory_id: int) -> int:
+        """Mark a memory forgotten and drop its links, atomically; returns the write's revision."""
+        with self.transaction() as cursor:
+            revision = self._bump_revision(cursor)
+            cursor.execute("UPDATE memories SET tombstone = 1, revision = ? WHERE id = ?", (revision, memory_id))
             cursor.execute("DELETE FROM links WHERE a = ? OR b = ?", (memory_id, memory_id))
+        return revision
 
-    def reinforce(self, updates: list[tuple[float, int, float, int]], links: list[tuple[int, int, float]]) -> None:
-        """Persist a recall's bookkeeping: (last_access, recall_count, storage_strength, id) and links."""
+    def reinforce(self, updates: list[tuple[float, float, int]], links: list[tuple[int, int, float]]) -> dict:
+        """Persist a recall's bookkeeping atomically; returns ``id -> (last_access, recall_count, S)`` after it.
+
+        ``updates`` are ``(at_time, storage_gain_times_(1 - D), id)``: ``recall_count`` is
+        incremented in SQL, ``last_access`` only moves forward and S only grows, so concurrent
+        recalls from several processes never lose an update. ``links`` are ``(a, b, rate)``:
+        ``w ← w + rate · (1 − w)``, also in SQL.
+        """
         with self.transaction() as cursor:
             cursor.executemany(
-                "UPDATE memories SET last_access = ?, recall_count = ?, storage_strength = ? WHERE id = ?", updates
-            )
+                "UPDATE memories SET last_access = MAX(last_access, ?), recall_count = recall_count + 1, "
+                "storage_strength = storage_strength + ? WHERE id = ?", updates)
             cursor.executemany(
                 "INSERT INTO links (a, b, weight) VALUES (?, ?, ?) "
-                "ON CONFLICT (a, b) DO UPDATE SET weight = excluded.weight",
+                "ON CONFLICT (a, b) DO UPDATE SET weight = weight + excluded.weight * (1 - weight)",
                 links,
             )
+            ids = [u[2] for u in updates]
+            rows = cursor.execute(
+                f"SELECT id, last_access, recall_count, storage_strength FROM memories WHERE id IN "
+                f"({', '.join('?' for _ in ids)})", ids).fetchall() if ids else []
+            weights = {}
+            for a, b, _ in links:
+                found = cursor.execute("SELECT weight FROM links WHERE a = ? AND b = ?", (a, b)).fetchone()
+                if found:
+                    weights[(a, b)] = float(found[0])
+        return {"rows": {r[0]: (float(r[1]), int(r[2]), float(r[3])) for r in rows}, "links": weights}
 
     def purge_tombstones(self) -> int:
         """Delete tombstoned rows for good; returns how many."""
@@ -219,15 +319,24 @@ class SqliteBackend:
             return cursor.rowcount
 
     # ------------------------------------------------------------------ reads
-    def rows(self) -> Iterator[tuple[Any, ...]]:
-        """Every memory row in id order (tuples in :data:`COLUMNS` order, tags/entities decoded)."""
-        cursor = self._connection.execute(f"SELECT {', '.join(COLUMNS)} FROM memories ORDER BY id")
+    def rows(self, since_revision: int | None = None) -> Iterator[tuple[Any, ...]]:
+        """Memory rows in id order (tuples in :data:`COLUMNS` order then the row's revision; tags/entities decoded).
+
+        With ``since_revision``, only the rows written (added, updated, superseded, forgotten)
+        after that revision.
+        """
+        query = f"SELECT {', '.join(COLUMNS)}, revision FROM memories"
+        arguments: tuple = ()
+        if since_revision is not None:
+            query += " WHERE revision > ?"
+            arguments = (since_revision,)
+        cursor = self._connection.execute(query + " ORDER BY id", arguments)
         expected_bytes = self.dim * EMBEDDING_DTYPE.itemsize
         for row in cursor:
             if len(row[3]) != expected_bytes:
                 msg = f"memory {row[0]} in {self.path!r} has a {len(row[3])}-byte embedding, expected {expected_bytes}"
                 raise ValueError(msg)
-            yield (*row[:11], tuple(json.loads(row[11])), tuple(json.loads(row[12])), row[13])
+            yield (*row[:11], tuple(json.loads(row[11])), tuple(json.loads(row[12])), *row[13:])
 
     def links(self) -> list[tuple[int, int, float]]:
         return self._connection.execute("SELECT a, b, weight FROM links").fetchall()

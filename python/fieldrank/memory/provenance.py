@@ -29,8 +29,8 @@ from .schema import DEFAULT_IMPORTANCE
 __all__ = ["FACTOR_NAMES", "Hit", "RecallResult", "ScoreFactors", "WhyNot"]
 
 #: The five factors of the fused score, in the order of the formula.
-FACTOR_NAMES: tuple[str, ...] = ("sim", "importance", "valence", "tag", "graph")
-_BOOSTING = ("importance", "tag", "graph")
+FACTOR_NAMES: tuple[str, ...] = ("sim", "importance", "valence", "tag", "graph", "entity")
+_BOOSTING = ("importance", "tag", "graph", "entity")
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ class ScoreFactors:
     sim : float
         max(cosine, sim_floor).
     importance : float
-        1 + B · In · D · Sb.
+        1 + B · In · D' (D' = 1 for a durable memory, else D).
     valence : float
         V in [0.01, 1].
     tag : float
@@ -53,7 +53,14 @@ class ScoreFactors:
     storage_bounded (Sb), tag_containment, graph_activation (a) : float
         The parts.
     score : float
-        The product sim · importance · valence · tag · graph.
+        relevance + (importance − 1) + (tag − 1) + (graph − 1) + (valence − 1), capped below the
+        replacement's score for a superseded memory.
+    relevance : float
+        The relevance core's score (the ``default`` preset's scorer; z units over the eligible rows).
+    durable : bool
+        Importance >= ``durable_importance`` or tier ``core``: its importance term does not decay.
+    entity : float
+        1 + ε · entity_containment, the share of the cue's entities the memory carries.
     """
 
     sim: float
@@ -69,9 +76,13 @@ class ScoreFactors:
     tag_containment: float
     graph_activation: float
     score: float
+    relevance: float = 0.0
+    durable: bool = False
+    entity: float = 1.0
+    entity_containment: float = 0.0
 
     def as_dict(self) -> dict[str, float]:
-        """The five factors by name (:data:`FACTOR_NAMES`)."""
+        """The factors by name (:data:`FACTOR_NAMES`)."""
         return {name: getattr(self, name) for name in FACTOR_NAMES}
 
     @property
@@ -123,21 +134,31 @@ class Hit:
     admitted_by: Mapping[str, int]
     age_days: float
     recall_count: int
+    #: True when the memory holds one of the top-k places reserved for protected memories.
+    reserved_slot: bool = False
+    #: Id of the memory that superseded this one (None: current).
+    superseded_by: Optional[int] = None
 
     def explain(self) -> str:
         """A readable breakdown (the write-up's "Score Breakdown" and "Provenance")."""
         f = self.factors
+        durable = ", durable: D' = 1" if f.durable else ""
         admitted = ", ".join(f"{name} #{rank}" for name, rank in self.admitted_by.items()) or "-"
         lines = [
             f"#{self.rank} id={self.id} score={self.score:.4f}  {self.text!r}",
-            f"  sim {f.sim:.4f} (cos {f.cosine:.4f})",
-            f"  importance 1+B*In*D*Sb = {f.importance:.4f}  (In {f.importance_norm:.2f}, D "
-            f"{f.retrieval_strength:.3f}, S {f.storage_strength:.2f}, Sb {f.storage_bounded:.3f})",
+            f"  relevance {f.relevance:.4f}  sim {f.sim:.4f} (cos {f.cosine:.4f})",
+            f"  importance 1+B*In*D' = {f.importance:.4f}  (In {f.importance_norm:.2f}, D "
+            f"{f.retrieval_strength:.3f}{durable}, S {f.storage_strength:.2f})",
             f"  valence {f.valence:.3f}  tag {f.tag:.3f} (containment {f.tag_containment:.2f})  "
-            f"graph {f.graph:.3f} (activation {f.graph_activation:.3f})",
+            f"graph {f.graph:.3f} (activation {f.graph_activation:.3f})  entity {f.entity:.3f} "
+            f"(containment {f.entity_containment:.2f})",
             f"  dominant {self.dominant_factor}, weakest {self.weakest_factor}; admitted by {admitted}",
             f"  age {self.age_days:.1f} days, recalled {self.recall_count} times",
         ]
+        if self.reserved_slot:
+            lines.append("  holds a reserved slot for protected (durable, relevant) memories")
+        if self.superseded_by is not None:
+            lines.append(f"  superseded by memory {self.superseded_by}: ranked below it")
         if self.rerank_score is not None:
             lines.append(f"  fused score {self.fused_score:.4f}, rerank score {self.rerank_score:.4f}")
         return "\n".join(lines)

@@ -26,6 +26,7 @@ __all__ = [
     "GENERATORS",
     "MODES",
     "MODE_GENERATORS",
+    "PROTECTING_MODES",
     "SECONDS_PER_DAY",
     "TIERS",
     "WHY_NOT_REASONS",
@@ -36,13 +37,19 @@ __all__ = [
 MODES: tuple[str, ...] = ("hybrid", "vector", "keyword", "full", "rerank")
 #: The one mode that runs on cue text alone (cue_vector optional).
 KEYWORD_MODE = "keyword"
+#: The default mode protects durable memories (its union holds the cue-conditioned protected tier).
 DEFAULT_MODE = "hybrid"
 
 #: Candidate generators, in the order they run. ``graph`` runs last: it expands the others.
-GENERATORS: tuple[str, ...] = ("dense", "bm25", "tag", "temporal", "importance", "graph")
+#: ``relevance`` is the top of the ``default`` preset's scorer; ``importance`` is the protected
+#: tier (durable memories) ranked by that scorer for the cue.
+GENERATORS: tuple[str, ...] = ("relevance", "dense", "bm25", "tag", "temporal", "importance", "graph")
+#: Modes whose union holds the protected tier, and which reserve a share of k for it.
+PROTECTING_MODES: tuple[str, ...] = ("hybrid", "full", "rerank")
 #: Which generators each mode runs. ``rerank`` builds the ``full`` union, then reranks it.
 MODE_GENERATORS: dict[str, tuple[str, ...]] = {
-    "hybrid": ("dense", "bm25"),
+    # The relevance core is itself the hybrid (BM25 + cosine) scorer: no second dense or BM25 scan.
+    "hybrid": ("relevance", "importance"),
     "vector": ("dense",),
     "keyword": ("bm25",),
     "full": GENERATORS,
@@ -98,6 +105,12 @@ class Memory:
         One of :data:`TIERS`.
     tags, entities : tuple of str
         Sorted, without repeats.
+    session : str or None
+        Conversation/session the memory was said in (its same-session neighbours support it).
+    supersedes : int or None
+        Id of the memory this one replaced (``add(..., supersedes=id)``).
+    superseded_by : int or None
+        Id of the memory that replaced this one; a superseded memory always ranks below it.
     """
 
     id: int
@@ -113,6 +126,9 @@ class Memory:
     tier: str
     tags: tuple[str, ...]
     entities: tuple[str, ...]
+    session: Optional[str] = None
+    supersedes: Optional[int] = None
+    superseded_by: Optional[int] = None
 
     def __repr__(self) -> str:
         # The embedding is shown by its shape: 384 floats would bury the fields that matter.

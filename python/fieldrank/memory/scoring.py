@@ -1,26 +1,36 @@
-"""The fused score (SPEC §8 step 3) and the strength dynamics of recall.
+"""The fused score (SPEC §8 step 3): the ``default`` preset's relevance plus bounded boosts.
 
 For a candidate T and a cue C at time ``at_time``::
 
-    s(T|C) = sim · (1 + B · In · D · Sb) · V · (1 + τ · tag) · G
+    s(T|C) = rel(T|C) + (I − 1) + (tag − 1) + (G − 1) + (E − 1) + (V − 1)
 
 ==========  ===================================================================================
-factor      definition (parameters in :class:`~fieldrank.memory.MemoryParams`)
+term        definition (parameters in :class:`~fieldrank.memory.MemoryParams`)
 ==========  ===================================================================================
-sim         ``max(cos(q, T), sim_floor)``: the cosine is always computed from the two vectors,
-            whichever generator admitted T (a BM25-only or importance-only candidate gets its
-            true similarity); the small positive floor keeps a candidate with cos <= 0 ordered
-            by its other factors instead of erasing it
-In          ``clip(importance, importance_floor, 1)``, in (0, 1]
-D           retrieval strength ``clip(2^(−Δ / (h · S)), 0.10, 1.0)``, Δ = days since last
-            access, h = ``retrieval_half_life_days``: decays with disuse, slower when S is high,
-            back to 1 when recalled
-S, Sb       storage strength S >= 1 (never decreases); bounded form ``Sb = 2 − 1/S`` in [1, 2)
+rel         the relevance core: :func:`fieldrank.temporal.temporal_batch` with the ``default``
+            preset's parameters over the recall's eligible rows (z-scored BM25 and cosine
+            blended, same-session neighbour support, time-intent and session-date priors),
+            i.e. the score the ``default`` HybridRetriever ranks by; z units of the tenant's rows
+I           ``1 + B · In · D'``: In = ``clip(importance, importance_floor, 1)``; D' = 1 for a
+            *durable* memory (importance >= ``durable_importance`` or tier ``core``: a rule never
+            recalled for a year is still a rule), else the retrieval strength D
+D           ``clip(2^(−Δ / (h · S)), 0.10, 1.0)``, Δ = days since last access, h =
+            ``retrieval_half_life_days``: decays with disuse, slower when S is high
+S, Sb       storage strength S >= 1 (never decreases); ``Sb = 2 − 1/S`` (reported)
+tag         ``1 + τ · |tags(C) ∩ tags(T)| / |tags(C)|`` (1 without cue tags)
+G           ``1 + γ · a / (1 + a)``, a = graph activation (see :mod:`.generators`)
+E           ``1 + ε · |E(C) ∩ E(T)| / |E(C)|`` (the share of the cue's entities the memory is
+            about), or ``1 − ε`` when the memory is about entities and none is the cue's (a
+            lexical twin about another entity: "Dan's number" for "What is Dana's number?"); 1
+            without cue entities or without memory entities
 V           ``clip(1 − valence_weight · |v_T − v_C| / 2, 0.01, 1.0)`` when the cue has a
-            valence, else 1
-tag         cue-tag containment ``|tags(C) ∩ tags(T)| / |tags(C)|`` in [0, 1] (0 without cue tags)
-G           ``1 + γ · a / (1 + a)`` >= 1, a = graph activation (see :mod:`.generators`)
+            valence, else 1 (so V − 1 is a bounded penalty)
+sim         ``max(cos(q, T), sim_floor)``, reported (the cosine is inside ``rel``)
 ==========  ===================================================================================
+
+The boosts are additive and bounded (together < B + τ + γ + ε), so a memory whose relevance leads by
+more than that can never be buried by another memory's importance, tags or graph activation; a
+product with floors would let the factors of unrelated memories multiply past clear relevance.
 
 Recall dynamics (applied to every *returned* memory when ``reinforce=True``): with D the
 retrieval strength just before the recall, ``S ← S + storage_gain · (1 − D)`` (a hard recall
@@ -36,7 +46,7 @@ from typing import Optional
 import numpy as np
 
 from .columns import Snapshot
-from .generators import Cue
+from .generators import Cue, durable_rows
 from .params import (
     GRAPH_BOOST_MIN,
     RETRIEVAL_STRENGTH_MAX,
@@ -48,7 +58,8 @@ from .params import (
 )
 from .schema import SECONDS_PER_DAY
 
-__all__ = ["FactorArrays", "fuse", "retrieval_strength", "storage_bounded"]
+__all__ = ["FactorArrays", "durable_rows", "fuse", "retrieval_strength", "storage_bounded"]
+
 
 
 def retrieval_strength(
@@ -83,17 +94,25 @@ class FactorArrays:
     tag_term: np.ndarray
     graph_activation: np.ndarray
     graph: np.ndarray
+    entity_containment: np.ndarray
+    entity: np.ndarray
+    relevance: np.ndarray
+    durable: np.ndarray
     score: np.ndarray
 
 
-def tag_containment(snapshot: Snapshot, rows: np.ndarray, cue_tags: frozenset[str]) -> np.ndarray:
-    """|cue ∩ tags(T)| / |cue| per row (a loop over the small candidate set)."""
-    if not cue_tags or rows.size == 0:
+def label_containment(labels: list, rows: np.ndarray, cue_labels: frozenset[str]) -> np.ndarray:
+    """|cue ∩ labels(T)| / |cue| per row (a loop over the small candidate set)."""
+    if not cue_labels or rows.size == 0:
         return np.zeros(rows.size)
-    tags = snapshot.generation.tags
-    shared = np.fromiter((len(cue_tags.intersection(tags[r])) for r in rows.tolist()), dtype=np.float64,
+    shared = np.fromiter((len(cue_labels.intersection(labels[r])) for r in rows.tolist()), dtype=np.float64,
                          count=rows.size)
-    return shared / len(cue_tags)
+    return shared / len(cue_labels)
+
+
+def tag_containment(snapshot: Snapshot, rows: np.ndarray, cue_tags: frozenset[str]) -> np.ndarray:
+    """|cue tags ∩ tags(T)| / |cue tags| per row."""
+    return label_containment(snapshot.generation.tags, rows, cue_tags)
 
 
 def lexical_similarity(snapshot: Snapshot, rows: np.ndarray, text: Optional[str]) -> np.ndarray:
@@ -109,8 +128,9 @@ def lexical_similarity(snapshot: Snapshot, rows: np.ndarray, text: Optional[str]
     return scores / best if best > 0 else scores
 
 
-def fuse(snapshot: Snapshot, rows: np.ndarray, cue: Cue, activation: np.ndarray, params: MemoryParams) -> FactorArrays:
-    """Compute every factor and the fused score for the candidate ``rows`` (vectorised)."""
+def fuse(snapshot: Snapshot, rows: np.ndarray, cue: Cue, activation: np.ndarray, relevance: np.ndarray,
+         params: MemoryParams) -> FactorArrays:
+    """Every term and the fused score of the candidate ``rows`` (vectorised); ``relevance`` per row."""
     if cue.vector is not None:
         cosine = (snapshot.embeddings[rows] @ cue.vector).astype(np.float64)
     else:
@@ -120,7 +140,8 @@ def fuse(snapshot: Snapshot, rows: np.ndarray, cue: Cue, activation: np.ndarray,
     storage = np.maximum(snapshot.storage_strength[rows], STORAGE_STRENGTH_MIN)
     strength = retrieval_strength(snapshot.last_access[rows], storage, cue.at_time, params)
     bounded = storage_bounded(storage)
-    importance_term = 1.0 + params.importance_boost * importance_norm * strength * bounded
+    durable = durable_rows(snapshot, rows, params)
+    importance_term = 1.0 + params.importance_boost * importance_norm * np.where(durable, 1.0, strength)
     if cue.valence is None:
         valence = np.ones(rows.size)
     else:
@@ -129,7 +150,14 @@ def fuse(snapshot: Snapshot, rows: np.ndarray, cue: Cue, activation: np.ndarray,
     containment = tag_containment(snapshot, rows, cue.tags)
     tag_term = 1.0 + params.tag_boost * containment
     graph = np.maximum(1.0 + params.graph_boost * activation / (1.0 + activation), GRAPH_BOOST_MIN)
-    score = sim * importance_term * valence * tag_term * graph
+    entity_share = label_containment(snapshot.generation.entities, rows, cue.entities)
+    entity = 1.0 + params.entity_boost * entity_share
+    if cue.entities:
+        labels = snapshot.generation.entities
+        other_entity = np.fromiter((bool(labels[r]) for r in rows.tolist()), dtype=bool, count=rows.size)
+        entity[other_entity & (entity_share == 0)] = 1.0 - params.entity_boost
+    relevance = np.asarray(relevance, dtype=np.float64)
+    score = relevance + (importance_term - 1.0) + (tag_term - 1.0) + (graph - 1.0) + (entity - 1.0) + (valence - 1.0)
     return FactorArrays(
         rows=rows,
         cosine=cosine,
@@ -144,5 +172,9 @@ def fuse(snapshot: Snapshot, rows: np.ndarray, cue: Cue, activation: np.ndarray,
         tag_term=tag_term,
         graph_activation=activation,
         graph=graph,
+        entity_containment=entity_share,
+        entity=entity,
+        relevance=relevance,
+        durable=durable,
         score=score,
     )

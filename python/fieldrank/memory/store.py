@@ -4,14 +4,24 @@ Pipeline of one recall:
 
 1. **gates pushed down**: the rows of the cue's tenant that are live and pass every hard gate
    (:mod:`.gates`);
-2. **candidate generation**: each generator of the mode admits up to its own quota from those
-   rows, independently; the union is taken (:mod:`.generators`);
-3. **gates on the union** (re-checked per candidate);
-4. **fused score** of every candidate (:mod:`.scoring`); in ``rerank`` mode the fused union is
-   then reranked by CFS-R or CFS (``fieldrank.cfsr_pool`` / ``cfs_pool`` with the fused scores
+2. **relevance core**: ``fieldrank.temporal.temporal_batch`` with the ``default`` preset's
+   parameters scores every eligible row (:func:`.generators.relevance_core`);
+3. **candidate generation**: each generator of the mode admits up to its own quota from those
+   rows, independently; in the protecting modes the protected tier (every durable row) is
+   admitted whole; the union is taken, plus the replacement of every superseded candidate
+   (:mod:`.generators`);
+4. **gates on the union** (re-checked per candidate);
+5. **fused score** of every candidate: relevance plus bounded additive terms, superseded
+   memories capped below their replacement (:mod:`.scoring`); in ``rerank`` mode the fused union
+   is then reranked by CFS-R or CFS (``fieldrank.cfsr_pool`` / ``cfs_pool`` with the fused scores
    as the pool's query similarities);
-5. the top ``k`` with provenance (:mod:`.provenance`); with ``reinforce=True`` the returned
-   memories are strengthened and linked (SPEC §8 recall dynamics).
+6. the top ``k``, with a reserved share for protected memories close to the cue, with
+   provenance (:mod:`.provenance`); with ``reinforce=True`` the returned memories are
+   strengthened and linked (SPEC §8 recall dynamics), as SQL increments with a file.
+
+Several processes or store objects may share a file: ids are allocated in the file, and every
+public call first applies what others committed (``PRAGMA data_version``, row revisions; see
+:mod:`.persistence`).
 
 Thread-safety model. One re-entrant lock serialises writers (``add``, ``add_many``, ``update``,
 ``forget``, ``compact``, the bookkeeping at the end of a recall) and the SQLite connection. A
@@ -32,7 +42,7 @@ import os
 import threading
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any, Optional, Union
 
@@ -44,7 +54,8 @@ from ..embed import Embedder, check_embedder, embed_documents, embed_queries
 from ..operators import cfs_pool, cfsr_pool
 from .columns import Generation, RowBatch, Snapshot
 from .gates import Eligibility, GateSpec, eligible_rows, failed_gates, passes_union_gates
-from .generators import Admissions, Cue, generate, generator_rank
+from .columns import NO_MEMORY
+from .generators import Admissions, Cue, Relevance, generate, generator_rank, relevance_core
 from .params import DEFAULT_PARAMS, MemoryParams
 from .persistence import SYNCHRONOUS_MODES, SqliteBackend, encode_labels
 from .provenance import Hit, RecallResult, ScoreFactors, WhyNot
@@ -59,6 +70,7 @@ from .schema import (
     GENERATORS,
     IMPORTANCE_RANGE,
     MODE_GENERATORS,
+    PROTECTING_MODES,
     SECONDS_PER_DAY,
     TIERS,
     VALENCE_RANGE,
@@ -189,6 +201,120 @@ def _labels_per_item(value: object, n: int, name: str) -> list[tuple[str, ...]]:
     return [check_labels(item, f"{name}[{i}]") for i, item in enumerate(value)]
 
 
+def _with_replacements(snapshot: Snapshot, union: np.ndarray, eligible: np.ndarray) -> np.ndarray:
+    """The union plus the eligible replacement of every superseded candidate (so it can outrank it)."""
+    replaced_by = snapshot.superseded_by[union]
+    stale = replaced_by != NO_MEMORY
+    if not stale.any():
+        return union
+    extra = [row for row in (snapshot.row_of(int(i)) for i in replaced_by[stale].tolist())
+             if row is not None and eligible[row]]
+    return np.unique(np.concatenate([union, np.asarray(extra, dtype=np.int64)])) if extra else union
+
+
+def _rank_superseded_below_replacements(snapshot: Snapshot, factors: FactorArrays, margin: float) -> FactorArrays:
+    """Cap a superseded candidate's score at its replacement's minus ``margin`` (when both are candidates).
+
+    Chains (A superseded by B superseded by C) are resolved newest first, so A < B < C.
+    """
+    rows = factors.rows
+    replaced_by = snapshot.superseded_by[rows]
+    if not (replaced_by != NO_MEMORY).any():
+        return factors
+    score = factors.score.copy()
+    position_of = {int(row): i for i, row in enumerate(rows.tolist())}
+    stale = np.flatnonzero(replaced_by != NO_MEMORY).tolist()
+    for _ in range(len(stale)):  # at most one pass per link of the longest chain
+        changed = False
+        for i in stale:
+            replacement = snapshot.row_of(int(replaced_by[i]))
+            j = position_of.get(replacement) if replacement is not None else None
+            if j is not None and score[i] > score[j] - margin:
+                score[i] = score[j] - margin
+                changed = True
+        if not changed:
+            break
+    return replace(factors, score=score)
+
+
+#: Rows sampled (evenly, deterministically) to estimate the tenant's cosine mean and spread per cue.
+COSINE_SAMPLE_ROWS = 512
+
+
+def _cosine_z(snapshot: Snapshot, cue: Cue, eligible: Eligibility, cosine: np.ndarray) -> np.ndarray:
+    """How far each candidate's cosine lies above the eligible rows' cosines, in standard deviations.
+
+    Mean and spread come from an even sample of at most :data:`COSINE_SAMPLE_ROWS` eligible rows
+    (a fixed cost per recall); with fewer than two rows every candidate gets +inf.
+    """
+    rows = eligible.rows
+    if rows.size < 2:
+        return np.full(cosine.size, np.inf)
+    sample = rows[:: max(1, rows.size // COSINE_SAMPLE_ROWS)]
+    sims = (snapshot.embeddings[sample] @ cue.vector).astype(np.float64)
+    spread = float(sims.std())
+    if spread == 0.0:
+        return np.where(cosine > sims.mean(), np.inf, 0.0)
+    return (cosine - float(sims.mean())) / spread
+
+
+def _reserve_protected_slots(order: np.ndarray, tier_positions: np.ndarray, k: int, slots: int
+                             ) -> tuple[np.ndarray, frozenset]:
+    """Reserve up to ``slots`` of the top ``k`` for protected candidates (durable and related to the cue).
+
+    ``tier_positions`` are the eligible protected candidates (positions into the union) in the
+    protected tier's order for this cue (cosine first). When fewer than ``slots`` of them rank in
+    the top ``k``, the first missing ones take the places of the lowest-ranked unprotected hits;
+    the displaced hits come next. Returns the new order and the positions that took a slot.
+    """
+    if slots <= 0 or order.size <= k or tier_positions.size == 0:
+        return order, frozenset()
+    top, rest = order[:k], order[k:]
+    protected_top = np.isin(top, tier_positions)
+    missing = slots - int(protected_top.sum())
+    if missing <= 0:
+        return order, frozenset()
+    entering = tier_positions[~np.isin(tier_positions, top)][:missing]
+    if entering.size == 0:
+        return order, frozenset()
+    unprotected = np.flatnonzero(~protected_top)
+    leaving_at = unprotected[::-1][:entering.size]
+    leaving = top[np.sort(leaving_at)]
+    kept = np.delete(top, leaving_at)
+    remaining = rest[~np.isin(rest, entering)]
+    return np.concatenate([kept, entering, leaving, remaining]), frozenset(entering.tolist())
+
+
+def _optional_id(value: object) -> Optional[int]:
+    return None if int(value) == NO_MEMORY else int(value)
+
+
+def _sessions_per_item(value: object, n: int) -> Optional[list[Optional[str]]]:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return [check_text(value, "sessions")] * n
+    if not isinstance(value, Sequence):
+        msg = f"sessions must be a str, None or one str/None per memory, got {type(value).__name__}"
+        raise TypeError(msg)
+    if len(value) != n:
+        msg = f"sessions must have one entry per memory ({n}), got {len(value)}"
+        raise ValueError(msg)
+    return [None if item is None else check_text(item, f"sessions[{i}]") for i, item in enumerate(value)]
+
+
+def _supersedes_per_item(value: object, n: int) -> list[Optional[int]]:
+    if value is None:
+        return [None] * n
+    if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, np.ndarray)):
+        msg = f"supersedes must be a sequence with one id or None per memory, got {type(value).__name__}"
+        raise TypeError(msg)
+    if len(value) != n:
+        msg = f"supersedes must have one entry per memory ({n}), got {len(value)}"
+        raise ValueError(msg)
+    return [None if item is None else check_memory_id(item) for item in value]
+
+
 @dataclass(frozen=True)
 class _Scored:
     """The scored, gated union of one recall (internal)."""
@@ -201,6 +327,8 @@ class _Scored:
     order: np.ndarray  # positions into factors.rows, best first
     ranking_scores: np.ndarray  # score per position of `order`
     rerank: bool
+    core: Relevance
+    reserved: frozenset  # positions into factors.rows that hold a reserved protected slot
 
 
 class MemoryStore:
@@ -257,6 +385,10 @@ class MemoryStore:
         self._forgotten: set[int] = set()
         self._next_id = 0
         self._closed = False
+        #: File revision this store has applied (see :meth:`_refresh`), and revisions it wrote itself.
+        self._revision = 0
+        self._own_revisions: set[int] = set()
+        self._data_version = -1
         if path is None:
             if dim is None:
                 msg = "dim is required for an in-memory store (path=None)"
@@ -321,14 +453,37 @@ class MemoryStore:
     # ------------------------------------------------------------------ loading
     def _load(self) -> None:
         backend = self._backend
-        ids, tenants, texts, blobs = [], [], [], []
+        self._data_version = backend.data_version()
+        self._revision = backend.revision()
+        self._apply_rows(list(backend.rows()))
+        self._next_id = max(self._next_id, backend.next_id())
+        for a, b, weight in backend.links():
+            self._links.setdefault(a, {})[b] = weight
+            self._links.setdefault(b, {})[a] = weight
+
+    def _apply_rows(self, file_rows: list) -> None:
+        """Bring the in-memory generation up to date with rows read from the file (caller holds the lock).
+
+        A tombstoned row is forgotten; a row with a known id is a new version (update, supersede):
+        its old row is tombstoned and the new one appended; an unknown id is appended.
+        """
+        backend = self._backend
+        generation = self._generation
+        ids, tenants, texts, blobs, sessions, supersedes, superseded_by = [], [], [], [], [], [], []
         created, last, counts, importance, strength, valence, tiers, tags, entities = ([] for _ in range(9))
-        for row in backend.rows():
+        for row in file_rows:
             (memory_id, tenant, text, blob, created_at, last_access, recall_count, imp, storage, val, tier,
-             row_tags, row_entities, tombstone) = row
+             row_tags, row_entities, tombstone, session, replaced, replaced_by, _revision) = row
+            self._next_id = max(self._next_id, memory_id + 1)
+            current = generation.row_of.get(memory_id)
             if tombstone:
+                if current is not None:
+                    self._forget_row(memory_id, current)
                 self._forgotten.add(memory_id)
                 continue
+            if current is not None:
+                generation.tombstone(current)
+                del generation.row_of[memory_id]
             ids.append(memory_id)
             tenants.append(tenant)
             texts.append(text)
@@ -342,37 +497,85 @@ class MemoryStore:
             tiers.append(check_tier(tier, f"tier of memory {memory_id}"))
             tags.append(row_tags)
             entities.append(row_entities)
-        max_id = max(ids + list(self._forgotten), default=-1)
-        self._next_id = max(backend.next_id(), max_id + 1)
-        if ids:
-            id_array = np.asarray(ids, dtype=np.int64)
-            embeddings = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(ids), self._dim)
-            _check_loaded_embeddings(embeddings, id_array, backend.path)
-            created_at = _loaded_column(created, "created_at", id_array, backend.path, -math.inf, math.inf)
-            last_access = _loaded_column(last, "last_access", id_array, backend.path, -math.inf, math.inf)
-            recall_count = _loaded_column(counts, "recall_count", id_array, backend.path, 0.0, 2.0**53,
-                                          whole=True)
-            importance_values = _loaded_column(importance, "importance", id_array, backend.path, *IMPORTANCE_RANGE)
-            strength_values = _loaded_column(strength, "storage_strength", id_array, backend.path, 1.0, math.inf)
-            valence_values = _loaded_column(valence, "valence", id_array, backend.path, *VALENCE_RANGE)
-            self._generation.append(RowBatch(
-                ids=id_array,
-                tenants=tenants,
-                texts=texts,
-                embeddings=embeddings.astype(np.float32),
-                created_at=created_at,
-                last_access=last_access,
-                recall_count=recall_count.astype(np.int64),
-                importance=importance_values,
-                storage_strength=strength_values,
-                valence=valence_values,
-                tiers=tiers,
-                tags=tags,
-                entities=entities,
-            ))
+            sessions.append(session)
+            supersedes.append(NO_MEMORY if replaced is None else int(replaced))
+            superseded_by.append(NO_MEMORY if replaced_by is None else int(replaced_by))
+        if not ids:
+            return
+        id_array = np.asarray(ids, dtype=np.int64)
+        embeddings = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(ids), self._dim)
+        _check_loaded_embeddings(embeddings, id_array, backend.path)
+        created_at = _loaded_column(created, "created_at", id_array, backend.path, -math.inf, math.inf)
+        last_access = _loaded_column(last, "last_access", id_array, backend.path, -math.inf, math.inf)
+        recall_count = _loaded_column(counts, "recall_count", id_array, backend.path, 0.0, 2.0**53, whole=True)
+        importance_values = _loaded_column(importance, "importance", id_array, backend.path, *IMPORTANCE_RANGE)
+        strength_values = _loaded_column(strength, "storage_strength", id_array, backend.path, 1.0, math.inf)
+        valence_values = _loaded_column(valence, "valence", id_array, backend.path, *VALENCE_RANGE)
+        generation.append(RowBatch(
+            ids=id_array,
+            tenants=tenants,
+            texts=texts,
+            embeddings=embeddings.astype(np.float32),
+            created_at=created_at,
+            last_access=last_access,
+            recall_count=recall_count.astype(np.int64),
+            importance=importance_values,
+            storage_strength=strength_values,
+            valence=valence_values,
+            tiers=tiers,
+            tags=tags,
+            entities=entities,
+            sessions=sessions,
+            supersedes=np.asarray(supersedes, dtype=np.int64),
+            superseded_by=np.asarray(superseded_by, dtype=np.int64),
+        ))
+
+    def _refresh(self) -> None:
+        """Apply what other processes (or store objects) committed to the file since the last look.
+
+        Caller holds the lock. ``PRAGMA data_version`` says cheaply whether anything changed; the
+        rows written after this store's last applied revision are then read, except the ones whose
+        latest write was this store's own (already applied).
+        """
+        backend = self._backend
+        if backend is None:
+            return
+        version = backend.data_version()
+        if version == self._data_version:
+            return
+        self._data_version = version
+        latest = backend.revision()
+        if latest <= self._revision:
+            return
+        own = self._own_revisions
+        changed = [row for row in backend.rows(since_revision=self._revision) if row[-1] not in own]
+        self._apply_rows(changed)
         for a, b, weight in backend.links():
-            self._links.setdefault(a, {})[b] = weight
-            self._links.setdefault(b, {})[a] = weight
+            for x, y in ((a, b), (b, a)):
+                neighbours = dict(self._links.get(x, {}))  # copy-on-write
+                neighbours[y] = weight
+                self._links[x] = neighbours
+        self._revision = latest
+        self._own_revisions = {r for r in own if r > latest}
+
+    def _wrote(self, revision: int) -> None:
+        """Record a revision this store committed itself (caller holds the lock)."""
+        if revision == self._revision + 1:
+            self._revision = revision  # nobody else wrote in between
+        else:
+            self._own_revisions.add(revision)
+        if self._backend is not None:
+            self._data_version = -1  # look again at the next call (another writer may have committed)
+
+    def _forget_row(self, memory_id: int, row: int) -> None:
+        """Tombstone ``row`` in memory and drop its links (caller holds the lock)."""
+        self._generation.tombstone(row)
+        del self._generation.row_of[memory_id]
+        self._forgotten.add(memory_id)
+        for other in self._links.pop(memory_id, {}):
+            neighbours = dict(self._links.get(other, {}))  # copy-on-write: readers may hold the old dict
+            neighbours.pop(memory_id, None)
+            self._links[other] = neighbours
 
     # ------------------------------------------------------------------ writing
     def add(
@@ -388,6 +591,8 @@ class MemoryStore:
         entities: Iterable[str] = (),
         storage_strength: float = DEFAULT_STORAGE_STRENGTH,
         created_at: Optional[float] = None,
+        session: Optional[str] = None,
+        supersedes: Optional[int] = None,
     ) -> int:
         """Store one memory and return its id.
 
@@ -406,6 +611,13 @@ class MemoryStore:
             Initial S (a durable constraint may start higher: it decays more slowly).
         created_at : float, optional
             Unix seconds; default now. ``last_access`` starts equal to it.
+        session : str, optional
+            The conversation or session it was said in: memories of one session, added one after
+            another, support each other in the relevance core (same-session neighbours).
+        supersedes : int, optional
+            Id of a memory of the same tenant that this one replaces ("Orion now uses Postgres 16"
+            replacing "Orion uses MySQL 5.7"). The stale memory stays recallable but always ranks
+            below its replacement (docs/memory.md, "Updates").
 
         Returns
         -------
@@ -432,6 +644,8 @@ class MemoryStore:
             entities=[check_labels(entities, "entities")],
             storage_strengths=storage_strength,
             created_at=created_at,
+            sessions=session,
+            supersedes=None if supersedes is None else [supersedes],
         )
         return int(ids[0])
 
@@ -450,6 +664,8 @@ class MemoryStore:
         created_at: Union[float, Sequence[float], None] = None,
         last_access: Union[float, Sequence[float], None] = None,
         recall_counts: Union[int, Sequence[int]] = 0,
+        sessions: Union[str, Sequence[Optional[str]], None] = None,
+        supersedes: Optional[Sequence[Optional[int]]] = None,
     ) -> np.ndarray:
         """Store many memories in one step (one transaction for a file store); return their ids.
 
@@ -457,7 +673,9 @@ class MemoryStore:
         memory; ``tags``/``entities`` take one collection of labels per memory. Validation
         happens before anything is written: either every memory is stored or none.
         ``last_access`` (default: ``created_at``) and ``recall_counts`` (default 0) restore a
-        recall history, e.g. when importing memories from another system.
+        recall history, e.g. when importing memories from another system. ``sessions`` (one str
+        for all, or one str/None per memory) and ``supersedes`` (one id/None per memory) are as
+        in :meth:`add`.
 
         Returns
         -------
@@ -494,21 +712,61 @@ class MemoryStore:
             raise ValueError(msg)
         tag_list = _labels_per_item(tags, n, "tags")
         entity_list = _labels_per_item(entities, n, "entities")
+        session_list = _sessions_per_item(sessions, n)
+        replaced = _supersedes_per_item(supersedes, n)
         if n == 0:
             return np.empty(0, dtype=np.int64)
         with self._lock:
             self._check_open()
-            ids = np.arange(self._next_id, self._next_id + n, dtype=np.int64)
-            batch = RowBatch(
-                ids=ids, tenants=tenant_list, texts=text_list, embeddings=vectors, created_at=created,
-                last_access=accessed, recall_count=counts.astype(np.int64), importance=importance,
-                storage_strength=storage, valence=valence, tiers=tier_list, tags=tag_list, entities=entity_list,
-            )
+            self._refresh()
+            stale_rows = self._check_supersedes(replaced, tenant_list)
+
+            def batch_from(first: int) -> RowBatch:
+                return RowBatch(
+                    ids=np.arange(first, first + n, dtype=np.int64), tenants=tenant_list, texts=text_list,
+                    embeddings=vectors, created_at=created, last_access=accessed,
+                    recall_count=counts.astype(np.int64), importance=importance, storage_strength=storage,
+                    valence=valence, tiers=tier_list, tags=tag_list, entities=entity_list, sessions=session_list,
+                    supersedes=np.asarray([NO_MEMORY if r is None else r for r in replaced], dtype=np.int64),
+                )
+
             if self._backend is not None:
-                self._backend.insert(self._records(batch), next_id=self._next_id + n)
-            self._next_id += n
+                built: list[RowBatch] = []
+
+                def records(first: int) -> list[tuple]:
+                    built.append(batch_from(first))
+                    return self._records(built[0])
+
+                pairs = [(r, offset) for offset, r in enumerate(replaced) if r is not None]
+                first, revision = self._backend.insert(records, n, pairs)
+                batch = built[0]
+                self._wrote(revision)
+            else:
+                first = self._next_id
+                batch = batch_from(first)
+            self._next_id = max(self._next_id, first + n)
             self._generation.append(batch)
-        return ids
+            for offset, row in stale_rows:
+                self._generation.superseded_by.buffer[row] = first + offset
+        return batch.ids
+
+    def _check_supersedes(self, replaced: list[Optional[int]], tenants: list[str]) -> list[tuple[int, int]]:
+        """(offset, row of the stale memory) per superseding item; each must be live and of the same tenant."""
+        out = []
+        for offset, memory_id in enumerate(replaced):
+            if memory_id is None:
+                continue
+            row = self._generation.row_of.get(memory_id)
+            if row is None:
+                msg = f"supersedes[{offset}]: no live memory with id {memory_id}"
+                raise KeyError(msg)
+            tenant = self._generation.tenant_names[int(self._generation.tenant_codes.buffer[row])]
+            if tenant != tenants[offset]:
+                msg = (f"supersedes[{offset}]: memory {memory_id} belongs to tenant {tenant!r}, not "
+                       f"{tenants[offset]!r}; a memory can only supersede one of its own tenant")
+                raise ValueError(msg)
+            out.append((offset, row))
+        return out
 
     def _embedded_texts(self, texts: list[str], what: str, *, queries: bool = False) -> np.ndarray:
         """The embedder's rows for ``texts`` (a ``ValueError`` naming ``what`` without an embedder)."""
@@ -529,7 +787,11 @@ class MemoryStore:
             (int(batch.ids[i]), batch.tenants[i], batch.texts[i], encode(batch.embeddings[i]),
              float(batch.created_at[i]), float(batch.last_access[i]), int(batch.recall_count[i]),
              float(batch.importance[i]), float(batch.storage_strength[i]), float(batch.valence[i]),
-             batch.tiers[i], encode_labels(batch.tags[i]), encode_labels(batch.entities[i]), 0)
+             batch.tiers[i], encode_labels(batch.tags[i]), encode_labels(batch.entities[i]), 0,
+             None if batch.sessions is None else batch.sessions[i],
+             None if batch.supersedes is None or batch.supersedes[i] == NO_MEMORY else int(batch.supersedes[i]),
+             None if batch.superseded_by is None or batch.superseded_by[i] == NO_MEMORY
+             else int(batch.superseded_by[i]))
             for i in range(len(batch))
         ]
 
@@ -568,6 +830,9 @@ class MemoryStore:
             tier=TIERS[int(generation.tier_codes.buffer[row])],
             tags=generation.tags[row],
             entities=generation.entities[row],
+            session=generation.sessions[row],
+            supersedes=_optional_id(generation.supersedes.buffer[row]),
+            superseded_by=_optional_id(generation.superseded_by.buffer[row]),
         )
 
     def get(self, memory_id: int, *, tenant: Optional[str] = None) -> Memory:
@@ -588,6 +853,7 @@ class MemoryStore:
         memory_id = check_memory_id(memory_id)
         tenant = None if tenant is None else check_tenant(tenant)
         with self._lock:
+            self._refresh()
             return self._memory_at(self._generation, self._live_row(memory_id, tenant))
 
     def update(
@@ -645,6 +911,7 @@ class MemoryStore:
             changes["storage_strength"] = check_storage_strength(storage_strength)
         with self._lock:
             self._check_open()
+            self._refresh()
             generation = self._generation
             row = self._live_row(memory_id, tenant)
             current = self._memory_at(generation, row)
@@ -660,10 +927,12 @@ class MemoryStore:
                 recall_count=np.array([merged["recall_count"]], dtype=np.int64),
                 importance=np.array([merged["importance"]]), storage_strength=np.array([merged["storage_strength"]]),
                 valence=np.array([merged["valence"]]), tiers=[merged["tier"]], tags=[merged["tags"]],
-                entities=[merged["entities"]],
+                entities=[merged["entities"]], sessions=[merged["session"]],
+                supersedes=np.array([NO_MEMORY if merged["supersedes"] is None else merged["supersedes"]]),
+                superseded_by=np.array([NO_MEMORY if merged["superseded_by"] is None else merged["superseded_by"]]),
             )
             if self._backend is not None:
-                self._backend.replace(self._records(batch)[0])
+                self._wrote(self._backend.replace(self._records(batch)[0]))
             generation.tombstone(row)
             generation.append(batch)
             return self._memory_at(generation, generation.row_of[memory_id])
@@ -685,6 +954,7 @@ class MemoryStore:
         tenant = None if tenant is None else check_tenant(tenant)
         with self._lock:
             self._check_open()
+            self._refresh()
             if memory_id in self._forgotten and tenant is None:
                 return False
             if memory_id in self._forgotten:
@@ -692,14 +962,8 @@ class MemoryStore:
                 raise KeyError(msg)
             row = self._live_row(memory_id, tenant)
             if self._backend is not None:
-                self._backend.tombstone(memory_id)
-            self._generation.tombstone(row)
-            del self._generation.row_of[memory_id]
-            self._forgotten.add(memory_id)
-            for other in self._links.pop(memory_id, {}):
-                neighbours = dict(self._links.get(other, {}))  # copy-on-write: readers may hold the old dict
-                neighbours.pop(memory_id, None)
-                self._links[other] = neighbours
+                self._wrote(self._backend.tombstone(memory_id))
+            self._forget_row(memory_id, row)
             return True
 
     def compact(self, *, purge: bool = False) -> int:
@@ -742,6 +1006,9 @@ class MemoryStore:
                     tiers=[TIERS[c] for c in old.tier_codes.buffer[rows].tolist()],
                     tags=[old.tags[r] for r in rows.tolist()],
                     entities=[old.entities[r] for r in rows.tolist()],
+                    sessions=[old.sessions[r] for r in rows.tolist()],
+                    supersedes=old.supersedes.buffer[rows].copy(),
+                    superseded_by=old.superseded_by.buffer[rows].copy(),
                 ))
                 fresh.lexical.build_now(fresh.texts, fresh.n)
             if purge and self._backend is not None:
@@ -805,13 +1072,15 @@ class MemoryStore:
         )
         return cue, gates
 
-    def _score(self, snapshot: Snapshot, cue: Cue, gates: GateSpec, mode: str) -> _Scored:
+    def _score(self, snapshot: Snapshot, cue: Cue, gates: GateSpec, mode: str, k: int) -> _Scored:
         params = self._params
         eligible = eligible_rows(snapshot, gates)
-        admissions = generate(snapshot, cue, eligible, MODE_GENERATORS[mode], params, self._links)
-        union = admissions.union()
+        core = relevance_core(snapshot, cue, eligible, params)
+        admissions = generate(snapshot, cue, eligible, MODE_GENERATORS[mode], params, self._links, core)
+        union = _with_replacements(snapshot, admissions.union(), eligible.mask)
         union = union[passes_union_gates(snapshot, union, gates)]
-        factors = fuse(snapshot, union, cue, admissions.activation_of(union), params)
+        factors = fuse(snapshot, union, cue, admissions.activation_of(union), core.by_row[union], params)
+        factors = _rank_superseded_below_replacements(snapshot, factors, params.superseded_margin)
         ids = snapshot.ids[union]
         rerank = mode == "rerank" and union.size > 0
         if rerank:
@@ -823,11 +1092,22 @@ class MemoryStore:
             else:
                 ranking = cfs_pool(pool_ids, vectors, cue.vector, union.size, sims=fused)
             order = np.asarray(ranking.ids, dtype=np.int64)
-            ranking_scores = np.asarray(ranking.scores, dtype=np.float64)
+            position_scores = np.empty(union.size)
+            position_scores[order] = np.asarray(ranking.scores, dtype=np.float64)
         else:
             order = np.lexsort((ids, -factors.score))
-            ranking_scores = factors.score[order]
-        return _Scored(snapshot, cue, eligible, admissions, factors, order, ranking_scores, rerank)
+            position_scores = factors.score
+        reserved: frozenset = frozenset()
+        if mode in PROTECTING_MODES:
+            tier = admissions.by_generator.get("importance", np.empty(0, np.int64))
+            tier_positions = np.searchsorted(union, tier[np.isin(tier, union)])
+            # slot candidates: the tier by cosine to the cue (closest in meaning first), ties -> lower row
+            tier_positions = tier_positions[np.lexsort((union[tier_positions], -factors.cosine[tier_positions]))]
+            related = _cosine_z(snapshot, cue, eligible, factors.cosine[tier_positions]) >= params.protected_min_z
+            order, reserved = _reserve_protected_slots(order, tier_positions[related], k,
+                                                       int(params.protected_share * k))
+        return _Scored(snapshot, cue, eligible, admissions, factors, order, position_scores[order], rerank, core,
+                       reserved)
 
     def _hit(self, scored: _Scored, position_in_order: int, ranks: dict[int, dict[str, int]]) -> Hit:
         snapshot, f = scored.snapshot, scored.factors
@@ -839,7 +1119,8 @@ class MemoryStore:
             importance_norm=float(f.importance_norm[i]), retrieval_strength=float(f.retrieval_strength[i]),
             storage_strength=float(f.storage_strength[i]), storage_bounded=float(f.storage_bounded[i]),
             tag_containment=float(f.tag_containment[i]), graph_activation=float(f.graph_activation[i]),
-            score=float(f.score[i]),
+            score=float(f.score[i]), relevance=float(f.relevance[i]), durable=bool(f.durable[i]),
+            entity=float(f.entity[i]), entity_containment=float(f.entity_containment[i]),
         )
         admitted = ranks.get(row, {})
         return Hit(
@@ -856,6 +1137,8 @@ class MemoryStore:
             admitted_by=MappingProxyType({g: admitted[g] for g in GENERATORS if g in admitted}),
             age_days=max(scored.cue.at_time - float(snapshot.created_at[row]), 0.0) / SECONDS_PER_DAY,
             recall_count=int(snapshot.recall_count[row]),
+            reserved_slot=i in scored.reserved,
+            superseded_by=_optional_id(snapshot.superseded_by[row]),
         )
 
     def recall(
@@ -930,9 +1213,11 @@ class MemoryStore:
         )
         with self._lock:
             self._check_open()
+            self._refresh()
             snapshot = self._generation.snapshot()
-        scored = self._score(snapshot, cue, gates, mode)
-        ranks = scored.admissions.ranks()
+        scored = self._score(snapshot, cue, gates, mode, k)
+        top = min(k, scored.order.size)
+        ranks = scored.admissions.ranks_for(scored.factors.rows[scored.order[:top]].tolist())
         hits = tuple(self._hit(scored, position, ranks) for position in range(min(k, scored.order.size)))
         # Defence in depth: a memory appears at most once (an update mid-recall cannot duplicate it).
         seen: set[int] = set()
@@ -956,7 +1241,13 @@ class MemoryStore:
         )
 
     def _reinforce(self, memory_ids: list[int], at_time: float) -> None:
-        """Recall dynamics for the returned memories (see :mod:`.scoring`), persisted atomically."""
+        """Recall dynamics for the returned memories (see :mod:`.scoring`), persisted atomically.
+
+        With a file, the file does the arithmetic (``recall_count = recall_count + 1``, S grows
+        by the gain, ``last_access`` only moves forward, links ``w += rate · (1 − w)``) in one
+        transaction, and the values after it are copied back: concurrent recalls of several
+        processes never lose an update.
+        """
         params = self._params
         with self._lock:
             if self._closed:
@@ -970,28 +1261,36 @@ class MemoryStore:
                 last = generation.last_access.buffer[row]
                 storage = generation.storage_strength.buffer[row]
                 strength = float(retrieval_strength(np.array([last]), np.array([storage]), at_time, params)[0])
-                new_storage = float(storage + params.storage_gain * (1.0 - strength))
-                new_last = float(max(last, at_time))
-                new_count = int(generation.recall_count.buffer[row] + 1)
-                generation.storage_strength.buffer[row] = new_storage
-                generation.last_access.buffer[row] = new_last
-                generation.recall_count.buffer[row] = new_count
-                updates.append((new_last, new_count, new_storage, memory_id))
+                gain = float(params.storage_gain * (1.0 - strength))
+                generation.storage_strength.buffer[row] = storage + gain
+                generation.last_access.buffer[row] = max(last, at_time)
+                generation.recall_count.buffer[row] += 1
+                updates.append((float(at_time), gain, memory_id))
+            live_ids = [u[2] for u in updates]
             link_rows = []
-            live_ids = [u[3] for u in updates]
             if params.hebbian_rate > 0:
                 for i, a in enumerate(live_ids):
                     for b in live_ids[i + 1:]:
                         low, high = min(a, b), max(a, b)
                         weight = self._links.get(low, {}).get(high, 0.0)
-                        weight += params.hebbian_rate * (1.0 - weight)
-                        for x, y in ((low, high), (high, low)):
-                            neighbours = dict(self._links.get(x, {}))  # copy-on-write
-                            neighbours[y] = weight
-                            self._links[x] = neighbours
-                        link_rows.append((low, high, weight))
+                        self._set_link(low, high, weight + params.hebbian_rate * (1.0 - weight))
+                        link_rows.append((low, high, params.hebbian_rate))
             if self._backend is not None and updates:
-                self._backend.reinforce(updates, link_rows)
+                after = self._backend.reinforce(updates, link_rows)
+                for memory_id, (last, count, storage) in after["rows"].items():
+                    row = generation.row_of.get(memory_id)
+                    if row is not None:
+                        generation.last_access.buffer[row] = last
+                        generation.recall_count.buffer[row] = count
+                        generation.storage_strength.buffer[row] = storage
+                for (low, high), weight in after["links"].items():
+                    self._set_link(low, high, weight)
+
+    def _set_link(self, low: int, high: int, weight: float) -> None:
+        for x, y in ((low, high), (high, low)):
+            neighbours = dict(self._links.get(x, {}))  # copy-on-write
+            neighbours[y] = weight
+            self._links[x] = neighbours
 
     # ------------------------------------------------------------------ why not
     def why_not(
@@ -1033,6 +1332,7 @@ class MemoryStore:
         )
         with self._lock:
             self._check_open()
+            self._refresh()
             snapshot = self._generation.snapshot()
             forgotten = memory_id in self._forgotten
         generators = MODE_GENERATORS[mode]
@@ -1053,11 +1353,12 @@ class MemoryStore:
         if failed:
             detail = f"memory {memory_id} fails the gate(s) {', '.join(failed)}"
             return WhyNot(memory_id, "gated", detail, failed, quotas=quotas)
-        scored = self._score(snapshot, cue, gates, mode)
+        scored = self._score(snapshot, cue, gates, mode, k)
         in_union = np.flatnonzero(scored.factors.rows == row)
         if in_union.size == 0:
             generator_ranks = MappingProxyType({
-                g: generator_rank(g, snapshot, cue, scored.eligible, row, scored.admissions) for g in generators
+                g: generator_rank(g, snapshot, cue, scored.eligible, row, scored.admissions, scored.core, self._params)
+                for g in generators
             })
             described = ", ".join(
                 f"{g}: {'cannot admit it' if r is None else f'rank {r} > quota {quotas[g]}'}"
@@ -1066,7 +1367,7 @@ class MemoryStore:
             detail = f"memory {memory_id} was not admitted by any generator within its quota ({described})"
             return WhyNot(memory_id, "not_admitted", detail, generator_ranks=generator_ranks, quotas=quotas)
         position = int(np.flatnonzero(scored.order == in_union[0])[0])
-        ranks = scored.admissions.ranks()
+        ranks = scored.admissions.ranks_for([row])
         hit = self._hit(scored, position, ranks)
         cutoff_position = min(k, scored.order.size) - 1
         cutoff = float(scored.ranking_scores[cutoff_position])
@@ -1075,7 +1376,11 @@ class MemoryStore:
             detail = f"memory {memory_id} is returned at rank {position + 1}"
             return WhyNot(memory_id, "returned", detail, generator_ranks=generator_ranks, quotas=quotas,
                           rank=position + 1, score=hit.score, cutoff_score=cutoff, hit=hit)
-        detail = (f"memory {memory_id} was admitted but outranked: rank {position + 1} > k={k}, score "
-                  f"{hit.score:.4f} vs {cutoff:.4f} at rank {k} (short by {cutoff - hit.score:.4f})")
+        if hit.score > cutoff:
+            detail = (f"memory {memory_id} was admitted but displaced to rank {position + 1} > k={k} by a protected "
+                      f"memory holding a reserved slot (score {hit.score:.4f} vs {cutoff:.4f} at rank {k})")
+        else:
+            detail = (f"memory {memory_id} was admitted but outranked: rank {position + 1} > k={k}, score "
+                      f"{hit.score:.4f} vs {cutoff:.4f} at rank {k} (short by {cutoff - hit.score:.4f})")
         return WhyNot(memory_id, "outranked", detail, generator_ranks=generator_ranks, quotas=quotas,
                       rank=position + 1, score=hit.score, cutoff_score=cutoff, hit=hit)
