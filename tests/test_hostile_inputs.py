@@ -63,3 +63,169 @@ def test_batch_whose_threads_cannot_start_returns_the_same_result(tmp_path):
     run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, (run.returncode, run.stderr[-2000:])
     assert run.stdout.startswith("ok")
+
+
+# ----------------------------------------------------------------------------- store files
+
+from fieldrank.memory import MODES, MemoryStore, StoreFormatError  # noqa: E402
+from fieldrank.memory.schema import MEMORY_ID_LIMIT, RECALL_COUNT_RANGE  # noqa: E402
+
+_DIM = 8
+
+
+def _sql(path, statement, *params):
+    import sqlite3
+
+    connection = sqlite3.connect(path)
+    try:
+        connection.execute(statement, params)
+        connection.commit()
+    finally:
+        connection.close()
+
+
+@pytest.fixture
+def store_path(tmp_path):
+    """A small store file: 6 memories with tags, and co-recall links after a recall."""
+    rng = np.random.default_rng(SEED)
+    path = tmp_path / "memory.sqlite"
+    with MemoryStore(path, dim=_DIM) as store:
+        store.add_many([f"memory {i} about Caroline" for i in range(6)], rng.standard_normal((6, _DIM)),
+                       tags=[["a"], ["b"], [], ["a", "c"], [], ["x"]])
+        store.recall("Caroline", np.ones(_DIM), k=3)
+    return path
+
+
+def _exercise(store):
+    """Every call that reads what the file held: recall in every mode, get, add, update, forget."""
+    cue = np.ones(_DIM)
+    for mode in MODES:
+        store.recall("Caroline memory", cue, k=4, mode=mode, required_tags=None)
+    store.recall("Caroline", cue, k=4, required_tags=["a"])
+    ids = [i for i in range(10) if i in store]
+    for memory_id in ids:
+        store.get(memory_id)
+    new = store.add("one more", cue)
+    store.update(new, text="one more, changed")
+    store.forget(new)
+
+
+# (SQL applied to the file, table, column, memory id or None): every one must be refused on open.
+_TAMPERINGS = {
+    "tags nested list": ("UPDATE memories SET tags = '[[1]]' WHERE id = 1", "memories", "tags", 1),
+    "tags a number": ("UPDATE memories SET tags = '5' WHERE id = 1", "memories", "tags", 1),
+    "tags not JSON": ("UPDATE memories SET tags = '[a' WHERE id = 2", "memories", "tags", 2),
+    "tags a JSON string": ("UPDATE memories SET tags = '\"abc\"' WHERE id = 2", "memories", "tags", 2),
+    "tags with null": ("UPDATE memories SET tags = '[1, null]' WHERE id = 3", "memories", "tags", 3),
+    "tags deeply nested": ("UPDATE memories SET tags = ? WHERE id = 3", "memories", "tags", 3),
+    "entities a dict": ("UPDATE memories SET entities = '{}' WHERE id = 0", "memories", "entities", 0),
+    "embedding as TEXT": ("UPDATE memories SET embedding = 'abcdefghabcdefghabcdefghabcdefgh' WHERE id = 3",
+                          "memories", "embedding", 3),
+    "embedding NaN": ("UPDATE memories SET embedding = ? WHERE id = 4", "memories", "embedding", 4),
+    "text as BLOB": ("UPDATE memories SET text = CAST('hello' AS BLOB) WHERE id = 1", "memories", "text", 1),
+    "text bad UTF-8": ("UPDATE memories SET text = CAST(X'68ff' AS TEXT) WHERE id = 5", "memories", "text", 5),
+    "tenant surrogate": ("UPDATE memories SET tenant = CAST(X'eda080' AS TEXT) WHERE id = 2",
+                         "memories", "tenant", 2),
+    "tags bad UTF-8": ("UPDATE memories SET tags = CAST(X'5b22ff225d' AS TEXT) WHERE id = 0",
+                       "memories", "tags", 0),
+    "tenant empty": ("UPDATE memories SET tenant = '' WHERE id = 1", "memories", "tenant", 1),
+    "tier unknown": ("UPDATE memories SET tier = 'root' WHERE id = 2", "memories", "tier", 2),
+    "importance text": ("UPDATE memories SET importance = 'high' WHERE id = 0", "memories", "importance", 0),
+    "importance inf": ("UPDATE memories SET importance = 9e999 WHERE id = 0", "memories", "importance", 0),
+    "created_at -inf": ("UPDATE memories SET created_at = -9e999 WHERE id = 0", "memories", "created_at", 0),
+    "storage below 1": ("UPDATE memories SET storage_strength = 0.5 WHERE id = 1",
+                        "memories", "storage_strength", 1),
+    "valence 2": ("UPDATE memories SET valence = 2 WHERE id = 1", "memories", "valence", 1),
+    "recall_count 2**60": ("UPDATE memories SET recall_count = 1152921504606846976 WHERE id = 1",
+                           "memories", "recall_count", 1),
+    "recall_count float": ("UPDATE memories SET recall_count = 1.5 WHERE id = 1", "memories", "recall_count", 1),
+    "recall_count negative": ("UPDATE memories SET recall_count = -1 WHERE id = 1",
+                              "memories", "recall_count", 1),
+    "tombstone 7": ("UPDATE memories SET tombstone = 7 WHERE id = 1", "memories", "tombstone", 1),
+    "id at int64 max": ("UPDATE memories SET id = 9223372036854775807 WHERE id = 5", "memories", "id", None),
+    "link weight inf": ("UPDATE links SET weight = 9e999", "links", "weight", None),
+    "link weight 1e308": ("UPDATE links SET weight = 1e308", "links", "weight", None),
+    "link weight text": ("UPDATE links SET weight = 'abc'", "links", "weight", None),
+    "link id negative": ("UPDATE links SET a = -5 WHERE rowid = (SELECT min(rowid) FROM links)", "links", "a", None),
+    "meta dim x": ("UPDATE meta SET value = 'x' WHERE key = 'dim'", "meta", "value", None),
+    "meta dim huge": ("UPDATE meta SET value = '99999999999999999999' WHERE key = 'dim'", "meta", "value", None),
+    "meta next_id 1e20": ("UPDATE meta SET value = '1e20' WHERE key = 'next_id'", "meta", "value", None),
+    "meta next_id past ids": ("UPDATE meta SET value = '99999999999999999999' WHERE key = 'next_id'",
+                              "meta", "value", None),
+    "meta next_id missing": ("DELETE FROM meta WHERE key = 'next_id'", "meta", "value", None),
+    "meta next_id bad UTF-8": ("UPDATE meta SET value = CAST(X'31ff' AS TEXT) WHERE key = 'next_id'",
+                               "meta", "value", None),
+    "column dropped": ("ALTER TABLE memories DROP COLUMN valence", "memories", "valence", None),
+    "links dropped": ("DROP TABLE links", "links", None, None),
+}
+
+
+def _params(name):
+    if name == "tags deeply nested":
+        return ("[" * 100_000 + "]" * 100_000,)
+    if name == "embedding NaN":
+        return (np.full(_DIM, np.nan, dtype="<f4").tobytes(),)
+    return ()
+
+
+@pytest.mark.parametrize("name", sorted(_TAMPERINGS))
+def test_tampered_store_file_is_refused_on_open_naming_where(store_path, name):
+    statement, table, column, memory_id = _TAMPERINGS[name]
+    _sql(store_path, statement, *_params(name))
+    before = store_path.read_bytes()
+    with pytest.raises(StoreFormatError) as caught:
+        MemoryStore(store_path)
+    error = caught.value
+    assert isinstance(error, ValueError)
+    assert (error.path, error.table, error.column) == (str(store_path), table, column)
+    message = str(error)
+    assert str(store_path) in message and f"table {table!r}" in message
+    if column is not None:
+        assert f"column {column!r}" in message
+    if memory_id is not None:
+        assert error.row == memory_id and f"memory {memory_id}," in message
+    assert store_path.read_bytes() == before  # refused before anything was written
+
+
+def test_store_that_opened_never_fails_later(store_path):
+    """Values at the edges of every accepted range open, and then every call works."""
+    _sql(store_path, "UPDATE memories SET recall_count = ? WHERE id = 0", RECALL_COUNT_RANGE[1])
+    _sql(store_path, "UPDATE memories SET storage_strength = 1e308, created_at = -1e308, last_access = 1e308"
+                     " WHERE id = 1")
+    _sql(store_path, "UPDATE memories SET importance = 1, valence = -1, tags = '[\"b\", \"a\"]' WHERE id = 2")
+    _sql(store_path, "UPDATE links SET weight = 1")
+    _sql(store_path, "UPDATE meta SET value = ? WHERE key = 'next_id'", str(MEMORY_ID_LIMIT - 5))
+    with MemoryStore(store_path) as store:
+        _exercise(store)
+        with pytest.raises(ValueError, match="run out of memory ids"):
+            store.add_many(["a"] * 10, np.ones((10, _DIM)))
+    with MemoryStore(store_path) as store:  # and it reopens after the recalls wrote their bookkeeping
+        assert store.get(0).recall_count == RECALL_COUNT_RANGE[1]
+        _exercise(store)
+
+
+@pytest.mark.parametrize("count", [2**53, 2**53 + 1, 2**60, 2**63, 2**64, 1e300, -1, 0.5])
+def test_recall_counts_the_loader_would_refuse_are_refused_by_the_api(tmp_path, count):
+    """Issue 15 item 0: ``add_many(..., recall_counts=2**60)`` was committed and the file then
+    could not be opened; 2**64 and 1e300 wrapped to int64's minimum."""
+    path = tmp_path / "memory.sqlite"
+    with MemoryStore(path, dim=_DIM) as store:
+        with pytest.raises(ValueError, match="recall_counts"):
+            store.add_many(["x"], np.ones((1, _DIM)), recall_counts=count)
+        store.add_many(["x"], np.ones((1, _DIM)), recall_counts=RECALL_COUNT_RANGE[1])
+        store.recall("x", np.ones(_DIM))  # the count saturates at the top of its range
+    with MemoryStore(path) as store:
+        assert store.get(0).recall_count == RECALL_COUNT_RANGE[1]
+
+
+@pytest.mark.parametrize("in_file", [False, True])
+def test_text_utf8_cannot_encode_is_refused_alike_in_memory_and_on_file(tmp_path, in_file):
+    """Lone surrogates used to be accepted in memory and to raise UnicodeEncodeError on a file."""
+    store = MemoryStore(tmp_path / "m.sqlite" if in_file else None, dim=_DIM)
+    bad = "caf\udce9"
+    for kwargs in ({"text": bad}, {"tenant": bad}, {"tags": [bad]}, {"entities": ["ok", bad]}):
+        arguments = {"text": "fine", **kwargs}
+        with pytest.raises(ValueError, match="lone surrogate"):
+            store.add(arguments.pop("text"), np.ones(_DIM), **arguments)
+    assert len(store) == 0
+    store.close()

@@ -9,6 +9,7 @@ hit carries its provenance. See ``docs/memory.md``.
 
 from __future__ import annotations
 
+from ._file_check import StoreFormatError
 from .params import DEFAULT_PARAMS, RERANK_OPERATORS, MemoryParams
 from .provenance import FACTOR_NAMES, Hit, RecallResult, ScoreFactors, WhyNot
 from .schema import (
@@ -42,6 +43,7 @@ __all__ = [
     "MemoryStore",
     "RecallResult",
     "ScoreFactors",
+    "StoreFormatError",
     "WhyNot",
 ]
 

@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from ._file_check import check_store_file
+
 __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "SYNCHRONOUS_MODES", "SqliteBackend"]
 
 FORMAT_NAME = "fieldrank.memory"
@@ -90,6 +92,7 @@ class SqliteBackend:
         self._connection = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         try:
             self._refuse_foreign_database()
+            check_store_file(self._connection, self.path)
         except BaseException:
             self._connection.close()
             raise

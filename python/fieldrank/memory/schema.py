@@ -66,6 +66,13 @@ SECONDS_PER_DAY = 86400.0
 
 IMPORTANCE_RANGE = (0.0, 1.0)
 VALENCE_RANGE = (-1.0, 1.0)
+#: Recall counts are whole numbers in this range. The columns are float64 while checked, and
+#: every integer above 2**53 − 1 converts to a float of at least 2**53, so the check is exact. A
+#: recall saturates the count at the top. The API and the file check (``_file_check``) both use it.
+RECALL_COUNT_RANGE = (0, 2**53 - 1)
+#: Memory ids (and the next id) lie in [0, MEMORY_ID_LIMIT): far below int64's end, so that id
+#: arithmetic never overflows, and exact in float64.
+MEMORY_ID_LIMIT = 2**53
 
 
 @dataclass(frozen=True, eq=False)
@@ -125,17 +132,28 @@ class Memory:
 # ---------------------------------------------------------------------------- input checks
 
 
+def check_unicode(value: str, name: str) -> str:
+    """A str that UTF-8 can encode: lone surrogates (``"\\ud800"``) cannot be stored in a file."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as error:
+        msg = f"{name} must be valid Unicode text, got a lone surrogate at position {error.start}"
+        raise ValueError(msg) from None
+    return value
+
+
 def check_text(value: object, name: str = "text") -> str:
     if not isinstance(value, str):
         msg = f"{name} must be a str, got {type(value).__name__}"
         raise TypeError(msg)
-    return value
+    return check_unicode(value, name)
 
 
 def check_tenant(value: object, name: str = "tenant") -> str:
     if not isinstance(value, str):
         msg = f"{name} must be a str, got {type(value).__name__}"
         raise TypeError(msg)
+    check_unicode(value, name)
     if not value:
         msg = f"{name} must be a non-empty str"
         raise ValueError(msg)
@@ -199,7 +217,7 @@ def check_labels(value: object, name: str) -> tuple[str, ...]:
         if not item:
             msg = f"{name} must not contain the empty string"
             raise ValueError(msg)
-        labels.add(item)
+        labels.add(check_unicode(item, name))
     return tuple(sorted(labels))
 
 

@@ -56,7 +56,9 @@ from .schema import (
     DEFAULT_VALENCE,
     GENERATORS,
     IMPORTANCE_RANGE,
+    MEMORY_ID_LIMIT,
     MODE_GENERATORS,
+    RECALL_COUNT_RANGE,
     SECONDS_PER_DAY,
     TIERS,
     VALENCE_RANGE,
@@ -337,8 +339,8 @@ class MemoryStore:
             _check_loaded_embeddings(embeddings, id_array, backend.path)
             created_at = _loaded_column(created, "created_at", id_array, backend.path, -math.inf, math.inf)
             last_access = _loaded_column(last, "last_access", id_array, backend.path, -math.inf, math.inf)
-            recall_count = _loaded_column(counts, "recall_count", id_array, backend.path, 0.0, 2.0**53,
-                                          whole=True)
+            recall_count = _loaded_column(counts, "recall_count", id_array, backend.path,
+                                          *RECALL_COUNT_RANGE, whole=True)
             importance_values = _loaded_column(importance, "importance", id_array, backend.path, *IMPORTANCE_RANGE)
             strength_values = _loaded_column(strength, "storage_strength", id_array, backend.path, 1.0, math.inf)
             valence_values = _loaded_column(valence, "valence", id_array, backend.path, *VALENCE_RANGE)
@@ -471,7 +473,7 @@ class MemoryStore:
             accessed = created.copy()
         else:
             accessed = np.maximum(_numeric_column(last_access, n, "last_access", -math.inf, math.inf), created)
-        counts = _numeric_column(recall_counts, n, "recall_counts", 0, math.inf)
+        counts = _numeric_column(recall_counts, n, "recall_counts", *RECALL_COUNT_RANGE)
         if not np.array_equal(counts, np.floor(counts)):
             msg = "recall_counts must be whole numbers"
             raise ValueError(msg)
@@ -481,6 +483,9 @@ class MemoryStore:
             return np.empty(0, dtype=np.int64)
         with self._lock:
             self._check_open()
+            if self._next_id + n > MEMORY_ID_LIMIT:
+                msg = f"the store has run out of memory ids (they lie below {MEMORY_ID_LIMIT})"
+                raise ValueError(msg)
             ids = np.arange(self._next_id, self._next_id + n, dtype=np.int64)
             batch = RowBatch(
                 ids=ids, tenants=tenant_list, texts=text_list, embeddings=vectors, created_at=created,
@@ -923,7 +928,7 @@ class MemoryStore:
                 strength = float(retrieval_strength(np.array([last]), np.array([storage]), at_time, params)[0])
                 new_storage = float(storage + params.storage_gain * (1.0 - strength))
                 new_last = float(max(last, at_time))
-                new_count = int(generation.recall_count.buffer[row] + 1)
+                new_count = min(int(generation.recall_count.buffer[row]) + 1, RECALL_COUNT_RANGE[1])
                 generation.storage_strength.buffer[row] = new_storage
                 generation.last_access.buffer[row] = new_last
                 generation.recall_count.buffer[row] = new_count
