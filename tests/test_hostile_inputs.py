@@ -229,3 +229,150 @@ def test_text_utf8_cannot_encode_is_refused_alike_in_memory_and_on_file(tmp_path
             store.add(arguments.pop("text"), np.ones(_DIM), **arguments)
     assert len(store) == 0
     store.close()
+
+
+# ------------------------------------------------------------------------------- the CLI
+
+from fieldrank import cli  # noqa: E402
+from fieldrank.persistence import IndexFormatError  # noqa: E402
+
+_N_DOCS, _CLI_DIM = 12, 8
+_DEEP = 100_000  # far past Python's recursion limit
+
+
+def _write_npy_declaring(path, shape, dtype="<f4", data=b""):
+    """A .npy file whose header declares ``shape`` but holds only ``data``."""
+    header = np.lib.format.header_data_from_array_1_0(np.zeros(1, dtype=dtype))
+    header["shape"] = shape
+    with open(path, "wb") as f:
+        np.lib.format.write_array_header_1_0(f, header)
+        f.write(data)
+
+
+@pytest.fixture
+def cli_files(tmp_path):
+    rng = np.random.default_rng(SEED)
+    texts = [f"text number {i} about the garden" for i in range(_N_DOCS)]
+    paths = {"texts": tmp_path / "texts.jsonl", "E": tmp_path / "E.npy", "index": tmp_path / "index",
+             "q": tmp_path / "q.npy"}
+    paths["texts"].write_text("".join(json.dumps({"text": t}) + "\n" for t in texts), encoding="utf-8")
+    np.save(paths["E"], unit_rows(rng, _N_DOCS, _CLI_DIM))
+    np.save(paths["q"], unit_rows(rng, 1, _CLI_DIM)[0])
+    assert cli.main(["index", "--texts", str(paths["texts"]), "--embeddings", str(paths["E"]),
+                     "--out", str(paths["index"]), "--preset", "rrf2"]) == 0
+    return paths
+
+
+def _user_error(capsys, argv, fragment):
+    capsys.readouterr()
+    assert cli.main(argv) == cli.EXIT_USER_ERROR
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "error:" in err, err
+    assert fragment in err, err
+
+
+def _hostile_cli_case(name, tmp_path, paths):
+    """(argv, fragment of the expected error) for one hostile CLI input."""
+    index = ["index", "--embeddings", str(paths["E"]), "--out", str(tmp_path / "out")]
+    search = ["search", "--index", str(paths["index"]), "--text", "garden"]
+    if name == "nested jsonl line":
+        texts = tmp_path / "nested.jsonl"
+        texts.write_text('{"text": "a"}\n' + "[" * _DEEP + "]" * _DEEP + "\n", encoding="utf-8")
+        return index + ["--texts", str(texts)], "line 2: the JSON is nested too deeply"
+    if name == "nested json":
+        texts = tmp_path / "nested.json"
+        texts.write_text("[" * _DEEP + "]" * _DEEP, encoding="utf-8")
+        return index + ["--texts", str(texts)], "nested too deeply"
+    if name == "nested toml config":
+        config = tmp_path / "deep.toml"
+        config.write_text("x = " + "[" * _DEEP + "]" * _DEEP + "\n", encoding="utf-8")
+        return search + ["--config", str(config)], "nested too deeply"
+    if name == "npy declaring 1e11 rows":
+        embeddings = tmp_path / "huge.npy"
+        _write_npy_declaring(embeddings, (10**11, 16), data=b"\0" * 64)
+        return ["index", "--texts", str(paths["texts"]), "--embeddings", str(embeddings), "--out",
+                str(tmp_path / "out")], "header declares shape (100000000000, 16)"
+    if name == "query npy declaring 1e11 values":
+        query = tmp_path / "q_huge.npy"
+        _write_npy_declaring(query, (10**11,))
+        return search + ["--vector-file", str(query)], "header declares"
+    if name == "vector-row with a 1-D vector":
+        return search + ["--vector-file", str(paths["q"]), "--vector-row", "0"], "holds one vector"
+    if name == "texts symlink loop":
+        loop = tmp_path / "loop.json"
+        loop.symlink_to(loop)
+        return index + ["--texts", str(loop)], "loop.json"
+    if name == "object npy":
+        embeddings = tmp_path / "objects.npy"
+        np.save(embeddings, np.array([{"a": 1}], dtype=object), allow_pickle=True)
+        return ["index", "--texts", str(paths["texts"]), "--embeddings", str(embeddings), "--out",
+                str(tmp_path / "out")], "Python objects"
+    raise AssertionError(name)
+
+
+_CLI_CASES = ["nested jsonl line", "nested json", "nested toml config", "npy declaring 1e11 rows",
+              "query npy declaring 1e11 values", "vector-row with a 1-D vector", "texts symlink loop",
+              "object npy"]
+
+
+@pytest.mark.parametrize("name", _CLI_CASES)
+def test_cli_hostile_input_is_a_clear_user_error(cli_files, tmp_path, capsys, name):
+    argv, fragment = _hostile_cli_case(name, tmp_path, cli_files)
+    _user_error(capsys, argv, fragment)
+
+
+@pytest.mark.parametrize("scale", [1e-30, 1e19, 3e38])
+def test_cli_query_of_huge_or_tiny_finite_float32_is_accepted(cli_files, tmp_path, capsys, scale):
+    """A finite float32 query is valid elsewhere (the API normalises in float64); the CLI used to
+    refuse 3e38-sized entries because their float32 norm overflowed."""
+    base = np.load(cli_files["q"])
+    query = tmp_path / "q_scaled.npy"
+    np.save(query, (base * np.float32(scale)).astype(np.float32))
+    argv = ["search", "--index", str(cli_files["index"]), "--text", "garden", "--json"]
+    assert cli.main([*argv, "--vector-file", str(cli_files["q"])]) == 0
+    want = json.loads(capsys.readouterr().out)
+    assert cli.main([*argv, "--vector-file", str(query)]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert [h["id"] for h in got["hits"]] == [h["id"] for h in want["hits"]]
+
+
+# -------------------------------------------------------------------------- index dirs
+
+
+def _reseal(directory, name):
+    """Rewrite the manifest entry of ``name`` to match the file, as an attacker could."""
+    from fieldrank.persistence import MANIFEST_FILE, _describe_file
+
+    manifest_path = directory / MANIFEST_FILE
+    manifest = json.loads(manifest_path.read_text())
+    manifest["files"][name] = _describe_file(directory, name)
+    manifest_path.write_text(json.dumps(manifest))
+
+
+def test_index_embeddings_header_declaring_1e11_rows_resealed(cli_files):
+    directory = cli_files["index"]
+    _write_npy_declaring(directory / "embeddings.npy", (10**11, _CLI_DIM), data=b"\0" * 64)
+    _reseal(directory, "embeddings.npy")
+    for verify in (True, False):
+        with pytest.raises(IndexFormatError, match="embeddings.npy.*header declares shape"):
+            fieldrank.HybridRetriever.load(directory, verify=verify)
+
+
+@pytest.mark.parametrize("name", ["manifest.json", "texts.json"])
+def test_index_nested_json_is_an_index_format_error(cli_files, name):
+    directory = cli_files["index"]
+    (directory / name).write_text("[" * _DEEP + "]" * _DEEP)
+    if name != "manifest.json":
+        _reseal(directory, name)
+    with pytest.raises(IndexFormatError, match=f"{name} is nested too deeply"):
+        fieldrank.HybridRetriever.load(directory)
+
+
+@pytest.mark.parametrize("name", ["texts.json", "bm25/params.index.json"])
+def test_index_symlink_loop_is_an_index_format_error(cli_files, name):
+    """Issue 15 item 4: a symlink loop (texts.json -> texts.json) raised RuntimeError."""
+    path = cli_files["index"] / name
+    path.unlink()
+    path.symlink_to(path.name)
+    with pytest.raises(IndexFormatError, match="cannot be resolved|loop"):
+        fieldrank.HybridRetriever.load(cli_files["index"])
