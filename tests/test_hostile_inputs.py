@@ -376,3 +376,25 @@ def test_index_symlink_loop_is_an_index_format_error(cli_files, name):
     path.symlink_to(path.name)
     with pytest.raises(IndexFormatError, match="cannot be resolved|loop"):
         fieldrank.HybridRetriever.load(cli_files["index"])
+
+
+@pytest.mark.parametrize("in_file", [False, True])
+def test_accepted_extremes_give_no_warning_and_work(tmp_path, in_file):
+    """Issue 15 item 3: at_time=-1e308, storage_strength=1e308 and a float64 embedding of 1e300
+    are accepted; they used to emit RuntimeWarnings (overflow in multiply, in cast)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        store = MemoryStore(tmp_path / "m.sqlite" if in_file else None, dim=4)
+        big = store.add("a huge float64 row", np.array([1e300, 1.0, 0.0, 0.0]), storage_strength=1e308)
+        small = store.add("a tiny float64 row", np.array([0.0, 1e-300, 0.0, 0.0]), created_at=-1e308)
+        np.testing.assert_allclose(store.get(big).embedding, [1.0, 0.0, 0.0, 0.0])
+        np.testing.assert_allclose(store.get(small).embedding, [0.0, 1.0, 0.0, 0.0])
+        for at_time in (-1e308, 1e308, 0.0):
+            for mode in MODES:
+                hits = store.recall("row", np.array([1.0, 1e-300, 0.0, 0.0]), k=2, mode=mode, at_time=at_time).hits
+                assert len(hits) >= 1
+        store.close()
+    if in_file:
+        MemoryStore(tmp_path / "m.sqlite").close()  # and the file reopens

@@ -129,7 +129,8 @@ def temporal(snapshot: Snapshot, cue: Cue, eligible: Eligibility, quota: int) ->
     if quota == 0 or eligible.rows.size == 0:
         return _EMPTY_ROWS
     rows = eligible.rows
-    closeness = -np.abs(snapshot.created_at[rows] - cue.time)
+    with np.errstate(over="ignore"):  # times 1e308 apart: -inf, the farthest (accepted extremes)
+        closeness = -np.abs(snapshot.created_at[rows] - cue.time)
     return top_by_score(rows, closeness, quota)[0]
 
 

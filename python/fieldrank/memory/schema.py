@@ -296,10 +296,19 @@ def embedding_rows(value: object, dim: int, name: str = "embeddings") -> np.ndar
     if array.ndim != 2 or array.shape[1] != dim:
         msg = f"{name} must have shape (n, {dim}), got {array.shape}"
         raise ValueError(msg)
-    rows = array if array.dtype == np.float32 else array.astype(np.float32)
-    finite = np.isfinite(rows).all(axis=1) if array.dtype.kind == "f" else np.ones(rows.shape[0], dtype=bool)
-    if array.dtype.kind == "f" and array.dtype != np.float32:
-        finite &= np.isfinite(array).all(axis=1)  # e.g. float64 values beyond the float32 range
+    if array.dtype != np.float32:
+        # Wider input is scaled by each row's largest magnitude (a power of two: exact) before the
+        # cast, so that a finite float64 row of 1e300 — or of 1e-300 — becomes its unit vector
+        # instead of inf or zeros (with a RuntimeWarning); the direction is what is stored.
+        wide = array.astype(np.float64)
+        finite = np.isfinite(wide).all(axis=1)
+        with np.errstate(invalid="ignore"):
+            peak = np.max(np.abs(np.where(finite[:, None], wide, 0.0)), axis=1, initial=0.0)
+        exponent = np.frexp(np.where(peak > 0, peak, 1.0))[1]
+        rows = np.ldexp(np.where(finite[:, None], wide, 0.0), -exponent[:, None]).astype(np.float32)
+    else:
+        rows = array
+        finite = np.isfinite(rows).all(axis=1)
     if not finite.all():
         bad = int(np.flatnonzero(~finite)[0])
         msg = f"{name} must be finite, row {bad} is not"
