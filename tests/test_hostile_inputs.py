@@ -398,3 +398,70 @@ def test_accepted_extremes_give_no_warning_and_work(tmp_path, in_file):
         store.close()
     if in_file:
         MemoryStore(tmp_path / "m.sqlite").close()  # and the file reopens
+
+
+# ------------------------------------------------------------------- mmap'd index replaced
+
+_MMAP_READER = textwrap.dedent("""
+    import sys
+    import numpy as np
+    import fieldrank
+
+    retriever = fieldrank.HybridRetriever.load(sys.argv[1], mmap=True)
+    assert isinstance(retriever.embeddings, np.memmap) or isinstance(retriever.embeddings.base, np.memmap)
+    print("ready", flush=True)
+    sys.stdin.readline()  # the parent replaces (or truncates) the index meanwhile
+    total = float(np.asarray(retriever.embeddings, dtype=np.float64).sum())  # touches every page
+    hits = retriever.search("garden", retriever.embeddings[0].copy(), 3)
+    print("sum", repr(total), "top", int(hits.ids[0]), flush=True)
+""")
+
+
+def _mmap_reader(tmp_path, index):
+    script = tmp_path / "reader.py"
+    script.write_text(_MMAP_READER)
+    reader = subprocess.Popen([sys.executable, str(script), str(index)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert reader.stdout.readline().strip() == "ready", reader.stderr.read()
+    return reader
+
+
+def _big_index(seed):
+    rng = np.random.default_rng(seed)
+    n = 4096  # 4096 x 64 float32 = 1 MiB of embeddings: many pages
+    texts = [f"text {i} about the garden" for i in range(n)]
+    return fieldrank.HybridRetriever(texts, unit_rows(rng, n, 64), "rrf2")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="mmap semantics checked on Linux")
+def test_save_overwrite_while_a_reader_has_the_index_mmapped(tmp_path):
+    """save(overwrite=True) moves a complete new directory into place and removes the old files
+    by name: a reader that mapped them keeps reading the old, intact data (no SIGBUS)."""
+    index = tmp_path / "index"
+    old = _big_index(SEED)
+    old.save(index)
+    expected = float(np.asarray(old.embeddings, dtype=np.float64).sum())
+    reader = _mmap_reader(tmp_path, index)
+    _big_index(SEED + 1).save(index, overwrite=True)
+    out, err = reader.communicate("go\n", timeout=120)
+    assert reader.returncode == 0, (reader.returncode, err[-2000:])
+    assert out.split()[:2] == ["sum", repr(expected)]  # the old index, as mapped
+    assert int(out.split()[3]) == 0
+    reloaded = fieldrank.HybridRetriever.load(index)
+    assert float(np.asarray(reloaded.embeddings, dtype=np.float64).sum()) != expected  # the new one
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="mmap semantics checked on Linux")
+def test_truncating_an_mmapped_index_in_place_is_what_kills_a_reader(tmp_path):
+    """The unsafe way, documented in docs/reliability.md: writing over embeddings.npy in place
+    (here: truncating it) while a reader has it mapped ends the reader with SIGBUS. This is
+    the control for the test above."""
+    import signal
+
+    index = tmp_path / "index"
+    _big_index(SEED).save(index)
+    reader = _mmap_reader(tmp_path, index)
+    with open(index / "embeddings.npy", "r+b") as f:
+        f.truncate(0)
+    _, err = reader.communicate("go\n", timeout=120)
+    assert reader.returncode == -signal.SIGBUS, (reader.returncode, err[-2000:])

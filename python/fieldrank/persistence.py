@@ -20,6 +20,17 @@ outside it is refused); that every file in ``bm25/`` is listed; sizes (catching 
 sha256 (``verify=True``), and ``.npy`` shape and dtype against the manifest; and that the
 texts, embeddings and BM25 index agree on N. Every problem raises :class:`IndexFormatError`
 (a ``ValueError``); nothing is returned half-loaded.
+
+Replacing an index that readers have open: use ``save(directory, overwrite=True)`` — the only
+supported way. It writes the new index completely beside the old one, then renames the old
+directory away, renames the new one into place and removes the old files by name. A reader that
+loaded the old index with ``mmap=True`` keeps its mapping of the old, unchanged files (the kernel
+keeps an unlinked file alive while it is mapped) and never sees a partial file. Writing over
+``embeddings.npy`` in place (``np.save`` to the same path, ``cp``, ``rsync --inplace``, a
+truncation) changes or shortens the pages a reader has mapped: it reads other data, or dies of
+SIGBUS on pages past the new end — that cannot be caught from Python. A ``load`` that runs
+during the two renames may find no directory (``FileNotFoundError``) or refuse a mix
+(``IndexFormatError``); retrying it is safe.
 """
 
 from __future__ import annotations
