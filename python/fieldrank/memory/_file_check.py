@@ -26,10 +26,12 @@ import numpy as np
 from .._validation import FLOAT32_MAX
 from .schema import IMPORTANCE_RANGE, MEMORY_ID_LIMIT, RECALL_COUNT_RANGE, TIERS, VALENCE_RANGE
 
-__all__ = ["StoreFormatError", "check_store_file"]
+__all__ = ["StoreFormatError", "check_embedding_values", "check_store_file"]
 
 #: SQLite's literal for +inf (a REAL column can hold ±inf; NaN is stored as NULL).
 _SQL_INF = "9e999"
+#: Rows per fetch while sqlite3 decodes every TEXT value (bounded memory).
+_FETCH_ROWS = 4096
 #: Largest embedding dimension a store file may declare (the embedding BLOBs are 4·dim bytes).
 MAX_DIM = 1 << 20
 
@@ -67,6 +69,10 @@ class Column:
     low: float = -math.inf
     high: float = math.inf
     check: Optional[Callable[[object], Optional[str]]] = None
+    #: An extra SQL condition true for a bad value, with ``{bytes}`` the embedding size 4·dim.
+    bad_sql: Optional[str] = None
+    #: The problem for a value ``bad_sql`` refused, given (value, 4·dim).
+    describe: Optional[Callable[[object, int], str]] = None
 
 
 def _one_of(names: tuple[str, ...]) -> Callable[[object], Optional[str]]:
@@ -91,16 +97,20 @@ def _labels(value: object) -> Optional[str]:
 #: The ``memories`` table. The embedding BLOB is checked against ``meta.dim`` separately.
 MEMORY_COLUMNS: tuple[Column, ...] = (
     Column("id", "integer", 0, MEMORY_ID_LIMIT - 1),
-    Column("tenant", "text", check=_non_empty),
+    Column("tenant", "text", check=_non_empty, bad_sql="tenant = ''",
+           describe=lambda value, size: "must be a non-empty string"),
     Column("text", "text"),
-    Column("embedding", "blob"),
+    Column("embedding", "blob", bad_sql="length(embedding) != {bytes}",
+           describe=lambda value, size: (f"a {len(value)}-byte embedding, expected {size} (4 bytes per dimension)"
+                                         if isinstance(value, bytes) else f"must be BLOB, got {_show(value)}")),
     Column("created_at", "real"),
     Column("last_access", "real"),
     Column("recall_count", "integer", *RECALL_COUNT_RANGE),
     Column("importance", "real", *IMPORTANCE_RANGE),
     Column("storage_strength", "real", 1.0),
     Column("valence", "real", *VALENCE_RANGE),
-    Column("tier", "text", check=_one_of(TIERS)),
+    Column("tier", "text", check=_one_of(TIERS), bad_sql=f"tier NOT IN ({', '.join(repr(t) for t in TIERS)})",
+           describe=lambda value, size: _one_of(TIERS)(value)),
     Column("tags", "text", check=_labels),
     Column("entities", "text", check=_labels),
     Column("tombstone", "integer", 0, 1),
@@ -128,17 +138,19 @@ def _show(value: object, limit: int = 60) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-def _bad_row_sql(table: str, key: str, column: Column) -> str:
-    """SQL returning (key, value) of the first row whose ``column`` has the wrong type or range."""
+def _bad_condition(column: Column, embedding_bytes: int) -> str:
+    """SQL that is true where ``column`` has the wrong storage type or lies outside its range."""
     types = ", ".join(f"'{t}'" for t in _SQL_TYPES[column.kind])
     conditions = [f"typeof({column.name}) NOT IN ({types})"]
+    if column.bad_sql is not None:
+        conditions.append(column.bad_sql.format(bytes=embedding_bytes))
     if column.kind in ("integer", "real"):
         conditions.append(f"{column.name} IN ({_SQL_INF}, -{_SQL_INF})")
         if math.isfinite(column.low):
             conditions.append(f"{column.name} < {column.low!r}")
         if math.isfinite(column.high):
             conditions.append(f"{column.name} > {column.high!r}")
-    return f"SELECT {key}, {column.name} FROM {table} WHERE {' OR '.join(conditions)} ORDER BY {key} LIMIT 1"
+    return " OR ".join(conditions)
 
 
 def _range_text(column: Column) -> str:
@@ -151,15 +163,22 @@ def _range_text(column: Column) -> str:
 
 
 def _check_columns(connection: sqlite3.Connection, path: str, table: str, key: str,
-                   columns: tuple[Column, ...]) -> None:
+                   columns: tuple[Column, ...], embedding_bytes: int = 0) -> None:
     present = {row[1] for row in connection.execute(f"PRAGMA table_info({table})")}
     missing = [c.name for c in columns if c.name not in present]
     if missing:
         raise StoreFormatError(path, table, None, missing[0], "the column is missing")
-    for column in columns:
-        bad = connection.execute(_bad_row_sql(table, key, column)).fetchone()
-        if bad is not None:
-            raise StoreFormatError(path, table, bad[0], column.name, f"{_range_text(column)}, got {_show(bad[1])}")
+    # One scan of the table for every column (a store's rows hold its embeddings: each scan reads
+    # them all), naming the first bad column of the first bad row; then its value, for the message.
+    cases = " ".join(f"WHEN {_bad_condition(c, embedding_bytes)} THEN {i}" for i, c in enumerate(columns))
+    bad = connection.execute(f"SELECT {key}, CASE {cases} END AS bad FROM {table} "
+                             f"WHERE bad IS NOT NULL ORDER BY {key} LIMIT 1").fetchone()
+    if bad is not None:
+        row, column = bad[0], columns[bad[1]]
+        value = connection.execute(f"SELECT {column.name} FROM {table} WHERE {key} = ? LIMIT 1", (row,)).fetchone()[0]
+        problem = (column.describe(value, embedding_bytes) if column.describe is not None
+                   else f"{_range_text(column)}, got {_show(value)}")
+        raise StoreFormatError(path, table, row, column.name, problem)
 
 
 def _check_meta(connection: sqlite3.Connection, path: str) -> Optional[int]:
@@ -185,35 +204,63 @@ def _check_meta(connection: sqlite3.Connection, path: str) -> Optional[int]:
     return values["dim"]
 
 
-def _check_memory_values(connection: sqlite3.Connection, path: str, dim: int) -> None:
-    """Text as UTF-8, labels as JSON, embeddings as 4·dim-byte float32 rows the kernels accept."""
-    from .._core import DEFAULTS  # the kernels' floor on a row's squared norm
+def _check_memory_values(connection: sqlite3.Connection, path: str) -> None:
+    """Text as UTF-8; tags and entities as JSON arrays of non-empty strings.
 
-    min_norm_sq = float(DEFAULTS["min_row_norm_sq"])
+    UTF-8 is checked by sqlite3's own decoding in C over every TEXT value; only if that fails does
+    a slower pass find the row. Labels are parsed once per distinct value. The embeddings' length
+    and type are checked in SQL; their values (finite, a squared norm the kernels accept) where the
+    store decodes them, in one vectorised pass (:func:`check_embedding_values`): reading every BLOB
+    here too would double the cost of an open.
+    """
     text_columns = [c for c in MEMORY_COLUMNS if c.kind == "text"]
     names = ", ".join(c.name for c in text_columns)
-    expected_bytes = 4 * dim
+    try:
+        cursor = connection.execute(f"SELECT {names} FROM memories")
+        while cursor.fetchmany(_FETCH_ROWS):
+            pass
+    except sqlite3.OperationalError:  # "Could not decode to UTF-8": find the row and column
+        _find_bad_utf8(connection, path, text_columns)
+        raise
+    for column in text_columns:
+        if column.check is None or column.bad_sql is not None:
+            continue  # checked in SQL already
+        for (value,) in connection.execute(f"SELECT DISTINCT {column.name} FROM memories"):
+            problem = column.check(value)
+            if problem is not None:
+                (memory_id,) = connection.execute(
+                    f"SELECT id FROM memories WHERE {column.name} = ? ORDER BY id LIMIT 1", (value,)).fetchone()
+                raise StoreFormatError(path, "memories", memory_id, column.name, problem)
+
+
+def _find_bad_utf8(connection: sqlite3.Connection, path: str, text_columns: list[Column]) -> None:
+    names = ", ".join(c.name for c in text_columns)
     with _raw_text(connection):
-        for memory_id, blob, *texts in connection.execute(f"SELECT id, embedding, {names} FROM memories ORDER BY id"):
-            if len(blob) != expected_bytes:
-                raise StoreFormatError(path, "memories", memory_id, "embedding",
-                                       f"a {len(blob)}-byte embedding, expected {expected_bytes} (dim {dim})")
-            vector = np.frombuffer(blob, dtype="<f4").astype(np.float64)
-            norm_sq = float(vector @ vector) if np.isfinite(vector).all() else math.nan
-            if not min_norm_sq <= norm_sq <= FLOAT32_MAX:
-                what = "a non-finite value" if math.isnan(norm_sq) else f"squared norm {norm_sq:g}"
-                raise StoreFormatError(path, "memories", memory_id, "embedding",
-                                       f"stored embeddings must be finite with a squared norm in "
-                                       f"[{min_norm_sq:g}, {FLOAT32_MAX:g}], got {what}")
+        for memory_id, *texts in connection.execute(f"SELECT id, {names} FROM memories ORDER BY id"):
             for column, raw in zip(text_columns, texts):
                 try:
-                    value = raw.decode("utf-8")
+                    raw.decode("utf-8")
                 except UnicodeDecodeError as error:
                     raise StoreFormatError(path, "memories", memory_id, column.name,
                                            f"not valid UTF-8 (byte {error.start})") from None
-                problem = column.check(value) if column.check is not None else None
-                if problem is not None:
-                    raise StoreFormatError(path, "memories", memory_id, column.name, problem)
+
+
+def check_embedding_values(embeddings: np.ndarray, ids: np.ndarray, path: str) -> None:
+    """The decoded embeddings (n, dim) float32 of memories ``ids``: every one finite, with a squared
+    norm in [min_row_norm_sq, FLOAT32_MAX] (a row outside would break every recall)."""
+    from .._core import DEFAULTS  # the kernels' floor on a row's squared norm
+
+    min_norm_sq = float(DEFAULTS["min_row_norm_sq"])
+    finite = np.isfinite(embeddings).all(axis=1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        norms_sq = np.einsum("ij,ij->i", embeddings, embeddings, dtype=np.float64)
+    bad = np.flatnonzero(~finite | ~(norms_sq >= min_norm_sq) | ~(norms_sq <= FLOAT32_MAX))
+    if bad.size:
+        row = int(bad[0])
+        what = "a non-finite value" if not finite[row] else f"squared norm {norms_sq[row]:g}"
+        raise StoreFormatError(path, "memories", int(ids[row]), "embedding",
+                               f"stored embeddings must be finite with a squared norm in "
+                               f"[{min_norm_sq:g}, {FLOAT32_MAX:g}], got {what}")
 
 
 class _raw_text:
@@ -256,6 +303,6 @@ def check_store_file(connection: sqlite3.Connection, path: str) -> None:
     for table in ("memories", "links"):
         if table not in tables:
             raise StoreFormatError(path, table, None, None, "the table is missing")
-    _check_columns(connection, path, "memories", "id", MEMORY_COLUMNS)
+    _check_columns(connection, path, "memories", "id", MEMORY_COLUMNS, 4 * dim)
     _check_columns(connection, path, "links", "a || ',' || b", LINK_COLUMNS)
-    _check_memory_values(connection, path, dim)
+    _check_memory_values(connection, path)

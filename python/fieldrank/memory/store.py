@@ -38,9 +38,8 @@ from typing import Any, Optional, Union
 
 import numpy as np
 
-from .. import _core
-from .._validation import FLOAT32_MAX
 from ..operators import cfs_pool, cfsr_pool
+from ._file_check import check_embedding_values
 from .columns import Generation, RowBatch, Snapshot
 from .gates import Eligibility, GateSpec, eligible_rows, failed_gates, passes_union_gates
 from .generators import Admissions, Cue, generate, generator_rank
@@ -91,27 +90,6 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 def _is_scalar(value: object) -> bool:
     return isinstance(value, (str, numbers.Number)) or (isinstance(value, np.ndarray) and value.ndim == 0)
-
-
-
-#: Squared-norm floor of the native kernels: a stored embedding below it breaks every recall.
-_MIN_ROW_NORM_SQ = float(_core.DEFAULTS["min_row_norm_sq"])
-
-
-def _check_loaded_embeddings(embeddings: np.ndarray, ids: np.ndarray, path: str) -> None:
-    """Every stored embedding finite, of non-zero norm (above the kernels' floor), no float32 overflow."""
-    finite = np.isfinite(embeddings).all(axis=1)
-    with np.errstate(over="ignore", invalid="ignore"):
-        norms_sq = np.einsum("ij,ij->i", embeddings, embeddings, dtype=np.float64)
-    bad = np.flatnonzero(~finite | ~(norms_sq >= _MIN_ROW_NORM_SQ) | ~(norms_sq <= FLOAT32_MAX))
-    if bad.size:
-        row = int(bad[0])
-        what = "a non-finite value" if not finite[row] else f"squared norm {norms_sq[row]:g}"
-        msg = (
-            f"memory {int(ids[row])} in {path!r} has an invalid embedding ({what}); stored embeddings "
-            "must be finite with a non-zero norm"
-        )
-        raise ValueError(msg)
 
 
 def _loaded_column(values: list, name: str, ids: np.ndarray, path: str, low: float, high: float,
@@ -336,7 +314,7 @@ class MemoryStore:
         if ids:
             id_array = np.asarray(ids, dtype=np.int64)
             embeddings = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(ids), self._dim)
-            _check_loaded_embeddings(embeddings, id_array, backend.path)
+            check_embedding_values(embeddings, id_array, backend.path)
             created_at = _loaded_column(created, "created_at", id_array, backend.path, -math.inf, math.inf)
             last_access = _loaded_column(last, "last_access", id_array, backend.path, -math.inf, math.inf)
             recall_count = _loaded_column(counts, "recall_count", id_array, backend.path,
