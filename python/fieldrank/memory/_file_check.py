@@ -61,7 +61,9 @@ _ROW_NAMES = {"memories": "memory", "links": "link", "meta": "key"}
 class Column:
     """One column: its SQLite storage type and, for numbers, the closed range [low, high].
 
-    ``check`` validates a decoded value in Python (text columns) and returns a problem or None.
+    Type and range are checked in SQL, as is ``bad_sql`` (a condition true for a bad value, which
+    ``describe(value, embedding_bytes)`` then explains). ``check`` validates what SQL cannot, in
+    Python, once per distinct value: it returns the problem or None.
     """
 
     name: str
@@ -79,10 +81,6 @@ def _one_of(names: tuple[str, ...]) -> Callable[[object], Optional[str]]:
     return lambda value: None if value in names else f"must be one of {names}, got {_show(value)}"
 
 
-def _non_empty(value: object) -> Optional[str]:
-    return None if value else "must be a non-empty string"
-
-
 def _labels(value: object) -> Optional[str]:
     """Tags and entities: a JSON array of non-empty strings."""
     try:
@@ -94,10 +92,11 @@ def _labels(value: object) -> Optional[str]:
     return None
 
 
-#: The ``memories`` table. The embedding BLOB is checked against ``meta.dim`` separately.
+#: The ``memories`` table (the embedding's length against ``meta.dim``; its values where the store
+#: decodes them, :func:`check_embedding_values`).
 MEMORY_COLUMNS: tuple[Column, ...] = (
     Column("id", "integer", 0, MEMORY_ID_LIMIT - 1),
-    Column("tenant", "text", check=_non_empty, bad_sql="tenant = ''",
+    Column("tenant", "text", bad_sql="tenant = ''",
            describe=lambda value, size: "must be a non-empty string"),
     Column("text", "text"),
     Column("embedding", "blob", bad_sql="length(embedding) != {bytes}",
@@ -109,7 +108,7 @@ MEMORY_COLUMNS: tuple[Column, ...] = (
     Column("importance", "real", *IMPORTANCE_RANGE),
     Column("storage_strength", "real", 1.0),
     Column("valence", "real", *VALENCE_RANGE),
-    Column("tier", "text", check=_one_of(TIERS), bad_sql=f"tier NOT IN ({', '.join(repr(t) for t in TIERS)})",
+    Column("tier", "text", bad_sql=f"tier NOT IN ({', '.join(repr(t) for t in TIERS)})",
            describe=lambda value, size: _one_of(TIERS)(value)),
     Column("tags", "text", check=_labels),
     Column("entities", "text", check=_labels),
@@ -131,6 +130,7 @@ META_KEYS: dict[str, tuple[int, int]] = {
 }
 
 _SQL_TYPES = {"integer": ("integer",), "real": ("integer", "real"), "text": ("text",), "blob": ("blob",)}
+_PYTHON_TYPES = {"integer": int, "real": (int, float), "text": str, "blob": bytes}
 
 
 def _show(value: object, limit: int = 60) -> str:
@@ -175,8 +175,13 @@ def _check_columns(connection: sqlite3.Connection, path: str, table: str, key: s
                              f"WHERE bad IS NOT NULL ORDER BY {key} LIMIT 1").fetchone()
     if bad is not None:
         row, column = bad[0], columns[bad[1]]
-        value = connection.execute(f"SELECT {column.name} FROM {table} WHERE {key} = ? LIMIT 1", (row,)).fetchone()[0]
-        problem = (column.describe(value, embedding_bytes) if column.describe is not None
+        with _raw_text(connection):
+            value = connection.execute(f"SELECT {column.name} FROM {table} WHERE {key} = ? LIMIT 1",
+                                       (row,)).fetchone()[0]
+        if isinstance(value, bytes) and column.kind == "text":
+            value = value.decode("utf-8", errors="replace")
+        right_type = isinstance(value, _PYTHON_TYPES[column.kind]) and not isinstance(value, bool)
+        problem = (column.describe(value, embedding_bytes) if column.describe is not None and right_type
                    else f"{_range_text(column)}, got {_show(value)}")
         raise StoreFormatError(path, table, row, column.name, problem)
 
