@@ -8,15 +8,21 @@ directories; memory store files (see also ``tests/test_untrusted_loading.py``).
 from __future__ import annotations
 
 import json
-import os
+import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import numpy as np
 import pytest
 
 import fieldrank
+from fieldrank import cli
+from fieldrank.memory import MODES, MemoryStore, StoreFormatError
+from fieldrank.memory.schema import MEMORY_ID_LIMIT, RECALL_COUNT_RANGE
+from fieldrank.persistence import IndexFormatError
 
 from .conftest import SEED, unit_rows
 
@@ -67,15 +73,11 @@ def test_batch_whose_threads_cannot_start_returns_the_same_result(tmp_path):
 
 # ----------------------------------------------------------------------------- store files
 
-from fieldrank.memory import MODES, MemoryStore, StoreFormatError  # noqa: E402
-from fieldrank.memory.schema import MEMORY_ID_LIMIT, RECALL_COUNT_RANGE  # noqa: E402
 
 _DIM = 8
 
 
 def _sql(path, statement, *params):
-    import sqlite3
-
     connection = sqlite3.connect(path)
     try:
         connection.execute(statement, params)
@@ -233,8 +235,6 @@ def test_text_utf8_cannot_encode_is_refused_alike_in_memory_and_on_file(tmp_path
 
 # ------------------------------------------------------------------------------- the CLI
 
-from fieldrank import cli  # noqa: E402
-from fieldrank.persistence import IndexFormatError  # noqa: E402
 
 _N_DOCS, _CLI_DIM = 12, 8
 _DEEP = 100_000  # far past Python's recursion limit
@@ -382,8 +382,6 @@ def test_index_symlink_loop_is_an_index_format_error(cli_files, name):
 def test_accepted_extremes_give_no_warning_and_work(tmp_path, in_file):
     """Issue 15 item 3: at_time=-1e308, storage_strength=1e308 and a float64 embedding of 1e300
     are accepted; they used to emit RuntimeWarnings (overflow in multiply, in cast)."""
-    import warnings
-
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         store = MemoryStore(tmp_path / "m.sqlite" if in_file else None, dim=4)
@@ -456,8 +454,6 @@ def test_truncating_an_mmapped_index_in_place_is_what_kills_a_reader(tmp_path):
     """The unsafe way, documented in docs/reliability.md: writing over embeddings.npy in place
     (here: truncating it) while a reader has it mapped ends the reader with SIGBUS. This is
     the control for the test above."""
-    import signal
-
     index = tmp_path / "index"
     _big_index(SEED).save(index)
     reader = _mmap_reader(tmp_path, index)

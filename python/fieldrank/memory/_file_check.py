@@ -253,7 +253,7 @@ def _find_bad_utf8(connection: sqlite3.Connection, path: str, text_columns: list
 def check_embedding_values(embeddings: np.ndarray, ids: np.ndarray, path: str) -> None:
     """The decoded embeddings (n, dim) float32 of memories ``ids``: every one finite, with a squared
     norm in [min_row_norm_sq, FLOAT32_MAX] (a row outside would break every recall)."""
-    from .._core import DEFAULTS  # the kernels' floor on a row's squared norm
+    from .. import DEFAULTS  # the kernels' floor on a row's squared norm
 
     min_norm_sq = float(DEFAULTS["min_row_norm_sq"])
     finite = np.isfinite(embeddings).all(axis=1)
