@@ -206,7 +206,7 @@ def test_truncated_embeddings_behind_a_consistent_manifest(saved) -> None:
     path = directory / EMBEDDINGS_FILE
     path.write_bytes(path.read_bytes()[:-DIM * 4])
     _refresh_entry(directory, EMBEDDINGS_FILE)
-    with pytest.raises(IndexFormatError, match="embeddings.npy cannot be read"):
+    with pytest.raises(IndexFormatError, match="embeddings.npy (cannot be read|is not a valid .npy file.*truncated)"):
         HybridRetriever.load(directory)
 
 

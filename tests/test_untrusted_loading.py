@@ -409,7 +409,7 @@ def test_store_not_a_database(store_file, damage):
 
 def test_store_embedding_blob_of_wrong_length(store_file):
     _sql(store_file, "UPDATE memories SET embedding = ? WHERE id = 3", b"\0" * 12)
-    with pytest.raises(ValueError, match="memory 3 .* 12-byte embedding"):
+    with pytest.raises(ValueError, match="memory 3, column 'embedding'.* 12-byte embedding"):
         _open_and_recall(store_file)
 
 
@@ -428,7 +428,7 @@ def test_store_tampered_meta(store_file, key, value):
 
 def test_store_unknown_tier(store_file):
     _sql(store_file, "UPDATE memories SET tier = 'root' WHERE id = 2")
-    with pytest.raises(ValueError, match="tier of memory 2"):
+    with pytest.raises(ValueError, match="memory 2, column 'tier'"):
         _open_and_recall(store_file)
 
 

@@ -13,6 +13,10 @@ namespace fieldrank {
 namespace simd {
 namespace {
 
+// exp clamps its argument here: below ln(2^-150) = -103.97 the float32 result rounds to 0, and
+// the clamp keeps the exponent arithmetic inside int32.
+constexpr float kExpLowest = -110.0f;
+
 struct Ops {
     struct L16 {
         __m256 lo, hi;
@@ -51,9 +55,13 @@ struct Ops {
         return {_mm256_fnmadd_ps(a.lo, b.lo, c.lo), _mm256_fnmadd_ps(a.hi, b.hi, c.hi)};
     }
 
-    // Cephes expf on 8 lanes; |relative error| < 2 ulp on the clamped range.
+    // Cephes expf on 8 lanes; |relative error| < 2 ulp where the result is a normal float.
+    // Below float32's smallest normal (x < -87.34) the scaling 2^n is applied in two steps,
+    // y·2^(n+126) (exact) then ·2^-126, so the result rounds once into the subnormals as
+    // std::exp's does, and x < -103.98 gives 0. (Clamping at -87.3, as Cephes does, returned
+    // 1.2e-38 for every far neighbour; times a large beta that moved CFS scores: issue 15.)
     static __m256 exp8(__m256 x) {
-        x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.3f));
+        x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(kExpLowest)), _mm256_set1_ps(88.3f));
         const __m256 fx = _mm256_floor_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(0.5f)));
         x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(0.693359375f), x);
         x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(-2.12194440e-4f), x);
@@ -64,8 +72,14 @@ struct Ops {
         y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.6666665459e-1f));
         y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(5.0000001201e-1f));
         y = _mm256_fmadd_ps(y, _mm256_mul_ps(x, x), _mm256_add_ps(x, _mm256_set1_ps(1.0f)));
-        const __m256i pow2 = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(fx), _mm256_set1_epi32(127)), 23);
-        return _mm256_mul_ps(y, _mm256_castsi256_ps(pow2));
+        const __m256i n = _mm256_cvtps_epi32(fx);
+        const __m256i min_normal_exponent = _mm256_set1_epi32(-126);
+        const __m256i n_low = _mm256_and_si256(_mm256_cmpgt_epi32(min_normal_exponent, n), min_normal_exponent);
+        const __m256i n_high = _mm256_sub_epi32(n, n_low);
+        const __m256i bias = _mm256_set1_epi32(127);
+        const __m256 high = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n_high, bias), 23));
+        const __m256 low = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n_low, bias), 23));
+        return _mm256_mul_ps(_mm256_mul_ps(y, high), low);
     }
     static L16 exp(L16 a) { return {exp8(a.lo), exp8(a.hi)}; }
 

@@ -13,6 +13,10 @@ namespace fieldrank {
 namespace simd {
 namespace {
 
+// exp clamps its argument here: below ln(2^-150) = -103.97 the float32 result rounds to 0, and
+// the clamp keeps the exponent arithmetic inside int32.
+constexpr float kExpLowest = -110.0f;
+
 struct Ops {
     struct L16 {
         __m512 v;
@@ -45,9 +49,10 @@ struct Ops {
     static L16 fmadd(L16 a, L16 b, L16 c) { return {_mm512_fmadd_ps(a.v, b.v, c.v)}; }
     static L16 fnmadd(L16 a, L16 b, L16 c) { return {_mm512_fnmadd_ps(a.v, b.v, c.v)}; }
 
-    // Cephes expf polynomial with an exact 2^n scaling (vscalefps).
+    // Cephes expf polynomial with an exact 2^n scaling (vscalefps), which rounds once into the
+    // subnormals; x < -103.98 gives 0 (a clamp at -103 returned 1.4e-45 there: issue 15).
     static L16 exp(L16 a) {
-        __m512 x = _mm512_min_ps(_mm512_max_ps(a.v, _mm512_set1_ps(-103.0f)), _mm512_set1_ps(88.3f));
+        __m512 x = _mm512_min_ps(_mm512_max_ps(a.v, _mm512_set1_ps(kExpLowest)), _mm512_set1_ps(88.3f));
         const __m512 fx = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
                                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
         x = _mm512_fnmadd_ps(fx, _mm512_set1_ps(0.693359375f), x);

@@ -12,6 +12,9 @@
 #include <chrono>
 #include <string>
 #include <limits>
+#include <memory>
+#include <new>
+#include <system_error>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -99,4 +102,58 @@ TEST_CASE("batch operators: n_threads near the Index limit is not an overflow") 
         CHECK(prefilter_bf16_batch(QC.codes, E, Q, 5, 1000, std::nullopt, threads).ids == expected.ids);
         CHECK(cfs_batch(E, Q, 5, 10, CfsParams{}, std::nullopt, threads).ids.rows() == 3);
     }
+}
+
+namespace {
+
+// Starts the first `allowed` workers, then fails as std::thread does under a pids or memory
+// limit (or, with `bad_alloc`, as growing the thread list does).
+struct FailingStarter {
+    Index allowed;
+    bool bad_alloc = false;
+    std::shared_ptr<std::atomic<Index>> started = std::make_shared<std::atomic<Index>>(0);
+    template <typename Work>
+    std::thread operator()(Work& work) const {
+        if (started->load() >= allowed) {
+            if (bad_alloc) throw std::bad_alloc();
+            throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again),
+                                    "pthread_create");
+        }
+        ++*started;
+        return std::thread(work);
+    }
+};
+
+}  // namespace
+
+TEST_CASE("parallel_for: workers that cannot be started leave the rest to the running threads") {
+    // Issue 15: an exception from starting a thread used to destroy the joinable threads
+    // already started (std::terminate, exit 134). Now the threads running share the range.
+    for (const Index allowed : {Index{0}, Index{1}, Index{3}}) {
+        for (const bool bad_alloc : {false, true}) {
+            const FailingStarter starter{allowed, bad_alloc};
+            std::vector<std::atomic<int>> hits(500);
+            for (auto& h : hits) h = 0;
+            parallel_for_with(0, 500, 64, [&](Index i) { hits[static_cast<std::size_t>(i)]++; }, starter);
+            for (const auto& h : hits) CHECK_EQ(h.load(), 1);
+            CHECK_EQ(starter.started->load(), allowed);
+            // A worker's exception still reaches the caller when fewer threads run.
+            const FailingStarter again{allowed, bad_alloc};
+            CHECK_THROWS_WITH(parallel_for_with(0, 500, 64,
+                                                [](Index i) {
+                                                    if (i == 250) throw std::invalid_argument("index 250 is bad");
+                                                },
+                                                again),
+                              std::invalid_argument, "index 250 is bad");
+        }
+    }
+    // A batch's results do not depend on how many of its workers started.
+    const RowMatrixXf E = unit_rows(300, 16, 55);
+    const RowMatrixXf Q = unit_rows(40, 16, 56);
+    const BatchRanking expected = prefilter_batch(E, Q, 7, std::nullopt, 1);
+    std::vector<IdVector> rows(static_cast<std::size_t>(Q.rows()));
+    parallel_for_with(0, Q.rows(), 16,
+                      [&](Index b) { rows[static_cast<std::size_t>(b)] = prefilter(E, Q.row(b).transpose(), 7).ids; },
+                      FailingStarter{2});
+    for (Index b = 0; b < Q.rows(); ++b) CHECK(rows[static_cast<std::size_t>(b)] == expected.ids.row(b).transpose());
 }

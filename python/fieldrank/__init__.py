@@ -52,7 +52,9 @@ def tie_key(seed: int, lap: int, ids):
     from . import _validation
 
     seed, lap = _validation.tie_key_args(seed, lap)
-    return np.array([_core.tie_key(seed, lap, int(i)) for i in np.atleast_1d(ids)], dtype=np.uint64)
+    lap_bits = _validation.as_int64_bits(lap)  # the core casts lap and ids to uint64: same bits
+    return np.array([_core.tie_key(seed, lap_bits, _validation.as_int64_bits(int(i)))
+                     for i in _validation.tie_key_ids(ids)], dtype=np.uint64)
 
 
 # Heavier layers load on first use so that `import fieldrank` stays fast.

@@ -56,9 +56,27 @@ def float32_array(x: object, name: str, ndim: int) -> np.ndarray:
     if x.ndim != ndim:
         msg = f"{name} must be a {ndim}-D array, got {x.ndim}-D with shape {x.shape}"
         raise ValueError(msg)
-    if not x.flags.c_contiguous:
-        x = np.ascontiguousarray(x)
-    return x
+    return native_layout(x)
+
+
+def native_layout(x: np.ndarray) -> np.ndarray:
+    """``x`` itself when its strides are exactly C order's, else a C-ordered copy.
+
+    numpy calls an array C-contiguous when its only odd strides are on length-1 axes (a
+    negative or zero stride there included), but the binding's layout check refuses those
+    ("incompatible function arguments"); only such degenerate views, and really strided or
+    F-ordered arrays, are copied.
+    """
+    expected = x.itemsize
+    canonical = True
+    for size, stride in zip(reversed(x.shape), reversed(x.strides)):
+        if size > 1 and stride != expected or stride < 0:
+            canonical = False
+            break
+        expected *= size
+    if canonical and x.flags.c_contiguous and x.flags.aligned:
+        return x
+    return np.array(x, order="C", copy=True)
 
 
 def corpus(E: object, name: str = "E") -> np.ndarray:
@@ -294,7 +312,7 @@ def id_array(x: object, name: str) -> np.ndarray:
         if high > np.iinfo(np.int64).max:
             msg = f"{name} must hold ids that fit in int64 (at most {np.iinfo(np.int64).max}), got {high}"
             raise ValueError(msg)
-    return np.ascontiguousarray(x, dtype=np.int64)
+    return native_layout(np.ascontiguousarray(x, dtype=np.int64))
 
 
 def _first_repeat(ids: np.ndarray) -> Optional[int]:
@@ -427,6 +445,43 @@ def tie_key_args(seed_value: object, lap: object) -> tuple:
         msg = f"lap must be an integer below 2**64 (a uint64), got {lap}"
         raise ValueError(msg)
     return v, lap_value
+
+
+def tie_key_ids(ids: object) -> np.ndarray:
+    """``tie_key``'s ids as uint64 bit patterns: any integers in [-2**63, 2**64), a scalar or 1-D.
+
+    Negative ids are taken modulo 2**64, as the native core's cast does.
+    """
+    # Lists and scalars go through Python ints: numpy would turn [3, 2**63] into float64.
+    values = np.atleast_1d(ids if isinstance(ids, np.ndarray) else np.array(ids, dtype=object))
+    if values.ndim != 1:
+        msg = f"ids must be a scalar or a 1-D array, got shape {values.shape}"
+        raise ValueError(msg)
+    if values.dtype == object:
+        try:
+            values = np.array([int(v) % 2**64 if isinstance(v, numbers.Integral) and not isinstance(v, bool)
+                               and -(2**63) <= v < 2**64 else _bad_tie_id(v) for v in values.ravel()],
+                              dtype=np.uint64)
+        except OverflowError:
+            msg = "ids must be integers in [-2**63, 2**64)"
+            raise ValueError(msg) from None
+    if values.dtype.kind not in "iu":
+        msg = f"ids must be integers, got dtype {values.dtype}"
+        raise TypeError(msg)
+    return values.astype(np.uint64)  # int64 → uint64 wraps negatives modulo 2**64
+
+
+def _bad_tie_id(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        msg = f"ids must be integers, got {type(value).__name__}"
+        raise TypeError(msg)
+    msg = f"ids must be integers in [-2**63, 2**64), got {value}"
+    raise ValueError(msg)
+
+
+def as_int64_bits(value: int) -> int:
+    """The int64 with the same 64 bits as ``value`` in [0, 2**64) (the native core takes int64)."""
+    return value - 2**64 if value >= 2**63 else value
 
 
 # Parameter groups, shared by the native wrappers and the reference so both check alike.

@@ -153,7 +153,11 @@ def _check_inside(directory: Path) -> None:
         path = directory / name
         if not os.path.lexists(path):
             continue
-        resolved = path.resolve()
+        try:
+            resolved = path.resolve()
+        except (RuntimeError, OSError) as exc:  # a symlink loop: RuntimeError before Python 3.13
+            msg = f"{path} cannot be resolved ({exc})"
+            raise BM25FormatError(msg) from None
         if resolved.parent != root:
             msg = f"{path} resolves to {resolved}, outside the index directory {root} (symlink refused)"
             raise BM25FormatError(msg)

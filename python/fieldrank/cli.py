@@ -218,6 +218,9 @@ def _read_texts(path: Path, field: str, progress) -> list[str]:
             except json.JSONDecodeError as exc:
                 msg = f"--texts {path}: invalid JSON ({exc})"
                 raise CommandError(msg) from None
+            except RecursionError:
+                msg = f"--texts {path}: the JSON is nested too deeply"
+                raise CommandError(msg) from None
             if not isinstance(items, list):
                 msg = f"--texts {path}: expected a JSON list, got {type(items).__name__}"
                 raise CommandError(msg)
@@ -232,6 +235,9 @@ def _read_texts(path: Path, field: str, progress) -> list[str]:
                     item = json.loads(item)
                 except json.JSONDecodeError as exc:
                     msg = f"--texts {path}, line {number}: invalid JSON ({exc})"
+                    raise CommandError(msg) from None
+                except RecursionError:
+                    msg = f"--texts {path}, line {number}: the JSON is nested too deeply"
                     raise CommandError(msg) from None
             texts.append(_text_of(item, field, f"--texts {path}, item {number}"))
     return texts
@@ -253,7 +259,12 @@ def _text_of(item: object, field: str, where: str) -> str:
 def _load_npy(path: Path, option: str):
     import numpy as np
 
+    from .persistence import read_npy_header
+
     try:
+        # The header is checked against the file's size first: a header declaring 10**11 rows
+        # would otherwise make numpy try to allocate them.
+        read_npy_header(path)
         array = np.load(path, allow_pickle=False)
     except ValueError as exc:
         msg = f"{option} {path}: not a readable .npy array ({exc})"
@@ -345,7 +356,10 @@ def _query_vector(args: argparse.Namespace):
             msg = "--vector-row needs --vector-file"
             raise CommandError(msg)
         return None
-    array = _load_npy(args.vector_file, "--vector-file").astype(np.float32)
+    array = _load_npy(args.vector_file, "--vector-file")
+    if array.ndim == 1 and args.vector_row is not None:
+        msg = f"--vector-row given, but --vector-file {args.vector_file} holds one vector of shape {array.shape}"
+        raise CommandError(msg)
     if array.ndim == 2:
         if args.vector_row is None:
             if array.shape[0] != 1:
@@ -360,11 +374,15 @@ def _query_vector(args: argparse.Namespace):
     elif array.ndim != 1:
         msg = f"--vector-file {args.vector_file}: expected shape (d,) or (n, d), got {array.shape}"
         raise CommandError(msg)
-    norm = float(np.linalg.norm(array))
-    if not np.isfinite(norm) or norm == 0.0:
+    # In float64: the norm of a finite float32 vector of large (or tiny) entries overflows (or
+    # underflows) float32, yet the unit vector is well defined.
+    array = array.astype(np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        norm = float(np.linalg.norm(array))
+    if not np.isfinite(array).all() or not np.isfinite(norm) or norm == 0.0:
         msg = f"--vector-file {args.vector_file}: the vector must be finite and non-zero"
         raise CommandError(msg)
-    return np.ascontiguousarray(array / np.float32(norm))
+    return np.ascontiguousarray(array / norm, dtype=np.float32)
 
 
 def _embedder(model: str, option: str):

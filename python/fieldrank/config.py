@@ -655,6 +655,9 @@ class RetrieverConfig:
         except tomllib.TOMLDecodeError as exc:
             msg = f"invalid TOML: {exc}"
             raise ValueError(msg) from None
+        except RecursionError:
+            msg = "invalid TOML: nested too deeply to be a configuration"
+            raise ValueError(msg) from None
         return cls.from_dict(data)
 
     def save_toml(self, path: str | os.PathLike[str]) -> None:

@@ -20,12 +20,24 @@ outside it is refused); that every file in ``bm25/`` is listed; sizes (catching 
 sha256 (``verify=True``), and ``.npy`` shape and dtype against the manifest; and that the
 texts, embeddings and BM25 index agree on N. Every problem raises :class:`IndexFormatError`
 (a ``ValueError``); nothing is returned half-loaded.
+
+Replacing an index that readers have open: use ``save(directory, overwrite=True)`` — the only
+supported way. It writes the new index completely beside the old one, then renames the old
+directory away, renames the new one into place and removes the old files by name. A reader that
+loaded the old index with ``mmap=True`` keeps its mapping of the old, unchanged files (the kernel
+keeps an unlinked file alive while it is mapped) and never sees a partial file. Writing over
+``embeddings.npy`` in place (``np.save`` to the same path, ``cp``, ``rsync --inplace``, a
+truncation) changes or shortens the pages a reader has mapped: it reads other data, or dies of
+SIGBUS on pages past the new end — that cannot be caught from Python. A ``load`` that runs
+during the two renames may find no directory (``FileNotFoundError``) or refuse a mix
+(``IndexFormatError``); retrying it is safe.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -101,8 +113,14 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _npy_header(path: Path) -> tuple[tuple[int, ...], str]:
-    """Shape and dtype of a .npy file, read from its header only (no pickle)."""
+def read_npy_header(path: Path, *, strict: bool = True) -> tuple[tuple[int, ...], np.dtype]:
+    """Shape and dtype of a .npy file, read from its header only (no pickle, nothing allocated).
+
+    With ``strict`` (loading), raises ValueError when the header declares Python objects or data
+    that does not fill the file exactly: a header claiming 10**11 rows must be refused before
+    anything sizes an allocation by it (numpy would ask for terabytes). ``strict=False``
+    describes any file (the manifest of a save).
+    """
     readers = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
     with open(path, "rb") as f:
         version = np.lib.format.read_magic(f)
@@ -110,16 +128,29 @@ def _npy_header(path: Path) -> tuple[tuple[int, ...], str]:
             msg = f"unsupported .npy format version {version}"
             raise ValueError(msg)
         shape, _fortran_order, dtype = readers[version](f)
-    return tuple(int(n) for n in shape), dtype.str
+        data_offset = f.tell()
+        file_bytes = os.fstat(f.fileno()).st_size
+    if not strict:
+        return tuple(int(n) for n in shape), dtype
+    if dtype.hasobject:
+        msg = f"it holds Python objects (dtype {dtype}); only plain numeric arrays are read"
+        raise ValueError(msg)
+    shape = tuple(int(n) for n in shape)
+    data_bytes = math.prod(shape) * dtype.itemsize
+    if data_offset + data_bytes != file_bytes:
+        msg = (f"its header declares shape {shape} of {dtype} ({data_bytes:,} bytes of data), but the file "
+               f"holds {file_bytes - data_offset:,} bytes after the header (truncated or tampered)")
+        raise ValueError(msg)
+    return shape, dtype
 
 
 def _describe_file(root: Path, relative: str) -> dict[str, Any]:
     path = root / relative
     entry: dict[str, Any] = {"bytes": path.stat().st_size, "sha256": _sha256(path)}
     if relative.endswith(_NPY_SUFFIX):
-        shape, dtype = _npy_header(path)
+        shape, dtype = read_npy_header(path, strict=False)
         entry["shape"] = list(shape)
-        entry["dtype"] = dtype
+        entry["dtype"] = dtype.str
     return entry
 
 
@@ -251,10 +282,7 @@ def _read_manifest(root: Path) -> dict[str, Any]:
     if not path.is_file():
         raise _fail(root, f"{MANIFEST_FILE} is missing (not a fieldrank index, or an unfinished save)")
     _inside(root, MANIFEST_FILE)
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise _fail(root, f"{MANIFEST_FILE} is not valid JSON ({exc})") from None
+    manifest = _read_json(root, MANIFEST_FILE)
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME:
         raise _fail(root, f"{MANIFEST_FILE} does not describe a {FORMAT_NAME}")
     version = manifest.get("format_version")
@@ -269,13 +297,26 @@ def _read_manifest(root: Path) -> dict[str, Any]:
     return manifest
 
 
+def _read_json(root: Path, name: str) -> Any:
+    """A JSON file of the index; any way it fails to parse is an IndexFormatError naming it."""
+    try:
+        return json.loads((root / name).read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise _fail(root, f"{name} is not valid JSON ({exc})") from None
+    except RecursionError:
+        raise _fail(root, f"{name} is nested too deeply to be an index file") from None
+
+
 def _inside(root: Path, relative: str) -> Path:
     """``root / relative``, refusing absolute paths, '..' and symlinks that leave ``root``."""
     candidate = Path(relative)
     if candidate.is_absolute() or ".." in candidate.parts or not candidate.parts:
         raise _fail(root, f"file name {relative!r} in {MANIFEST_FILE} is not a plain relative path")
     path = root / candidate
-    resolved = path.resolve()
+    try:
+        resolved = path.resolve()
+    except (RuntimeError, OSError) as exc:  # a symlink loop: RuntimeError before Python 3.13
+        raise _fail(root, f"{relative} cannot be resolved ({exc})") from None
     if resolved != root and root not in resolved.parents:
         raise _fail(root, f"{relative} resolves to {resolved}, outside the index directory (symlink refused)")
     return path
@@ -304,7 +345,8 @@ def _check_files(root: Path, manifest: dict[str, Any], verify: bool) -> None:
                                "(truncated or modified)"))
         if name.endswith(_NPY_SUFFIX):
             try:
-                shape, dtype = _npy_header(path)
+                shape, dtype = read_npy_header(path)
+                dtype = dtype.str
             except ValueError as exc:
                 raise _fail(root, f"{name} is not a valid .npy file ({exc})") from None
             if list(shape) != expected.get("shape") or dtype != expected.get("dtype"):
@@ -352,10 +394,7 @@ def load_index(directory: PathLike, *, mmap: bool = False, verify: bool = True) 
     if E.dtype != np.float32 or E.shape != (n_docs, dim) or not E.flags.c_contiguous:
         raise _fail(root, f"{EMBEDDINGS_FILE} must be C-ordered float32 ({n_docs}, {dim}), got {E.dtype} {E.shape}")
 
-    try:
-        texts = json.loads((root / TEXTS_FILE).read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise _fail(root, f"{TEXTS_FILE} is not valid JSON ({exc})") from None
+    texts = _read_json(root, TEXTS_FILE)
     if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
         raise _fail(root, f"{TEXTS_FILE} must be a JSON list of strings")
     if len(texts) != n_docs:
@@ -368,7 +407,7 @@ def load_index(directory: PathLike, *, mmap: bool = False, verify: bool = True) 
 
     try:
         bm25 = BM25Index.load(root / BM25_DIR)
-    except (OSError, ValueError, TypeError, KeyError) as exc:
+    except (OSError, ValueError, TypeError, KeyError, RecursionError) as exc:
         raise _fail(root, f"{BM25_DIR}/ cannot be loaded ({type(exc).__name__}: {exc})") from None
     if len(bm25) != n_docs:
         raise _fail(root, f"{BM25_DIR}/ indexes {len(bm25)} documents, the manifest says n_docs = {n_docs}")

@@ -104,12 +104,25 @@ def _corpus(QC: object) -> QuantizedCorpus:
     return QC
 
 
+#: Widest int8 copy: int32 sums of d code products stay exact (the core's ``int8_max_dim``).
+INT8_MAX_DIM = int(_core.DEFAULTS["int8_max_dim"])
+
+
+def check_int8_dim(d: int, what: str = "copy") -> None:
+    """The int8 kind holds at most :data:`INT8_MAX_DIM` columns (use ``"bf16"`` beyond), alike in
+    both modules."""
+    if d > INT8_MAX_DIM:
+        msg = f"E must have at most {INT8_MAX_DIM} columns for the int8 {what} (int32 sums stay exact), got {d}"
+        raise ValueError(msg)
+
+
 def check_matches(QC: QuantizedCorpus, E: np.ndarray) -> None:
     """Raise ValueError unless ``QC`` was built from ``E`` (shape, and the codes of two sample rows)."""
     if QC.shape != E.shape:
         msg = f"QC must have E's shape {E.shape}, got {QC.shape}; build it with quantize(E, {QC.kind!r})"
         raise ValueError(msg)
     if QC.kind == "int8":
+        check_int8_dim(E.shape[1], "scan")
         lengths = [np.shape(a)[0] if np.ndim(a) == 1 else None for a in (QC.scale, QC.sums)]
         if lengths != [E.shape[0]] * 2:
             msg = (f"the int8 corpus needs one scale and one code sum per row: expected {E.shape[0]}, "
@@ -139,6 +152,8 @@ def quantize(E: np.ndarray, kind: str = "int8") -> QuantizedCorpus:
     """
     kind = _kind(kind)
     E = _v.corpus(E)
+    if kind == "int8":
+        check_int8_dim(E.shape[1])
     # numpy allocates the copy (huge pages for large arrays: the scan reads them at full bandwidth).
     codes = np.empty(E.shape, dtype=np.uint16 if kind == "bf16" else np.int8)
     if kind == "bf16":

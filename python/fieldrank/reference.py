@@ -122,6 +122,8 @@ def quantize(E: np.ndarray, kind: str = "int8") -> QuantizedCorpus:
     """numpy twin of :func:`fieldrank.quantize`: bit-identical bf16 or int8 codes."""
     kind = _q._kind(kind)
     E = _v.corpus(E)
+    if kind == "int8":
+        _q.check_int8_dim(E.shape[1])
     _v.check_unit_rows(E)
     if kind == "bf16":
         return QuantizedCorpus("bf16", _q.bf16_codes(E))
@@ -160,7 +162,8 @@ def prefilter_quantized_batch(QC: QuantizedCorpus, E: np.ndarray, Q: np.ndarray,
     """:func:`prefilter_quantized` for every row of ``Q``."""
     QC = _q._corpus(QC)
     E, Q, subset, _ = _v.batch_call(E, Q, subset, n_threads)
-    p = _v.positive_int(p, "p")
+    _q.check_matches(QC, E)  # in the native order, and even for an empty batch
+    p, _factor = _v.positive_int(p, "p"), _q._factor(rescore_factor)
     return _batch(lambda q: prefilter_quantized(QC, E, q, p, rescore_factor=rescore_factor, subset=subset), Q,
                   min(p, _candidates(E, subset)))
 
@@ -358,7 +361,7 @@ def tie_key(seed: int, lap: int, ids: np.ndarray) -> np.ndarray:
     with np.errstate(over="ignore"):
         seeded = _splitmix64(np.array([seed], dtype=np.uint64))
         lapped = _splitmix64(seeded ^ np.uint64(lap))
-        return _splitmix64(lapped ^ np.asarray(ids).astype(np.uint64))
+        return _splitmix64(lapped ^ _v.tie_key_ids(ids))
 
 
 def _ring_on_pool(ids, C, sims, k, alpha, laps, seed, ablation) -> Ranking:

@@ -10,6 +10,7 @@ its provenance. See ``docs/memory.md``, "Protection and ranking".
 
 from __future__ import annotations
 
+from ._file_check import StoreFormatError
 from .params import DEFAULT_PARAMS, RERANK_OPERATORS, MemoryParams
 from .provenance import FACTOR_NAMES, Hit, RecallResult, ScoreFactors, WhyNot
 from .schema import (
@@ -43,6 +44,7 @@ __all__ = [
     "MemoryStore",
     "RecallResult",
     "ScoreFactors",
+    "StoreFormatError",
     "WhyNot",
 ]
 

@@ -89,9 +89,16 @@ def durable_rows(snapshot: Snapshot, rows: np.ndarray, params: MemoryParams) -> 
     return (snapshot.importance[rows] >= params.durable_importance) | (snapshot.tier_codes[rows] == CORE_TIER_CODE)
 
 
+#: Creation days are clipped to the calendar years 1–9999 (the dates a question can name), so that
+#: the accepted extreme timestamps convert to datetime64 days without overflow.
+_TIMELINE_DAYS = (float(np.datetime64("0001-01-01", "D").astype(np.int64)),
+                  float(np.datetime64("9999-12-31", "D").astype(np.int64)))
+
+
 def snapshot_timeline(snapshot: Snapshot) -> Timeline:
     """Session keys, creation days and time cues of the snapshot's rows, for the relevance core."""
-    days = np.floor(snapshot.created_at / SECONDS_PER_DAY).astype(np.int64).astype("datetime64[D]")
+    days = np.clip(np.floor(snapshot.created_at / SECONDS_PER_DAY), *_TIMELINE_DAYS)
+    days = days.astype(np.int64).astype("datetime64[D]")
     return Timeline(session=snapshot.session_keys, time=days, cue=snapshot.time_cue)
 
 
@@ -221,7 +228,8 @@ def temporal(snapshot: Snapshot, cue: Cue, eligible: Eligibility, quota: int, co
     if quota == 0 or eligible.rows.size == 0:
         return _EMPTY_ROWS
     rows = eligible.rows
-    closeness = -np.abs(snapshot.created_at[rows] - cue.time)
+    with np.errstate(over="ignore"):  # times 1e308 apart: -inf, the farthest (accepted extremes)
+        closeness = -np.abs(snapshot.created_at[rows] - cue.time)
     return top_by_score(rows, closeness, quota)[0]
 
 

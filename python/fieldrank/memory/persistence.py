@@ -42,6 +42,9 @@ from typing import Any
 
 import numpy as np
 
+from ._file_check import check_store_file
+from .schema import RECALL_COUNT_RANGE
+
 __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "SYNCHRONOUS_MODES", "SqliteBackend"]
 
 FORMAT_NAME = "fieldrank.memory"
@@ -121,6 +124,7 @@ class SqliteBackend:
             raise OSError(msg) from error
         try:
             self._refuse_foreign_database()
+            check_store_file(self._connection, self.path)
             self._connection.execute("PRAGMA journal_mode=WAL")
             self._connection.execute(f"PRAGMA synchronous={synchronous}")
             self._connection.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
@@ -294,7 +298,9 @@ class SqliteBackend:
         """
         with self.transaction() as cursor:
             cursor.executemany(
-                "UPDATE memories SET last_access = MAX(last_access, ?), recall_count = recall_count + 1, "
+                # recall_count stops at the top of its range (what the loader accepts).
+                "UPDATE memories SET last_access = MAX(last_access, ?), "
+                f"recall_count = MIN(recall_count + 1, {RECALL_COUNT_RANGE[1]}), "
                 "storage_strength = storage_strength + ? WHERE id = ?", updates)
             cursor.executemany(
                 "INSERT INTO links (a, b, weight) VALUES (?, ?, ?) "

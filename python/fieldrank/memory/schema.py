@@ -77,6 +77,13 @@ SECONDS_PER_DAY = 86400.0
 
 IMPORTANCE_RANGE = (0.0, 1.0)
 VALENCE_RANGE = (-1.0, 1.0)
+#: Recall counts are whole numbers in this range. The columns are float64 while checked, and
+#: every integer above 2**53 − 1 converts to a float of at least 2**53, so the check is exact. A
+#: recall saturates the count at the top. The API and the file check (``_file_check``) both use it.
+RECALL_COUNT_RANGE = (0, 2**53 - 1)
+#: Memory ids (and the next id) lie in [0, MEMORY_ID_LIMIT): far below int64's end, so that id
+#: arithmetic never overflows, and exact in float64.
+MEMORY_ID_LIMIT = 2**53
 
 
 @dataclass(frozen=True, eq=False)
@@ -152,17 +159,28 @@ class Memory:
 # ---------------------------------------------------------------------------- input checks
 
 
+def check_unicode(value: str, name: str) -> str:
+    """A str that UTF-8 can encode: lone surrogates (``"\\ud800"``) cannot be stored in a file."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as error:
+        msg = f"{name} must be valid Unicode text, got a lone surrogate at position {error.start}"
+        raise ValueError(msg) from None
+    return value
+
+
 def check_text(value: object, name: str = "text") -> str:
     if not isinstance(value, str):
         msg = f"{name} must be a str, got {type(value).__name__}"
         raise TypeError(msg)
-    return value
+    return check_unicode(value, name)
 
 
 def check_tenant(value: object, name: str = "tenant") -> str:
     if not isinstance(value, str):
         msg = f"{name} must be a str, got {type(value).__name__}"
         raise TypeError(msg)
+    check_unicode(value, name)
     if not value:
         msg = f"{name} must be a non-empty str"
         raise ValueError(msg)
@@ -226,7 +244,7 @@ def check_labels(value: object, name: str) -> tuple[str, ...]:
         if not item:
             msg = f"{name} must not contain the empty string"
             raise ValueError(msg)
-        labels.add(item)
+        labels.add(check_unicode(item, name))
     return tuple(sorted(labels))
 
 
@@ -305,10 +323,19 @@ def embedding_rows(value: object, dim: int, name: str = "embeddings") -> np.ndar
     if array.ndim != 2 or array.shape[1] != dim:
         msg = f"{name} must have shape (n, {dim}), got {array.shape}"
         raise ValueError(msg)
-    rows = array if array.dtype == np.float32 else array.astype(np.float32)
-    finite = np.isfinite(rows).all(axis=1) if array.dtype.kind == "f" else np.ones(rows.shape[0], dtype=bool)
-    if array.dtype.kind == "f" and array.dtype != np.float32:
-        finite &= np.isfinite(array).all(axis=1)  # e.g. float64 values beyond the float32 range
+    if array.dtype != np.float32:
+        # Wider input is scaled by each row's largest magnitude (a power of two: exact) before the
+        # cast, so that a finite float64 row of 1e300 — or of 1e-300 — becomes its unit vector
+        # instead of inf or zeros (with a RuntimeWarning); the direction is what is stored.
+        wide = array.astype(np.float64)
+        finite = np.isfinite(wide).all(axis=1)
+        with np.errstate(invalid="ignore"):
+            peak = np.max(np.abs(np.where(finite[:, None], wide, 0.0)), axis=1, initial=0.0)
+        exponent = np.frexp(np.where(peak > 0, peak, 1.0))[1]
+        rows = np.ldexp(np.where(finite[:, None], wide, 0.0), -exponent[:, None]).astype(np.float32)
+    else:
+        rows = array
+        finite = np.isfinite(rows).all(axis=1)
     if not finite.all():
         bad = int(np.flatnonzero(~finite)[0])
         msg = f"{name} must be finite, row {bad} is not"

@@ -66,9 +66,13 @@ def retrieval_strength(
     last_access: np.ndarray, storage_strength: np.ndarray, at_time: float, params: MemoryParams
 ) -> np.ndarray:
     """D = clip(2^(−Δ/(h·S)), 0.10, 1.0) with Δ the days since last access (never negative)."""
-    idle_days = np.maximum(at_time - np.asarray(last_access, dtype=np.float64), 0.0) / SECONDS_PER_DAY
-    strength = np.maximum(np.asarray(storage_strength, dtype=np.float64), STORAGE_STRENGTH_MIN)
-    decay = np.exp2(-idle_days / (params.retrieval_half_life_days * strength))
+    # At the edges of the accepted ranges (at_time −1e308 against last_access 1e308, S = 1e308)
+    # Δ or Δ/h overflows to inf, which is the right limit (D clipped to its floor); dividing by h
+    # and then by S, instead of by h·S, keeps inf/inf = NaN out.
+    with np.errstate(over="ignore"):
+        idle_days = np.maximum(at_time - np.asarray(last_access, dtype=np.float64), 0.0) / SECONDS_PER_DAY
+        strength = np.maximum(np.asarray(storage_strength, dtype=np.float64), STORAGE_STRENGTH_MIN)
+        decay = np.exp2(-(idle_days / params.retrieval_half_life_days) / strength)
     return np.clip(decay, RETRIEVAL_STRENGTH_MIN, RETRIEVAL_STRENGTH_MAX)
 
 

@@ -48,10 +48,9 @@ from typing import Any, Optional, Union
 
 import numpy as np
 
-from .. import _core
-from .._validation import FLOAT32_MAX
 from ..embed import Embedder, check_embedder, embed_documents, embed_queries
 from ..operators import cfs_pool, cfsr_pool
+from ._file_check import check_embedding_values
 from .columns import Generation, RowBatch, Snapshot
 from .gates import Eligibility, GateSpec, eligible_rows, failed_gates, passes_union_gates
 from .columns import NO_MEMORY
@@ -69,8 +68,10 @@ from .schema import (
     DEFAULT_VALENCE,
     GENERATORS,
     IMPORTANCE_RANGE,
+    MEMORY_ID_LIMIT,
     MODE_GENERATORS,
     PROTECTING_MODES,
+    RECALL_COUNT_RANGE,
     SECONDS_PER_DAY,
     TIERS,
     VALENCE_RANGE,
@@ -104,27 +105,6 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 def _is_scalar(value: object) -> bool:
     return isinstance(value, (str, numbers.Number)) or (isinstance(value, np.ndarray) and value.ndim == 0)
-
-
-
-#: Squared-norm floor of the native kernels: a stored embedding below it breaks every recall.
-_MIN_ROW_NORM_SQ = float(_core.DEFAULTS["min_row_norm_sq"])
-
-
-def _check_loaded_embeddings(embeddings: np.ndarray, ids: np.ndarray, path: str) -> None:
-    """Every stored embedding finite, of non-zero norm (above the kernels' floor), no float32 overflow."""
-    finite = np.isfinite(embeddings).all(axis=1)
-    with np.errstate(over="ignore", invalid="ignore"):
-        norms_sq = np.einsum("ij,ij->i", embeddings, embeddings, dtype=np.float64)
-    bad = np.flatnonzero(~finite | ~(norms_sq >= _MIN_ROW_NORM_SQ) | ~(norms_sq <= FLOAT32_MAX))
-    if bad.size:
-        row = int(bad[0])
-        what = "a non-finite value" if not finite[row] else f"squared norm {norms_sq[row]:g}"
-        msg = (
-            f"memory {int(ids[row])} in {path!r} has an invalid embedding ({what}); stored embeddings "
-            "must be finite with a non-zero norm"
-        )
-        raise ValueError(msg)
 
 
 def _loaded_column(values: list, name: str, ids: np.ndarray, path: str, low: float, high: float,
@@ -504,10 +484,11 @@ class MemoryStore:
             return
         id_array = np.asarray(ids, dtype=np.int64)
         embeddings = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(ids), self._dim)
-        _check_loaded_embeddings(embeddings, id_array, backend.path)
+        check_embedding_values(embeddings, id_array, backend.path)
         created_at = _loaded_column(created, "created_at", id_array, backend.path, -math.inf, math.inf)
         last_access = _loaded_column(last, "last_access", id_array, backend.path, -math.inf, math.inf)
-        recall_count = _loaded_column(counts, "recall_count", id_array, backend.path, 0.0, 2.0**53, whole=True)
+        recall_count = _loaded_column(counts, "recall_count", id_array, backend.path,
+                                      *RECALL_COUNT_RANGE, whole=True)
         importance_values = _loaded_column(importance, "importance", id_array, backend.path, *IMPORTANCE_RANGE)
         strength_values = _loaded_column(strength, "storage_strength", id_array, backend.path, 1.0, math.inf)
         valence_values = _loaded_column(valence, "valence", id_array, backend.path, *VALENCE_RANGE)
@@ -706,7 +687,7 @@ class MemoryStore:
             accessed = created.copy()
         else:
             accessed = np.maximum(_numeric_column(last_access, n, "last_access", -math.inf, math.inf), created)
-        counts = _numeric_column(recall_counts, n, "recall_counts", 0, math.inf)
+        counts = _numeric_column(recall_counts, n, "recall_counts", *RECALL_COUNT_RANGE)
         if not np.array_equal(counts, np.floor(counts)):
             msg = "recall_counts must be whole numbers"
             raise ValueError(msg)
@@ -722,6 +703,9 @@ class MemoryStore:
             stale_rows = self._check_supersedes(replaced, tenant_list)
 
             def batch_from(first: int) -> RowBatch:
+                if first + n > MEMORY_ID_LIMIT:
+                    msg = f"the store has run out of memory ids (they lie below {MEMORY_ID_LIMIT})"
+                    raise ValueError(msg)
                 return RowBatch(
                     ids=np.arange(first, first + n, dtype=np.int64), tenants=tenant_list, texts=text_list,
                     embeddings=vectors, created_at=created, last_access=accessed,
@@ -1264,7 +1248,8 @@ class MemoryStore:
                 gain = float(params.storage_gain * (1.0 - strength))
                 generation.storage_strength.buffer[row] = storage + gain
                 generation.last_access.buffer[row] = max(last, at_time)
-                generation.recall_count.buffer[row] += 1
+                generation.recall_count.buffer[row] = min(int(generation.recall_count.buffer[row]) + 1,
+                                                           RECALL_COUNT_RANGE[1])
                 updates.append((float(at_time), gain, memory_id))
             live_ids = [u[2] for u in updates]
             link_rows = []
