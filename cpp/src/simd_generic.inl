@@ -411,3 +411,74 @@ void score_bf16_generic(const std::uint16_t* base, Index stride, const Index* id
             bf16_tile<1>(rows, ahead, q, d, o);
         });
 }
+
+// One row against QB queries (and its squared norm when NORM), every sum in double. Two 8-lane
+// accumulators per query cover a 16-element block; the row is widened once per block and feeds
+// all QB queries. Products of floats are exact in double, so fmaddd equals mul + add here and the
+// result depends only on the order of the sums, which is fixed (see kernel_table.hpp).
+template <int QB, bool NORM>
+inline void row_f64(const float* row, const double* const* qs, Index d, double* out, Index ld_out, double* norm) {
+    using D8 = typename Ops::D8;
+    constexpr int kAcc = 2 * QB + (NORM ? 2 : 0);
+    D8 acc[kAcc > 0 ? kAcc : 1];
+#pragma GCC unroll 16
+    for (int a = 0; a < kAcc; ++a) acc[a] = Ops::zerod();
+    Index j = 0;
+    for (; j + kLanes <= d; j += kLanes) {
+        const D8 x0 = Ops::load_f32_as_d(row + j);
+        const D8 x1 = Ops::load_f32_as_d(row + j + 8);
+#pragma GCC unroll 8
+        for (int b = 0; b < QB; ++b) {
+            acc[2 * b] = Ops::fmaddd(x0, Ops::loadd(qs[b] + j), acc[2 * b]);
+            acc[2 * b + 1] = Ops::fmaddd(x1, Ops::loadd(qs[b] + j + 8), acc[2 * b + 1]);
+        }
+        if (NORM) {
+            acc[2 * QB] = Ops::fmaddd(x0, x0, acc[2 * QB]);
+            acc[2 * QB + 1] = Ops::fmaddd(x1, x1, acc[2 * QB + 1]);
+        }
+    }
+    for (int b = 0; b < QB; ++b) {
+        double sum = Ops::reduced(acc[2 * b]) + Ops::reduced(acc[2 * b + 1]);
+        for (Index t = j; t < d; ++t) sum += static_cast<double>(row[t]) * qs[b][t];
+        out[b * ld_out] = sum;
+    }
+    if (NORM) {
+        double sum = Ops::reduced(acc[2 * QB]) + Ops::reduced(acc[2 * QB + 1]);
+        for (Index t = j; t < d; ++t) sum += static_cast<double>(row[t]) * static_cast<double>(row[t]);
+        *norm = sum;
+    }
+}
+
+constexpr int kQueriesF64 = 4;  // queries per pass over a row (8 accumulators + 2 for the norm)
+
+template <bool NORM>
+inline void row_f64_any(int qb, const float* row, const double* const* qs, Index d, double* out, Index ld_out,
+                        double* norm) {
+    switch (qb) {
+        case 0: row_f64<0, NORM>(row, qs, d, out, ld_out, norm); break;
+        case 1: row_f64<1, NORM>(row, qs, d, out, ld_out, norm); break;
+        case 2: row_f64<2, NORM>(row, qs, d, out, ld_out, norm); break;
+        case 3: row_f64<3, NORM>(row, qs, d, out, ld_out, norm); break;
+        default: row_f64<4, NORM>(row, qs, d, out, ld_out, norm); break;
+    }
+}
+
+[[maybe_unused]] void score_f32_f64(const float* base, Index stride, const Index* ids, Index n, Index d,
+                                    const double* Qd, Index ldq, Index nq, double* out, Index ld_out, double* norms) {
+    const double* qs[kQueriesF64];
+    for (Index r = 0; r < n; ++r) {
+        const float* row = base + (ids != nullptr ? ids[r] : r) * stride;
+        // The first group of queries also takes the norm; later groups find the row in L1.
+        Index b0 = 0;
+        do {
+            const int qb = static_cast<int>(nq - b0 < kQueriesF64 ? nq - b0 : kQueriesF64);
+            for (int b = 0; b < qb; ++b) qs[b] = Qd + (b0 + b) * ldq;
+            double* o = qb > 0 ? out + b0 * ld_out + r : nullptr;  // nq = 0: norms only, out unused
+            if (b0 == 0 && norms != nullptr)
+                row_f64_any<true>(qb, row, qs, d, o, ld_out, norms + r);
+            else
+                row_f64_any<false>(qb, row, qs, d, o, ld_out, nullptr);
+            b0 += kQueriesF64;
+        } while (b0 < nq);
+    }
+}

@@ -64,6 +64,9 @@ inline constexpr std::int64_t cfsr_shared_gram_max_rows = 2048;
 // of-two scaling is exact, so skipping it where float32 has room to spare changes no bit and
 // saves a pass over the P × P matrix per query.
 inline constexpr int cfsr_gram_rescale_min_exponent = 60;
+// The temporal leg holds the float64 cosines of a block of queries with its rows (all scores of a
+// query are needed before its z-normalisation): blocks are sized to stay under this many bytes.
+inline constexpr std::int64_t temporal_block_bytes = std::int64_t{64} << 20;
 
 }  // namespace defaults
 
