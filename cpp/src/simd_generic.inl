@@ -412,73 +412,113 @@ void score_bf16_generic(const std::uint16_t* base, Index stride, const Index* id
         });
 }
 
-// One row against QB queries (and its squared norm when NORM), every sum in double. Two 8-lane
-// accumulators per query cover a 16-element block; the row is widened once per block and feeds
-// all QB queries. Products of floats are exact in double, so fmaddd equals mul + add here and the
-// result depends only on the order of the sums, which is fixed (see kernel_table.hpp).
-template <int QB, bool NORM>
-inline void row_f64(const float* row, const double* const* qs, Index d, double* out, Index ld_out, double* norm) {
+// R rows against QB queries (and the rows' squared norms when NORM), every sum in double. Two
+// 8-lane accumulators per (row, query) cover a 16-element block; each row block is widened once
+// and feeds all QB queries, each query block feeds all R rows. Products of floats are exact in
+// double, so fmaddd equals mul + add here and a result depends only on the order of the sums, which
+// is the same for every (row, query) whatever R, QB or the tile's position (see kernel_table.hpp).
+template <int R, int QB, bool NORM>
+inline void tile_f64(const float* const* rows, const double* const* qs, Index d, double* out, Index ld_out,
+                     double* norms) {
     using D8 = typename Ops::D8;
-    constexpr int kAcc = 2 * QB + (NORM ? 2 : 0);
-    D8 acc[kAcc > 0 ? kAcc : 1];
-#pragma GCC unroll 16
+    constexpr int kAcc = 2 * R * QB + (NORM ? 2 * R : 0);
+    D8 acc[kAcc];
+#pragma GCC unroll 32
     for (int a = 0; a < kAcc; ++a) acc[a] = Ops::zerod();
     Index j = 0;
     for (; j + kLanes <= d; j += kLanes) {
-        const D8 x0 = Ops::load_f32_as_d(row + j);
-        const D8 x1 = Ops::load_f32_as_d(row + j + 8);
+        D8 x0[R], x1[R];
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+            x0[r] = Ops::load_f32_as_d(rows[r] + j);
+            x1[r] = Ops::load_f32_as_d(rows[r] + j + 8);
+        }
 #pragma GCC unroll 8
         for (int b = 0; b < QB; ++b) {
-            acc[2 * b] = Ops::fmaddd(x0, Ops::loadd(qs[b] + j), acc[2 * b]);
-            acc[2 * b + 1] = Ops::fmaddd(x1, Ops::loadd(qs[b] + j + 8), acc[2 * b + 1]);
+            const D8 y0 = Ops::loadd(qs[b] + j);
+            const D8 y1 = Ops::loadd(qs[b] + j + 8);
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r) {
+                acc[2 * (b * R + r)] = Ops::fmaddd(x0[r], y0, acc[2 * (b * R + r)]);
+                acc[2 * (b * R + r) + 1] = Ops::fmaddd(x1[r], y1, acc[2 * (b * R + r) + 1]);
+            }
         }
         if (NORM) {
-            acc[2 * QB] = Ops::fmaddd(x0, x0, acc[2 * QB]);
-            acc[2 * QB + 1] = Ops::fmaddd(x1, x1, acc[2 * QB + 1]);
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r) {
+                acc[2 * (QB * R + r)] = Ops::fmaddd(x0[r], x0[r], acc[2 * (QB * R + r)]);
+                acc[2 * (QB * R + r) + 1] = Ops::fmaddd(x1[r], x1[r], acc[2 * (QB * R + r) + 1]);
+            }
         }
     }
     for (int b = 0; b < QB; ++b) {
-        double sum = Ops::reduced(acc[2 * b]) + Ops::reduced(acc[2 * b + 1]);
-        for (Index t = j; t < d; ++t) sum += static_cast<double>(row[t]) * qs[b][t];
-        out[b * ld_out] = sum;
+        for (int r = 0; r < R; ++r) {
+            double sum = Ops::reduced(acc[2 * (b * R + r)]) + Ops::reduced(acc[2 * (b * R + r) + 1]);
+            for (Index t = j; t < d; ++t) sum += static_cast<double>(rows[r][t]) * qs[b][t];
+            out[b * ld_out + r] = sum;
+        }
     }
     if (NORM) {
-        double sum = Ops::reduced(acc[2 * QB]) + Ops::reduced(acc[2 * QB + 1]);
-        for (Index t = j; t < d; ++t) sum += static_cast<double>(row[t]) * static_cast<double>(row[t]);
-        *norm = sum;
+        for (int r = 0; r < R; ++r) {
+            double sum = Ops::reduced(acc[2 * (QB * R + r)]) + Ops::reduced(acc[2 * (QB * R + r) + 1]);
+            for (Index t = j; t < d; ++t) sum += static_cast<double>(rows[r][t]) * static_cast<double>(rows[r][t]);
+            norms[r] = sum;
+        }
     }
 }
 
-constexpr int kQueriesF64 = 4;  // queries per pass over a row (8 accumulators + 2 for the norm)
+// tile_f64 for run-time r in [1, R] and qb in [0, QB] (qb = 0: norms only).
+template <int R, int QB, bool NORM>
+inline void tile_f64_any(int r, int qb, const float* const* rows, const double* const* qs, Index d, double* out,
+                         Index ld_out, double* norms) {
+    if constexpr (R > 1) {
+        if (r < R) {
+            tile_f64_any<R - 1, QB, NORM>(r, qb, rows, qs, d, out, ld_out, norms);
+            return;
+        }
+    }
+    if constexpr (QB > 0) {
+        if (qb < QB) {
+            tile_f64_any<R, QB - 1, NORM>(r, qb, rows, qs, d, out, ld_out, norms);
+            return;
+        }
+    }
+    if constexpr (QB > 0 || NORM) tile_f64<R, QB, NORM>(rows, qs, d, out, ld_out, norms);
+}
 
-template <bool NORM>
-inline void row_f64_any(int qb, const float* row, const double* const* qs, Index d, double* out, Index ld_out,
-                        double* norm) {
-    switch (qb) {
-        case 0: row_f64<0, NORM>(row, qs, d, out, ld_out, norm); break;
-        case 1: row_f64<1, NORM>(row, qs, d, out, ld_out, norm); break;
-        case 2: row_f64<2, NORM>(row, qs, d, out, ld_out, norm); break;
-        case 3: row_f64<3, NORM>(row, qs, d, out, ld_out, norm); break;
-        default: row_f64<4, NORM>(row, qs, d, out, ld_out, norm); break;
+// Rows per tile: one query takes four rows at a time (eight independent sums), several queries
+// two rows by four queries (sixteen sums, each row and query block loaded once per tile).
+constexpr int kRowsF64Single = 4;
+constexpr int kRowsF64Multi = 2;
+constexpr int kQueriesF64 = 4;
+
+template <int R, int QB>
+inline void score_f32_f64_tiles(const float* base, Index stride, const Index* ids, Index n, Index d, const double* Qd,
+                                Index ldq, Index nq, double* out, Index ld_out, double* norms) {
+    const float* rows[R];
+    const double* qs[QB];
+    for (Index r0 = 0; r0 < n; r0 += R) {
+        const int r = static_cast<int>(n - r0 < R ? n - r0 : R);
+        for (int i = 0; i < r; ++i) rows[i] = base + (ids != nullptr ? ids[r0 + i] : r0 + i) * stride;
+        // The first group of queries also takes the norms; later groups find the rows in L1.
+        Index b0 = 0;
+        do {
+            const int qb = static_cast<int>(nq - b0 < QB ? nq - b0 : QB);
+            for (int b = 0; b < qb; ++b) qs[b] = Qd + (b0 + b) * ldq;
+            double* o = qb > 0 ? out + b0 * ld_out + r0 : nullptr;  // nq = 0: norms only, out unused
+            if (b0 == 0 && norms != nullptr)
+                tile_f64_any<R, QB, true>(r, qb, rows, qs, d, o, ld_out, norms + r0);
+            else if (qb > 0)
+                tile_f64_any<R, QB, false>(r, qb, rows, qs, d, o, ld_out, nullptr);
+            b0 += QB;
+        } while (b0 < nq);
     }
 }
 
 [[maybe_unused]] void score_f32_f64(const float* base, Index stride, const Index* ids, Index n, Index d,
                                     const double* Qd, Index ldq, Index nq, double* out, Index ld_out, double* norms) {
-    const double* qs[kQueriesF64];
-    for (Index r = 0; r < n; ++r) {
-        const float* row = base + (ids != nullptr ? ids[r] : r) * stride;
-        // The first group of queries also takes the norm; later groups find the row in L1.
-        Index b0 = 0;
-        do {
-            const int qb = static_cast<int>(nq - b0 < kQueriesF64 ? nq - b0 : kQueriesF64);
-            for (int b = 0; b < qb; ++b) qs[b] = Qd + (b0 + b) * ldq;
-            double* o = qb > 0 ? out + b0 * ld_out + r : nullptr;  // nq = 0: norms only, out unused
-            if (b0 == 0 && norms != nullptr)
-                row_f64_any<true>(qb, row, qs, d, o, ld_out, norms + r);
-            else
-                row_f64_any<false>(qb, row, qs, d, o, ld_out, nullptr);
-            b0 += kQueriesF64;
-        } while (b0 < nq);
-    }
+    if (nq <= 1)
+        score_f32_f64_tiles<kRowsF64Single, 1>(base, stride, ids, n, d, Qd, ldq, nq, out, ld_out, norms);
+    else
+        score_f32_f64_tiles<kRowsF64Multi, kQueriesF64>(base, stride, ids, n, d, Qd, ldq, nq, out, ld_out, norms);
 }

@@ -13,7 +13,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <initializer_list>
 #include <limits>
 #include <vector>
 
@@ -190,37 +189,36 @@ void temporal_query_scores(const double* dense, const Lex* lexical, const Index*
     std::copy(base, base + n, score);
     if (p.gamma > 0.0) {
         // Support: max over same-session neighbours rows[i] ± dist (inside the rows) of
-        // decay^(dist-1) · max(base, 0). Rows are sorted and unique, so the neighbour at offset
-        // +dist sits at most dist positions after i (and -dist at most dist before).
+        // decay^(dist-1) · max(base, 0), accumulated in scratch. Rows are sorted and unique, so
+        // the neighbour at offset +dist sits at most dist positions after i (-dist: before).
         const Index* session = timeline.session;
-        for (Index i = 0; i < n; ++i) {
-            const Index row = row_at(rows, i);
-            double support = 0.0;
-            for (Index dist = 1; dist <= p.radius; ++dist) {
-                const double factor = std::pow(p.decay, static_cast<double>(dist - 1));
-                if (factor == 0.0) break;
-                for (const Index sign : {Index{1}, Index{-1}}) {
-                    const Index target = row + sign * dist;
-                    Index j = -1;
-                    if (rows == nullptr) {
-                        if (target >= 0 && target < n) j = target;
-                    } else {
-                        for (Index step = 1; step <= dist; ++step) {
-                            const Index at = i + sign * step;
-                            if (at < 0 || at >= n) break;
-                            if (rows[at] == target) {
-                                j = at;
-                                break;
-                            }
-                            if (sign > 0 ? rows[at] > target : rows[at] < target) break;
-                        }
+        std::fill(scratch, scratch + n, 0.0);
+        for (Index dist = 1; dist <= p.radius; ++dist) {
+            const double factor = std::pow(p.decay, static_cast<double>(dist - 1));
+            if (factor == 0.0) break;
+            if (rows == nullptr) {
+                // All rows: the neighbour of row i at offset ±dist is position i ± dist.
+                for (Index i = 0; i + dist < n; ++i) {
+                    if (session[i] != session[i + dist]) continue;
+                    scratch[i] = std::max(scratch[i], factor * std::max(base[i + dist], 0.0));
+                    scratch[i + dist] = std::max(scratch[i + dist], factor * std::max(base[i], 0.0));
+                }
+                continue;
+            }
+            for (Index i = 0; i < n; ++i) {
+                // Only the pair (i, j > i) is searched; it lends support both ways.
+                const Index target = rows[i] + dist;
+                for (Index j = i + 1; j <= i + dist && j < n && rows[j] <= target; ++j) {
+                    if (rows[j] != target) continue;
+                    if (session[target] == session[rows[i]]) {
+                        scratch[i] = std::max(scratch[i], factor * std::max(base[j], 0.0));
+                        scratch[j] = std::max(scratch[j], factor * std::max(base[i], 0.0));
                     }
-                    if (j < 0 || session[target] != session[row]) continue;
-                    support = std::max(support, factor * std::max(base[j], 0.0));
+                    break;
                 }
             }
-            score[i] = score[i] + p.gamma * support;
         }
+        for (Index i = 0; i < n; ++i) score[i] = score[i] + p.gamma * scratch[i];
     }
     if (p.tau > 0.0 && intent && timeline.cue != nullptr) {
         for (Index i = 0; i < n; ++i)
