@@ -570,7 +570,7 @@ class HybridRetriever:
         Q = self._query_vector(vector) if cfg.needs_vector else None
         texts = [_check_text(text, "text")] if cfg.needs_text else None
         outputs = plan.run(self, texts, Q, 1, self._subset_ids(subset), 1)[0]
-        fused = ops._rrf_batch_trusted([[out.ids for out in outputs]], plan.weights, plan.k, cfg.k0)[0]
+        fused = ops._rrf_trusted([out.ids for out in outputs], plan.weights, plan.k, cfg.k0)
         return SearchResult(fused.ids, fused.scores, outputs, cfg, self._texts)
 
     # ---------------------------------------------------------------- batches
@@ -849,7 +849,8 @@ class LegPlan:
         g = _Group(retriever._E, texts, Q, n, sub, n_threads)
         depth = self.dense_depth_single if n == 1 else self.dense_depth_batch
         if depth and n:
-            g.pre = ops._prefilter_batch_trusted(g.E, Q, depth, sub, 1 if n == 1 else n_threads)
+            g.pre = (ops._prefilter_trusted(g.E, Q, depth, sub) if n == 1
+                     else ops._prefilter_batch_trusted(g.E, Q, depth, sub, n_threads))
         bm25 = retriever._bm25
         if (self.lexical_depth or (self.lexical_scores and lexical_scores is None)) and n:
             token_ids = [bm25._token_ids(tokens) for tokens in bm25._tokenize(texts)]
