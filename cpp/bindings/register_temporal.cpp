@@ -23,13 +23,13 @@ void require_length(const char* name, const std::optional<Vector>& v, Index n) {
     if (v && v->size() != n) fail(name, " must have length ", n, ", got ", v->size());
 }
 
-TemporalRanking temporal_batch_binding(const MatrixRef& E, const MatrixRef& Q, const OptionalLexical32& lexical32,
-                                       const OptionalLexical64& lexical64, const OptionalIds& rows, const IdRef& session,
-                                       const OptionalBytes& cue, const OptionalIds& day, const OptionalBytes& intent,
-                                       const OptionalIds& window_offsets, const OptionalIds& window_days, double alpha,
+TemporalRanking temporal_batch_binding(const MatrixRef& E, const MatrixRef& Q, const IdRef& session, double alpha,
                                        double gamma, Index radius, double decay, double tau, double delta,
-                                       Index before_days, Index after_days, Index k, bool check_rows,
-                                       Index n_threads) {
+                                       Index before_days, Index after_days, Index k,
+                                       const OptionalLexical32& lexical32, const OptionalLexical64& lexical64,
+                                       const OptionalIds& rows, const OptionalBytes& cue, const OptionalIds& day,
+                                       const OptionalBytes& intent, const OptionalIds& window_offsets,
+                                       const OptionalIds& window_days, bool check_rows, Index n_threads) {
     const Index N = E.rows();
     const Index B = Q.rows();
     if (session.size() != N) fail("session must have length ", N, ", got ", session.size());
@@ -62,16 +62,15 @@ void register_temporal(py::module_& m) {
     py::class_<TemporalRanking>(m, "NativeTemporalRanking", "(B, m) ids and float64 scores of the temporal leg.")
         .def_readonly("ids", &TemporalRanking::ids)
         .def_readonly("scores", &TemporalRanking::scores);
-    m.def("temporal_batch", &temporal_batch_binding, "E"_a.noconvert(), "Q"_a.noconvert(),
+    m.def("temporal_batch", &temporal_batch_binding, "E"_a.noconvert(), "Q"_a.noconvert(), "session"_a.noconvert(),
+          "alpha"_a, "gamma"_a, "radius"_a, "decay"_a, "tau"_a, "delta"_a, "before_days"_a, "after_days"_a, "k"_a,
           "lexical32"_a.noconvert() = py::none(), "lexical64"_a.noconvert() = py::none(),
-          "rows"_a.noconvert() = py::none(), "session"_a.noconvert(), "cue"_a.noconvert() = py::none(),
-          "day"_a.noconvert() = py::none(), "intent"_a.noconvert() = py::none(),
-          "window_offsets"_a.noconvert() = py::none(), "window_days"_a.noconvert() = py::none(), "alpha"_a,
-          "gamma"_a, "radius"_a, "decay"_a, "tau"_a, "delta"_a, "before_days"_a, "after_days"_a, "k"_a,
-          "check_rows"_a = true, "n_threads"_a = 0, release_gil(),
-          "The time-aware leg for every row of Q (B, d) float32 over E (N, d) float32 (fieldrank.temporal): "
-          "lexical (B, N) float32 or float64 scores (one of lexical32 / lexical64; none when alpha == 0), rows "
-          "(n,) sorted unique int64 (None: all N), session (N,) int64 keys, cue (N,) uint8, day (N,) int64 "
+          "rows"_a.noconvert() = py::none(), "cue"_a.noconvert() = py::none(), "day"_a.noconvert() = py::none(),
+          "intent"_a.noconvert() = py::none(), "window_offsets"_a.noconvert() = py::none(),
+          "window_days"_a.noconvert() = py::none(), "check_rows"_a = true, "n_threads"_a = 0, release_gil(),
+          "The time-aware leg for every row of Q (B, d) float32 over E (N, d) float32 (fieldrank.temporal), "
+          "session (N,) int64 keys, the leg's parameters and k; lexical (B, N) float32 or float64 scores (one of lexical32 / lexical64; none when alpha == 0), rows "
+          "(n,) sorted unique int64 (None: all N), cue (N,) uint8, day (N,) int64 "
           "session days (INT64_MIN: none), intent (B,) uint8, window_offsets (B + 1,) int64 into window_days "
           "(2W,) int64 inclusive (start, end) day pairs. check_rows=False skips the per-row finite / norm check "
           "for a corpus validated once. Returns NativeTemporalRanking of (B, min(k, n)).");

@@ -7,26 +7,27 @@ its rank, raw score and RRF contribution in every leg and, for CFS-R, its coeffi
 
 How a query is computed
 -----------------------
-*Single query* (:meth:`HybridRetriever.search`). One cosine prefilter pass over ``E`` serves
-every dense leg: it is run once at the largest depth any leg needs, and each leg takes a
-prefix of it (the prefilter's order is total — score, then lower id — so a prefix of the
-top-P is the top-p). The cosine leg is that prefix; CFS-R, CFS, MMR and Ring run their
-``*_pool`` operator on the prefix's ids, the rows gathered from ``E`` and the prefix's
-cosines. This is exactly what their corpus forms compute (which prefilter internally), minus
-the extra passes over ``E``. BM25 is scored once, at the largest lexical depth, and sliced
-likewise.
-
-*Batches* (:meth:`HybridRetriever.search_batch`) call the native ``*_batch`` operators (one
-query per thread, GIL released) and :meth:`fieldrank.bm25.BM25Index.top_batch`; their
-results are identical to one-by-one :meth:`~HybridRetriever.search` (tested).
+The configuration becomes a :class:`LegPlan`: one :class:`LegKind` of :data:`LEG_REGISTRY` per
+leg, each declaring what it needs (depth of the shared cosine prefilter, of the shared BM25
+ranking, every document's BM25 score, the timeline) and how it runs for a group of queries.
+:meth:`HybridRetriever.search` runs the plan for a group of one, :meth:`~HybridRetriever.search_batch`
+for each group of queries sharing a subset, and :func:`fieldrank.calibrate.calibrate` runs the
+same plan: the shared inputs are computed once per group (one prefilter pass at the largest depth
+any leg takes — its order is total, so a prefix of the top-P is the top-p — one BM25 ranking at
+the largest lexical depth), then every leg's ``run``. Dense-pool reranking legs rerank the
+shared prefilter prefix for one query and run their native ``*_batch`` operator (rows read in
+place, one query per thread) for a batch; the temporal leg is native (``_core.temporal_batch``).
+Results of a batch are identical to one-by-one searches (tested). ``docs/design.md`` lists the
+registry and the four places a new leg kind touches.
 
 *Union pools* (``pool="union"`` on a CFS-R or CFS leg) rerank the sorted union of the dense
-top-``p`` and the BM25 top-``union_p`` as a caller pool (vectors gathered from ``E``,
-cosines computed by the operator).
+top-``p`` and the BM25 top-``union_p`` as a caller pool.
 
 *Subsets* restrict a query to some document ids (one conversation, one tenant) without
-rebuilding anything: the dense legs use the operators' masked prefilter (``subset=``) and
-BM25 its subset mask, so nothing outside the subset can appear in any leg.
+rebuilding anything: every leg reads only the subset's rows, so nothing outside it can appear.
+
+*Checked once.* The corpus is checked at construction, each query vector and subset once per
+call; the layers below use trusted entry points that neither re-check nor copy ``E``.
 
 Input conversion (done once, and only here)
 -------------------------------------------

@@ -384,10 +384,11 @@ def _run_leg(E: np.ndarray, Q: np.ndarray, lexical: Optional[np.ndarray], k: int
     day = None if timeline.time is None else timeline.time.view(np.int64)
     offsets, days = _window_arrays(windows if timeline.time is not None else None)
     r = _core.temporal_batch(
-        E, Q, lex32, lex64, rows, np.ascontiguousarray(timeline.session), cue, day,
-        None if intent is None else np.ascontiguousarray(intent, dtype=bool).view(np.uint8), offsets, days,
-        params.alpha, params.gamma, params.radius, params.decay, params.tau, params.delta, params.before_days,
-        params.after_days, k, check_rows, n_threads)
+        E, Q, np.ascontiguousarray(timeline.session), params.alpha, params.gamma, params.radius, params.decay,
+        params.tau, params.delta, params.before_days, params.after_days, k, lexical32=lex32, lexical64=lex64,
+        rows=rows, cue=cue, day=day,
+        intent=None if intent is None else np.ascontiguousarray(intent, dtype=bool).view(np.uint8),
+        window_offsets=offsets, window_days=days, check_rows=check_rows, n_threads=n_threads)
     return Ranking(r.ids, r.scores)
 
 

@@ -145,13 +145,22 @@ inline void temporal_dense(const MatrixRef& E, const RowMatrixXd& Qd, Index q0, 
     const Index chunks = (n + chunk - 1) / chunk;
     std::vector<double> norms(check_rows ? static_cast<std::size_t>(n) : 0);
     const float* base = E.data();
+    // Per chunk of rows (kept in L2), the queries go in small groups whose float64 copies stay in
+    // L1; E itself is read from memory once per block of queries.
+    const Index group = defaults::temporal_query_group;
     parallel_for(0, chunks, n_threads, [&](Index c) {
         const Index begin = c * chunk;
         const Index count = std::min(chunk, n - begin);
         const Index* ids = rows != nullptr ? rows + begin : nullptr;
         const float* first = rows != nullptr ? base : base + begin * E.outerStride();
-        kernels.score_f32_f64(first, E.outerStride(), ids, count, E.cols(), Qd.data() + q0 * Qd.cols(), Qd.cols(),
-                              nq, nq > 0 ? dense + begin : nullptr, n, check_rows ? norms.data() + begin : nullptr);
+        Index g0 = 0;
+        do {  // nq = 0 still makes one call, for the norms
+            const Index gq = std::min(group, nq - g0);
+            kernels.score_f32_f64(first, E.outerStride(), ids, count, E.cols(), Qd.data() + (q0 + g0) * Qd.cols(),
+                                  Qd.cols(), gq, gq > 0 ? dense + g0 * n + begin : nullptr, n,
+                                  check_rows && g0 == 0 ? norms.data() + begin : nullptr);
+            g0 += group;
+        } while (g0 < nq);
     });
     if (!check_rows) return;
     const double min_norm = defaults::min_row_norm_sq;
