@@ -6,7 +6,7 @@ import os
 
 import fieldrank
 
-from .common import SkipNotImplemented
+from .common import SkipNotImplemented, require
 
 
 class LocomoStack:
@@ -49,6 +49,7 @@ class RetrieverPresets:
         from fieldrank.bench import retriever_inputs
         from fieldrank.hybrid import HybridRetriever
 
+        require(n, 384)
         texts, E, self.q_texts, self.Q = retriever_inputs(n)
         self.retriever = HybridRetriever(texts, E, preset)
 
