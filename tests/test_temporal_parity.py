@@ -114,3 +114,61 @@ def test_errors_are_the_same(module):
         module.temporal_batch(E, Q, lex, 0, timeline=timeline)
     empty = module.temporal_batch(E, Q[:0], lex[:0], 5, timeline=timeline)
     assert empty.ids.shape == (0, 5)
+
+
+def test_every_kernel_variant_gives_the_same_bits():
+    from fieldrank import _core
+
+    _, E, Q, lex, timeline = _data(300, d=37, seed=9)  # d not a multiple of 16: the tail counts too
+    before = _core.kernel_variant()
+    try:
+        results = {}
+        for variant in _core.supported_kernel_variants():
+            _core.set_kernel_variant(variant)
+            results[variant] = tl.temporal_batch(E, Q, lex, 20, timeline=timeline, questions=QUESTIONS)
+    finally:
+        _core.set_kernel_variant(before)
+    first = results["portable"]
+    for variant, r in results.items():
+        np.testing.assert_array_equal(r.ids, first.ids, err_msg=variant)
+        np.testing.assert_array_equal(r.scores, first.scores, err_msg=variant)
+
+
+def test_the_retriever_checks_its_corpus_once(monkeypatch):
+    """After construction no search re-checks or re-validates E's rows (issue 16)."""
+    from fieldrank import _validation
+    from fieldrank.hybrid import HybridRetriever
+
+    _, E, Q, _, timeline = _data(200, seed=12)
+    texts = [f"turn {i} about the lake in July" if i % 7 == 0 else f"turn {i} about cooking" for i in range(200)]
+    retriever = HybridRetriever(texts, E, "default", timeline=timeline)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the corpus was validated again")
+
+    monkeypatch.setattr(_validation, "check_rows_finite_nonzero", refuse)
+    monkeypatch.setattr(_validation, "corpus", refuse)
+    single = retriever.search(QUESTIONS[0], Q[0], subset=np.arange(0, 200, 2))
+    batch = retriever.search_batch(QUESTIONS, Q, subset=np.arange(0, 200, 2))
+    np.testing.assert_array_equal(single.ids, batch[0].ids)
+    for preset in ("rrf2", "rrf_cfsr", "cosine"):
+        other = retriever.with_config(preset)
+        other.search(QUESTIONS[0], Q[0])
+        other.search_batch(QUESTIONS, Q, n_threads=2)
+
+
+def test_default_preset_batch_equals_search_for_any_thread_count():
+    from fieldrank.hybrid import HybridRetriever
+
+    rng, E, Q, _, timeline = _data(240, B=9, seed=21)
+    texts = [f"we went to the lake in July {i}" if i % 5 == 0 else f"turn {i} about cooking" for i in range(240)]
+    retriever = HybridRetriever(texts, E, "default", timeline=timeline)
+    questions = [QUESTIONS[i % len(QUESTIONS)] for i in range(9)]
+    subsets = [None if b % 3 == 0 else np.sort(rng.permutation(240)[:150]) for b in range(9)]
+    runs = [retriever.search_batch(questions, Q, subsets=subsets, n_threads=t) for t in (1, 2, 8)]
+    for b in range(9):
+        one = retriever.search(questions[b], Q[b], subset=subsets[b])
+        for run in runs:
+            np.testing.assert_array_equal(run[b].ids, one.ids)
+            np.testing.assert_array_equal(run[b].scores, one.scores)
+            np.testing.assert_array_equal(run[b].legs[0].scores, one.legs[0].scores)
