@@ -354,6 +354,8 @@ class HybridRetriever:
             self._timeline_years = _temporal._years_spanned(self._timeline, None)
         # Leg plans by k (a k above a leg's depth deepens it): built on first use.
         self._plans: dict[int, LegPlan] = {}
+        self._needs_vector = config.needs_vector
+        self._needs_text = config.needs_text
 
     @classmethod
     def _from_parts(cls, texts: tuple[str, ...], E: np.ndarray, config: RetrieverConfig, bm25: BM25Index,
@@ -520,12 +522,12 @@ class HybridRetriever:
 
     def _check_query_inputs(self, has_text: bool, has_vector: bool, what: str) -> None:
         cfg = self._config
-        if cfg.needs_vector and not has_vector:
+        if self._needs_vector and not has_vector:
             dense = [leg.name for leg in cfg.legs if leg.needs_vector]
             msg = (f"config {cfg.name!r} has dense legs {dense}: pass the query {what}, or use a lexical "
                    "configuration such as the 'bm25' preset")
             raise ValueError(msg)
-        if cfg.needs_text and not has_text:
+        if self._needs_text and not has_text:
             lexical = [leg.name for leg in cfg.legs if leg.needs_text]
             msg = f"config {cfg.name!r} has lexical legs or union pools {lexical}: pass the query text"
             raise ValueError(msg)
@@ -568,8 +570,8 @@ class HybridRetriever:
         self._check_query_inputs(text is not None, vector is not None, "vector")
         cfg = self._config
         plan = self._plan_for(self._final_k(k))
-        Q = self._query_vector(vector) if cfg.needs_vector else None
-        texts = [_check_text(text, "text")] if cfg.needs_text else None
+        Q = self._query_vector(vector) if self._needs_vector else None
+        texts = [_check_text(text, "text")] if self._needs_text else None
         outputs = plan.run(self, texts, Q, 1, self._subset_ids(subset), 1)[0]
         fused = ops._rrf_trusted([out.ids for out in outputs], plan.weights, plan.k, cfg.k0)
         return SearchResult(fused.ids, fused.scores, outputs, cfg, self._texts)
@@ -862,7 +864,8 @@ class LegPlan:
                     mask[sub] = True
                 g.lex_top = [bm25._rank(ids, self.lexical_depth, mask) for ids in token_ids]
             if self.lexical_scores and lexical_scores is None:
-                g.lex_scores = np.stack([bm25._scores_from_ids(ids) for ids in token_ids])
+                scores = [bm25._scores_from_ids(ids) for ids in token_ids]
+                g.lex_scores = scores[0][None, :] if n == 1 else np.stack(scores)
         if lexical_scores is not None:
             g.lex_scores = lexical_scores
         columns = [kind.run(leg, retriever, g) if n else [] for leg, kind in zip(self.legs, self.kinds)]
