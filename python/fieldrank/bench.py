@@ -856,6 +856,8 @@ def write_outputs(report: Report, out_dir: Path, machine: Dict[str, str], comman
         import matplotlib.pyplot as plt
 
         rows = report.chart_rows
+        if not rows:  # only steps without speed-up targets ran (e.g. --skip all but default)
+            return
         fig, ax = plt.subplots(figsize=(9, 0.32 * len(rows) + 1.4))
         y = np.arange(len(rows))
         values = [max(r[1], 1e-3) for r in rows]
