@@ -172,3 +172,18 @@ def test_default_preset_batch_equals_search_for_any_thread_count():
             np.testing.assert_array_equal(run[b].ids, one.ids)
             np.testing.assert_array_equal(run[b].scores, one.scores)
             np.testing.assert_array_equal(run[b].legs[0].scores, one.legs[0].scores)
+
+
+def test_a_corpus_beyond_the_cache_equals_the_reference():
+    # 17,000 rows x 64 floats (4.4 MB) exceed the cache-resident size: rows split across threads.
+    rng, E, Q, lex, timeline = _data(17_000, d=64, B=5, seed=31)
+    subset = np.sort(rng.permutation(17_000)[:16_600])
+    for sub in (None, subset):
+        got = tl.temporal_batch(E, Q, lex, 10, timeline=timeline, questions=QUESTIONS, subset=sub, n_threads=3)
+        _same(got, ref.temporal_batch(E, Q, lex, 10, timeline=timeline, questions=QUESTIONS, subset=sub))
+        one = tl.temporal_batch(E, Q, lex, 10, timeline=timeline, questions=QUESTIONS, subset=sub, n_threads=1)
+        np.testing.assert_array_equal(one.scores, got.scores)
+    bad = E.copy()
+    bad[16_999] = np.nan
+    with pytest.raises(ValueError, match="E must be finite, got nan at row 16999"):
+        tl.temporal_batch(bad, Q, lex, 10, timeline=timeline, n_threads=2)

@@ -209,3 +209,20 @@ TEST_CASE("temporal: bad rows, unsorted rows and bad lexical scores are refused"
     CHECK_THROWS_WITH(temporal_batch(f.E, f.Q, lex, nullptr, 20, timeline, TemporalQueries{}, 0, p, 0, true, 1),
                       std::invalid_argument, "k must be a positive integer");
 }
+
+TEST_CASE("temporal: a corpus beyond the cache (rows split across threads) equals single queries") {
+    // 20,000 rows × 64 floats = 5 MB: more than temporal_cache_resident_bytes, so the cosines of a
+    // block of queries are computed with E's rows split across threads.
+    const Fixture f = make_fixture(20000, 64, 6, 17);
+    const TemporalParams p{0.5, 0.5, 2, 0.5, 1.0, 1.5, 7, 14};
+    const TemporalRanking one = run(f, nullptr, p, 10, 1, f.Q);
+    const TemporalRanking many = run(f, nullptr, p, 10, 4, f.Q);
+    CHECK(one.ids == many.ids);
+    CHECK(one.scores == many.scores);
+    for (Index b = 0; b < f.Q.rows(); b += 2) {
+        const RowMatrixXf q = f.Q.row(b);
+        const TemporalRanking single = run(f, nullptr, p, 10, 3, q, b);
+        CHECK(single.ids.row(0) == one.ids.row(b));
+        CHECK(single.scores.row(0) == one.scores.row(b));
+    }
+}

@@ -430,11 +430,15 @@ def temporal_batch(E: np.ndarray, Q: np.ndarray, lexical: Optional[np.ndarray], 
 def temporal(E: np.ndarray, q: np.ndarray, lexical: Optional[np.ndarray], k: int = 50, *, timeline: Timeline,
              question: Optional[str] = None, params: TemporalParams = TemporalParams(),
              subset: Optional[np.ndarray] = None) -> Ranking:
-    """:func:`temporal_batch` for one query ``q`` (d,) with lexical scores (N,); 1-D ``Ranking``."""
+    """:func:`temporal_batch` for one query ``q`` (d,) with lexical scores (N,); 1-D ``Ranking``.
+
+    Runs on the calling thread, like the other single-query operators.
+    """
     q = _v.float32_array(q, "q", 1)
     lex = None if lexical is None else np.asarray(lexical)[None, :]
     res = temporal_batch(E, q[None, :], lex, k, timeline=timeline,
-                         questions=None if question is None else [question], params=params, subset=subset)
+                         questions=None if question is None else [question], params=params, subset=subset,
+                         n_threads=1)
     return Ranking(res.ids[0], res.scores[0])
 
 

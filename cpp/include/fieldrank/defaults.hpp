@@ -70,6 +70,9 @@ inline constexpr std::int64_t temporal_block_bytes = std::int64_t{64} << 20;
 // Queries scored together over a chunk of rows by the temporal leg's double kernel: their float64
 // copies (d · 8 bytes each) then stay in L1 beside the rows.
 inline constexpr std::int64_t temporal_query_group = 4;
+// Rows of at most this many bytes (float32) stay in cache across query groups: the temporal leg
+// then gives each thread whole query groups (one parallel region) instead of splitting the rows.
+inline constexpr std::int64_t temporal_cache_resident_bytes = std::int64_t{4} << 20;
 
 }  // namespace defaults
 

@@ -269,42 +269,62 @@ TemporalRanking temporal_batch(const MatrixRef& E, const MatrixRef& Q, LexicalSc
         if (check_rows) detail::temporal_dense(E, Qd, 0, 0, rows, n, true, n_threads, nullptr);
         return out;
     }
-    // Queries go in blocks whose cosines fit the scratch budget (at least one query group), so a
-    // large batch over a large corpus never holds a B × n matrix.
+    // One query's leg scores from its cosines (dense_row: n doubles, null when alpha == 1) into out.
+    auto finish = [&](Index b, const double* dense_row) {
+        std::vector<double> work(static_cast<std::size_t>(3 * n));
+        double* base = work.data();
+        double* scratch = base + n;
+        double* score = scratch + n;
+        const Index* windows = nullptr;
+        Index count = 0;
+        if (queries.window_offsets != nullptr) {
+            windows = queries.window_days + 2 * queries.window_offsets[b];
+            count = queries.window_offsets[b + 1] - queries.window_offsets[b];
+        }
+        const bool intent = queries.intent != nullptr && queries.intent[b] != 0;
+        detail::temporal_query_scores(dense_row, lexical.data != nullptr ? lexical.data + b * lexical.ld : nullptr,
+                                      rows, n, timeline, intent, windows, count, p, base, scratch, score);
+        TopK<double> best(width);
+        for (Index i = 0; i < n; ++i) best.push(score[i], detail::row_at(rows, i));
+        const auto top = best.take_sorted();
+        for (Index i = 0; i < static_cast<Index>(top.size()); ++i) {
+            out.ids(b, i) = top[static_cast<std::size_t>(i)].id;
+            out.scores(b, i) = top[static_cast<std::size_t>(i)].score;
+        }
+    };
+    const Index group = defaults::temporal_query_group;
+    const bool cache_resident =
+        static_cast<Index>(sizeof(float)) * n * E.cols() <= defaults::temporal_cache_resident_bytes;
+    // The public path checks every row once (a retriever or store validated its corpus at
+    // construction and passes check_rows = false): fused into the first cosine pass over a large
+    // corpus, a pass of its own over cache-resident rows or when no cosine is needed.
+    const bool fused_check = check_rows && need_dense && !cache_resident;
+    if (check_rows && !fused_check) detail::temporal_dense(E, Qd, 0, 0, rows, n, true, n_threads, nullptr);
+    if (cache_resident) {
+        // The rows fit in cache (one conversation, a tenant): each thread takes whole groups of
+        // queries, cosines and scores, so the batch is one parallel region.
+        const Index groups = (B + group - 1) / group;
+        parallel_for(0, groups, n_threads, [&](Index g) {
+            const Index q0 = g * group;
+            const Index nq = std::min(group, B - q0);
+            std::vector<double> dense(need_dense ? static_cast<std::size_t>(nq * n) : 0);
+            if (need_dense) detail::temporal_dense(E, Qd, q0, nq, rows, n, false, 1, dense.data());
+            for (Index local = 0; local < nq; ++local)
+                finish(q0 + local, need_dense ? dense.data() + local * n : nullptr);
+        });
+        return out;
+    }
+    // Larger corpora: queries go in blocks whose cosines fit the scratch budget (at least one scan
+    // group), E is read once per block with its rows split across threads, then the queries of
+    // the block are finished in parallel. A large batch never holds a B × n matrix.
     const Index by_budget = defaults::temporal_block_bytes / static_cast<Index>(sizeof(double) * n);
     const Index block = std::max<Index>(defaults::scan_query_group, std::min(B, by_budget));
     std::vector<double> dense(need_dense ? static_cast<std::size_t>(std::min(block, B) * n) : 0);
-    bool rows_checked = !check_rows;
     for (Index q0 = 0; q0 < B; q0 += block) {
         const Index nq = std::min(block, B - q0);
-        if (need_dense || !rows_checked)
-            detail::temporal_dense(E, Qd, q0, need_dense ? nq : 0, rows, n, !rows_checked, n_threads,
-                                   need_dense ? dense.data() : nullptr);
-        rows_checked = true;
-        parallel_for(0, nq, n_threads, [&](Index local) {
-            const Index b = q0 + local;
-            std::vector<double> work(static_cast<std::size_t>(3 * n));
-            double* base = work.data();
-            double* scratch = base + n;
-            double* score = scratch + n;
-            const Index* windows = nullptr;
-            Index count = 0;
-            if (queries.window_offsets != nullptr) {
-                windows = queries.window_days + 2 * queries.window_offsets[b];
-                count = queries.window_offsets[b + 1] - queries.window_offsets[b];
-            }
-            const bool intent = queries.intent != nullptr && queries.intent[b] != 0;
-            detail::temporal_query_scores(need_dense ? dense.data() + local * n : nullptr,
-                                          lexical.data != nullptr ? lexical.data + b * lexical.ld : nullptr, rows, n,
-                                          timeline, intent, windows, count, p, base, scratch, score);
-            TopK<double> best(width);
-            for (Index i = 0; i < n; ++i) best.push(score[i], detail::row_at(rows, i));
-            const auto top = best.take_sorted();
-            for (Index i = 0; i < static_cast<Index>(top.size()); ++i) {
-                out.ids(b, i) = top[static_cast<std::size_t>(i)].id;
-                out.scores(b, i) = top[static_cast<std::size_t>(i)].score;
-            }
-        });
+        if (need_dense) detail::temporal_dense(E, Qd, q0, nq, rows, n, fused_check && q0 == 0, n_threads, dense.data());
+        parallel_for(0, nq, n_threads,
+                     [&](Index local) { finish(q0 + local, need_dense ? dense.data() + local * n : nullptr); });
     }
     return out;
 }
