@@ -486,9 +486,10 @@ inline void tile_f64_any(int r, int qb, const float* const* rows, const double* 
     if constexpr (QB > 0 || NORM) tile_f64<R, QB, NORM>(rows, qs, d, out, ld_out, norms);
 }
 
-// Rows per tile: one query takes four rows at a time (eight independent sums), several queries
-// two rows by four queries (sixteen sums, each row and query block loaded once per tile).
-constexpr int kRowsF64Single = 4;
+// Rows per tile: one query takes twice the fp32 single-query tile (8 rows with avx512: sixteen
+// independent sums, enough to hide the FMA latency and the widening), several queries two rows by
+// four queries (sixteen sums, each row and query block loaded once per tile).
+constexpr int kRowsF64Single = 2 * Ops::kRowsSingle;
 constexpr int kRowsF64Multi = 2;
 constexpr int kQueriesF64 = 4;
 

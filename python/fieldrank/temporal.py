@@ -371,8 +371,8 @@ def _run_leg(E: np.ndarray, Q: np.ndarray, lexical: Optional[np.ndarray], k: int
     """The native leg on checked arguments (no copy of ``E``; ``rows`` sorted, None: all rows).
 
     Layers that validated their corpus once (:class:`fieldrank.HybridRetriever`, the memory store)
-    call this with ``check_rows=False``; :func:`temporal_batch` checks each row it reads, in the
-    same pass that scores it.
+    call this with ``check_rows=False``; :func:`temporal_batch` checks each row it reads once per
+    call (finite, non-zero norm), in native code.
     """
     lex32 = lex64 = None
     if lexical is not None and params.alpha > 0.0:
