@@ -486,10 +486,11 @@ inline void tile_f64_any(int r, int qb, const float* const* rows, const double* 
     if constexpr (QB > 0 || NORM) tile_f64<R, QB, NORM>(rows, qs, d, out, ld_out, norms);
 }
 
-// Rows per tile: one query takes twice the fp32 single-query tile (8 rows with avx512: sixteen
-// independent sums, enough to hide the FMA latency and the widening), several queries two rows by
-// four queries (sixteen sums, each row and query block loaded once per tile).
-constexpr int kRowsF64Single = 2 * Ops::kRowsSingle;
+// Rows per tile: one query takes twice the fp32 single-query tile, at most 8 rows (16 independent
+// sums in 16 registers with avx512, enough to hide the FMA latency and the widening; 4 rows with
+// avx2, whose D8 takes two registers); several queries two rows by four queries (sixteen sums,
+// each row and query block loaded once per tile).
+constexpr int kRowsF64Single = 2 * Ops::kRowsSingle < 8 ? 2 * Ops::kRowsSingle : 8;
 constexpr int kRowsF64Multi = 2;
 constexpr int kQueriesF64 = 4;
 
