@@ -33,12 +33,13 @@ from pathlib import Path
 import numpy as np
 
 import fieldrank
-from fieldrank.config import BM25Leg, CFSLeg, CFSRLeg, CosineLeg, MMRLeg, RingLeg
+import fieldrank.temporal
+from fieldrank.config import BM25Leg, CFSLeg, CFSRLeg, CosineLeg, MMRLeg, RingLeg, TemporalLeg
 from fieldrank.hybrid import HybridRetriever
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo"
 DEFAULT_EMBEDDINGS = "mpnet-base-v2"
-DEFAULT_PRESETS = ("rrf2", "rrf_cfsr")
+DEFAULT_PRESETS = ("default", "rrf2", "rrf_cfsr")
 DEFAULT_REPEATS = 3
 WARMUP_QUERIES = 20
 PERCENTILE = 90
@@ -57,7 +58,13 @@ def _load(data: Path, embeddings: str):
     return texts, E, [q["question"] for q in questions], Q, query_subsets
 
 
-def _direct(retriever: HybridRetriever, text: str, q: np.ndarray):
+def _timeline(retriever: HybridRetriever) -> fieldrank.temporal.Timeline:
+    """The timeline a retriever built without one uses: corpus order is one session, cues from the texts."""
+    return fieldrank.temporal.Timeline(session=np.zeros(len(retriever), dtype=np.int64),
+                                       cue=fieldrank.temporal.time_cues(retriever.texts))
+
+
+def _direct(retriever: HybridRetriever, text: str, q: np.ndarray, timeline=None):
     """The legs of the config called one by one through the public operators, then ``rrf``."""
     E = retriever.embeddings
     legs = []
@@ -74,6 +81,9 @@ def _direct(retriever: HybridRetriever, text: str, q: np.ndarray):
             legs.append(fieldrank.mmr(E, q, leg.depth, p=leg.p, **leg.operator_kwargs()).ids)
         elif isinstance(leg, RingLeg):
             legs.append(fieldrank.ring(E, q, leg.depth, **leg.operator_kwargs()).ids)
+        elif isinstance(leg, TemporalLeg):
+            legs.append(fieldrank.temporal.temporal(E, q, retriever.bm25.scores(text), leg.depth, timeline=timeline,
+                                                    question=text, params=leg.params()).ids)
     return fieldrank.rrf(legs, retriever.config.weights, retriever.config.k, k0=retriever.config.k0)
 
 
@@ -96,13 +106,14 @@ def run(data: Path, embeddings: str, presets, n_queries, repeats: int, threads: 
     rows = []
     for name in presets:
         r = base.with_config(name)
+        timeline = _timeline(r)
         for i in range(min(WARMUP_QUERIES, n)):
             r.search(q_texts[i], Q[i])
         # Interleaved per query, so that load drifting during the run hits both alike.
         direct, single, single_results = [], [], []
         for i in range(n):
             start = time.perf_counter()
-            _direct(r, q_texts[i], Q[i])
+            _direct(r, q_texts[i], Q[i], timeline)
             middle = time.perf_counter()
             single_results.append(r.search(q_texts[i], Q[i]))
             direct.append(middle - start)

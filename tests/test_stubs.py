@@ -76,7 +76,7 @@ def binary_kind(annotation: str) -> str:
     sequence = "collections.abc.Sequence["
     if annotation.startswith(sequence):
         return f"seq[{binary_kind(annotation[len(sequence):-1])}]"
-    for dtype in ("float32", "float64", "int64", "int32", "uint16", "int8"):
+    for dtype in ("float32", "float64", "int64", "int32", "uint16", "uint8", "int8"):  # uint8 before int8
         if f"numpy.{dtype}" in annotation:
             rank = 2 if '"[m, n]"' in annotation else 1
             contiguous = "C" if "flags.c_contiguous" in annotation else ""
@@ -101,6 +101,8 @@ STUB_ALIASES = {
     "_U16Matrix": "uint16[2]C",
     "_I8Matrix": "int8[2]C",
     "_I32Vector": "int32[1]",
+    "_F64Matrix": "float64[2]C",
+    "_U8Vector": "uint8[1]",
     "int": "int",
     "str": "str",
     "float": "float",

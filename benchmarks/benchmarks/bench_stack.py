@@ -6,7 +6,7 @@ import os
 
 import fieldrank
 
-from .common import SkipNotImplemented
+from .common import SkipNotImplemented, require
 
 
 class LocomoStack:
@@ -35,3 +35,26 @@ class LocomoStack:
         from fieldrank.bench import run_stack
 
         run_stack(self.inputs, ref, n_threads=threads)
+
+
+class RetrieverPresets:
+    """``HybridRetriever`` end to end on synthetic corpora (d = 384): the shipped ``default`` preset
+    (native temporal leg) beside ``rrf2``, one query per call and a batch of 32 (one thread)."""
+
+    params = [[1_000, 20_000, 100_000], ["default", "rrf2"]]
+    param_names = ["n", "preset"]
+    timeout = 600
+
+    def setup(self, n, preset):
+        from fieldrank.bench import retriever_inputs
+        from fieldrank.hybrid import HybridRetriever
+
+        require(n, 384)
+        texts, E, self.q_texts, self.Q = retriever_inputs(n)
+        self.retriever = HybridRetriever(texts, E, preset)
+
+    def time_search(self, n, preset):
+        self.retriever.search(self.q_texts[0], self.Q[0])
+
+    def time_search_batch_32(self, n, preset):
+        self.retriever.search_batch(self.q_texts, self.Q, n_threads=1)

@@ -20,3 +20,4 @@ void register_mmr(py::module_& m);
 void register_ring(py::module_& m);
 void register_rrf(py::module_& m);
 void register_quantized(py::module_& m);
+void register_temporal(py::module_& m);

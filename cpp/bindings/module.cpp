@@ -1,7 +1,7 @@
 #include "common.hpp"
 
 PYBIND11_MODULE(_core, m) {
-    m.doc() = "fieldrank native core: prefilter, CFS-R, CFS, MMR, Ring and weighted RRF.";
+    m.doc() = "fieldrank native core: prefilter, CFS-R, CFS, MMR, Ring, weighted RRF and the temporal leg.";
     register_info(m);
     register_results(m);
     register_prefilter(m);
@@ -11,4 +11,5 @@ PYBIND11_MODULE(_core, m) {
     register_ring(m);
     register_rrf(m);
     register_quantized(m);
+    register_temporal(m);
 }

@@ -178,7 +178,7 @@ void score_int8_vnni(const std::int8_t* base, Index stride, const Index* ids, In
 // Only the two reduced-precision entries are set; dispatch.cpp fills the rest from avx512.
 extern const KernelTable avx512_bf16_overrides;
 const KernelTable avx512_bf16_overrides = {
-    "avx512_bf16", nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, score_bf16_dp, score_int8_vnni,
+    "avx512_bf16", nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, score_bf16_dp, score_int8_vnni, nullptr,
 };
 
 }  // namespace simd

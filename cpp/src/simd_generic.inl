@@ -411,3 +411,116 @@ void score_bf16_generic(const std::uint16_t* base, Index stride, const Index* id
             bf16_tile<1>(rows, ahead, q, d, o);
         });
 }
+
+// R rows against QB queries (and the rows' squared norms when NORM), every sum in double. Two
+// 8-lane accumulators per (row, query) cover a 16-element block; each row block is widened once
+// and feeds all QB queries, each query block feeds all R rows. Products of floats are exact in
+// double, so fmaddd equals mul + add here and a result depends only on the order of the sums, which
+// is the same for every (row, query) whatever R, QB or the tile's position (see kernel_table.hpp).
+template <int R, int QB, bool NORM>
+inline void tile_f64(const float* const* rows, const double* const* qs, Index d, double* out, Index ld_out,
+                     double* norms) {
+    using D8 = typename Ops::D8;
+    constexpr int kAcc = 2 * R * QB + (NORM ? 2 * R : 0);
+    D8 acc[kAcc];
+#pragma GCC unroll 32
+    for (int a = 0; a < kAcc; ++a) acc[a] = Ops::zerod();
+    Index j = 0;
+    for (; j + kLanes <= d; j += kLanes) {
+        D8 x0[R], x1[R];
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+            x0[r] = Ops::load_f32_as_d(rows[r] + j);
+            x1[r] = Ops::load_f32_as_d(rows[r] + j + 8);
+        }
+#pragma GCC unroll 8
+        for (int b = 0; b < QB; ++b) {
+            const D8 y0 = Ops::loadd(qs[b] + j);
+            const D8 y1 = Ops::loadd(qs[b] + j + 8);
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r) {
+                acc[2 * (b * R + r)] = Ops::fmaddd(x0[r], y0, acc[2 * (b * R + r)]);
+                acc[2 * (b * R + r) + 1] = Ops::fmaddd(x1[r], y1, acc[2 * (b * R + r) + 1]);
+            }
+        }
+        if (NORM) {
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r) {
+                acc[2 * (QB * R + r)] = Ops::fmaddd(x0[r], x0[r], acc[2 * (QB * R + r)]);
+                acc[2 * (QB * R + r) + 1] = Ops::fmaddd(x1[r], x1[r], acc[2 * (QB * R + r) + 1]);
+            }
+        }
+    }
+    for (int b = 0; b < QB; ++b) {
+        for (int r = 0; r < R; ++r) {
+            double sum = Ops::reduced(acc[2 * (b * R + r)]) + Ops::reduced(acc[2 * (b * R + r) + 1]);
+            for (Index t = j; t < d; ++t) sum += static_cast<double>(rows[r][t]) * qs[b][t];
+            out[b * ld_out + r] = sum;
+        }
+    }
+    if (NORM) {
+        for (int r = 0; r < R; ++r) {
+            double sum = Ops::reduced(acc[2 * (QB * R + r)]) + Ops::reduced(acc[2 * (QB * R + r) + 1]);
+            for (Index t = j; t < d; ++t) sum += static_cast<double>(rows[r][t]) * static_cast<double>(rows[r][t]);
+            norms[r] = sum;
+        }
+    }
+}
+
+// tile_f64 for run-time r in [1, R] and qb in [0, QB] (qb = 0: norms only).
+template <int R, int QB, bool NORM>
+inline void tile_f64_any(int r, int qb, const float* const* rows, const double* const* qs, Index d, double* out,
+                         Index ld_out, double* norms) {
+    if constexpr (R > 1) {
+        if (r < R) {
+            tile_f64_any<R - 1, QB, NORM>(r, qb, rows, qs, d, out, ld_out, norms);
+            return;
+        }
+    }
+    if constexpr (QB > 0) {
+        if (qb < QB) {
+            tile_f64_any<R, QB - 1, NORM>(r, qb, rows, qs, d, out, ld_out, norms);
+            return;
+        }
+    }
+    if constexpr (QB > 0 || NORM) tile_f64<R, QB, NORM>(rows, qs, d, out, ld_out, norms);
+}
+
+// Rows per tile: one query takes twice the fp32 single-query tile, at most 8 rows (16 independent
+// sums in 16 registers with avx512, enough to hide the FMA latency and the widening; 4 rows with
+// avx2, whose D8 takes two registers); several queries two rows by four queries (sixteen sums,
+// each row and query block loaded once per tile).
+constexpr int kRowsF64Single = 2 * Ops::kRowsSingle < 8 ? 2 * Ops::kRowsSingle : 8;
+constexpr int kRowsF64Multi = 2;
+constexpr int kQueriesF64 = 4;
+
+template <int R, int QB>
+inline void score_f32_f64_tiles(const float* base, Index stride, const Index* ids, Index n, Index d, const double* Qd,
+                                Index ldq, Index nq, double* out, Index ld_out, double* norms) {
+    const float* rows[R];
+    const double* qs[QB];
+    for (Index r0 = 0; r0 < n; r0 += R) {
+        const int r = static_cast<int>(n - r0 < R ? n - r0 : R);
+        for (int i = 0; i < r; ++i) rows[i] = base + (ids != nullptr ? ids[r0 + i] : r0 + i) * stride;
+        // The first group of queries also takes the norms; later groups find the rows in L1.
+        Index b0 = 0;
+        do {
+            const int qb = static_cast<int>(nq - b0 < QB ? nq - b0 : QB);
+            for (int b = 0; b < qb; ++b) qs[b] = Qd + (b0 + b) * ldq;
+            double* o = qb > 0 ? out + b0 * ld_out + r0 : nullptr;  // nq = 0: norms only, out unused
+            if (b0 == 0 && norms != nullptr)
+                tile_f64_any<R, QB, true>(r, qb, rows, qs, d, o, ld_out, norms + r0);
+            else if (qb > 0)
+                tile_f64_any<R, QB, false>(r, qb, rows, qs, d, o, ld_out, nullptr);
+            b0 += QB;
+        } while (b0 < nq);
+    }
+}
+
+[[maybe_unused]] void score_f32_f64(const float* base, Index stride, const Index* ids, Index n, Index d,
+                                    const double* Qd, Index ldq, Index nq, double* out, Index ld_out, double* norms) {
+    if (nq <= 1)
+        score_f32_f64_tiles<kRowsF64Single, 1>(base, stride, ids, n, d, Qd, ldq, nq, out, ld_out, norms);
+    else
+        score_f32_f64_tiles<kRowsF64Multi, kQueriesF64>(base, stride, ids, n, d, Qd, ldq, nq, out, ld_out, norms);
+}

@@ -21,6 +21,8 @@ _F64Vector = npt.NDArray[np.float64]
 _U16Matrix = npt.NDArray[np.uint16]  # (N, d) bf16 bit patterns, C-contiguous
 _I8Matrix = npt.NDArray[np.int8]  # (N, d) int8 codes, C-contiguous
 _I32Vector = npt.NDArray[np.int32]  # (N,) int32
+_F64Matrix = npt.NDArray[np.float64]  # (B, N) float64, C-contiguous
+_U8Vector = npt.NDArray[np.uint8]  # (N,) 0/1 flags
 
 DEFAULTS: dict[str, Union[int, float]]
 """The one table of defaults (``cpp/include/fieldrank/defaults.hpp``); ``fieldrank.DEFAULTS`` copies it."""
@@ -219,6 +221,41 @@ def rrf(rankings: Sequence[_I64Vector], weights: Sequence[float], k: int, k0: fl
 def rrf_batch(
     rankings: Sequence[Sequence[_I64Vector]], weights: Sequence[float], k: int, k0: float, n_threads: int = 0
 ) -> list[NativeFusedRanking]: ...
+
+# The temporal leg (python/fieldrank/temporal.py)
+class NativeTemporalRanking:
+    """(B, m) ids and float64 scores of the temporal leg."""
+
+    @property
+    def ids(self) -> _I64Matrix: ...
+    @property
+    def scores(self) -> npt.NDArray[np.float64]: ...
+
+def temporal_batch(
+    E: _F32Matrix,
+    Q: _F32Matrix,
+    session: _I64Vector,
+    alpha: float,
+    gamma: float,
+    radius: int,
+    decay: float,
+    tau: float,
+    delta: float,
+    before_days: int,
+    after_days: int,
+    k: int,
+    lexical32: Optional[_F32Matrix] = None,
+    lexical64: Optional[_F64Matrix] = None,
+    rows: Optional[_I64Vector] = None,
+    cue: Optional[_U8Vector] = None,
+    day: Optional[_I64Vector] = None,
+    intent: Optional[_U8Vector] = None,
+    window_offsets: Optional[_I64Vector] = None,
+    window_days: Optional[_I64Vector] = None,
+    check_rows: bool = True,
+    n_threads: int = 0,
+) -> NativeTemporalRanking:
+    """The time-aware leg for every row of Q over E (rows: sorted unique subset, None: all)."""
 
 # Reduced-precision prefilter (python/fieldrank/quantized.py)
 

@@ -315,14 +315,14 @@ def id_array(x: object, name: str) -> np.ndarray:
     return native_layout(np.ascontiguousarray(x, dtype=np.int64))
 
 
-def _first_repeat(ids: np.ndarray) -> Optional[int]:
-    ordered = np.sort(ids)
+def _first_repeat(ids: np.ndarray, ordered: bool = False) -> Optional[int]:
+    ordered = ids if ordered else np.sort(ids)
     repeats = ordered[1:][ordered[1:] == ordered[:-1]]
     return int(repeats[0]) if repeats.size else None
 
 
-def subset(x: object, n_rows: int, name: str = "subset") -> Optional[np.ndarray]:
-    """Optional row restriction, as unique int64 ids in [0, n_rows).
+def subset(x: object, n_rows: int, name: str = "subset", *, sort: bool = False) -> Optional[np.ndarray]:
+    """Optional row restriction, as unique int64 ids in [0, n_rows) (ascending with ``sort``).
 
     Accepted: integer ids (array, list, tuple, range) or a boolean mask of shape (n_rows,).
     One policy for every operator and the retriever: an empty subset (no ids, or a mask with no
@@ -349,7 +349,9 @@ def subset(x: object, n_rows: int, name: str = "subset") -> Optional[np.ndarray]
     if low < 0 or high >= n_rows:
         msg = f"{name} ids must lie in [0, {n_rows}), got ids from {low} to {high}"
         raise ValueError(msg)
-    repeat = _first_repeat(ids)
+    if sort:
+        ids = np.sort(ids)
+    repeat = _first_repeat(ids, ordered=sort)
     if repeat is not None:
         msg = f"{name} ids must be unique, got {repeat} more than once"
         raise ValueError(msg)

@@ -39,7 +39,7 @@ _THREAD_ENV = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 #: Default --out: a folder of its own in the working directory, never the committed docs/results.
 DEFAULT_OUT_DIR = "fieldrank-results"
 
-__all__ = ["main", "locomo_stack_inputs", "run_stack"]
+__all__ = ["main", "locomo_stack_inputs", "retriever_inputs", "run_stack", "synthetic_texts"]
 
 
 # --------------------------------------------------------------------------- timing
@@ -158,6 +158,19 @@ def unit_rows(n: int, d: int, seed: int = DATA_SEED) -> np.ndarray:
         block /= np.linalg.norm(block, axis=1, keepdims=True)
         out[start:start + block.shape[0]] = block
     return out
+
+
+#: Synthetic documents for the retriever benchmarks: words drawn Zipf-like from a fixed vocabulary.
+TEXT_VOCABULARY = 5000
+TEXT_WORDS = 12
+QUERY_WORDS = 4
+
+
+def synthetic_texts(n: int, words: int = TEXT_WORDS, seed: int = DATA_SEED) -> List[str]:
+    """``n`` texts of ``words`` pseudo-words each, Zipf-distributed like natural text (seeded)."""
+    rng = np.random.default_rng(seed)
+    ranks = (rng.zipf(1.3, size=(n, words)) - 1) % TEXT_VOCABULARY
+    return [" ".join(f"w{r}" for r in row) for row in ranks]
 
 
 def queries_near(E: np.ndarray, count: int, seed: int = 7) -> np.ndarray:
@@ -648,6 +661,110 @@ def bench_stack(report: Report, quick: bool, rounds: int) -> None:
         ["stack", "questions", "search time", "per question"], rows)
 
 
+def retriever_inputs(n: int, d: int = 384, n_queries: int = 32):
+    """A synthetic corpus for the retriever benchmarks: texts, unit rows, query texts and vectors."""
+    E = unit_rows(n, d)
+    return synthetic_texts(n), E, synthetic_texts(n_queries, QUERY_WORDS, seed=DATA_SEED + 3), queries_near(E, n_queries)
+
+
+def bench_default_stack(report: Report, quick: bool, rounds: int) -> None:
+    """The ``default`` preset (native temporal leg) against rrf2 and one prefilter scan (issue 16)."""
+    from . import _core
+    from .hybrid import HybridRetriever
+
+    sizes = (600, 1_000, 20_000) if quick else (600, 1_000, 20_000, 100_000)
+    rows = []
+    for n in sizes:
+        log(f"default vs rrf2: N = {n:,}")
+        texts, E, q_texts, Q = retriever_inputs(n)
+        default = HybridRetriever(texts, E, "default")
+        rrf2 = default.with_config("rrf2")
+        cosine_depth, bm25_depth = (leg.depth for leg in rrf2.config.legs)
+        B = len(q_texts)
+        at = [0]
+
+        def nxt() -> int:
+            at[0] = (at[0] + 1) % B
+            return at[0]
+
+        contenders = {
+            "default search": lambda: default.search(q_texts[nxt()], Q[at[0]]),
+            "rrf2 search": lambda: rrf2.search(q_texts[nxt()], Q[at[0]]),
+            "prefilter scan": lambda: _core.prefilter(E, Q[nxt()], cosine_depth, None),
+            "bm25 top": lambda: rrf2.bm25.top(q_texts[nxt()], bm25_depth),
+            "default batch": lambda: default.search_batch(q_texts, Q, n_threads=1),
+            "rrf2 batch": lambda: rrf2.search_batch(q_texts, Q, n_threads=1),
+        }
+        res = interleaved(contenders, rounds=rounds)
+        for name in ("default batch", "rrf2 batch"):
+            res[name] = res[name] / B  # per query
+        single = ratio(res["default search"], res["rrf2 search"])
+        batch = ratio(res["default batch"], res["rrf2 batch"])
+        scan = ratio(res["default search"], res["prefilter scan"])
+        overhead = ratio(res["rrf2 search"], res["prefilter scan"] + res["bm25 top"])
+        if n >= 1_000:
+            report.target("default stack", f"default ≤ 1.2× rrf2 per query, single, N = {n:,}", single.x(),
+                          single.median, 1.2, higher_is_better=False)
+            report.target("default stack", f"default ≤ 1.2× rrf2 per query, batch of {B}, N = {n:,}", batch.x(),
+                          batch.median, 1.2, higher_is_better=False)
+        if n >= 20_000:
+            report.target("default stack", f"default single query ≤ 1.5× one fp32 prefilter scan, N = {n:,}",
+                          scan.x(), scan.median, 1.5, higher_is_better=False)
+        if n in (600, 20_000):
+            report.target("default stack", f"rrf2 search ≤ 1.3× its prefilter + BM25 time, N = {n:,}",
+                          overhead.x(), overhead.median, 1.3, higher_is_better=False)
+        rows.append([f"{n:,}"] + [Stat.of(res[name]).time() for name in contenders]
+                    + [single.x(), batch.x(), scan.x(), overhead.x()])
+    report.section(
+        "The default stack on the native core",
+        "Synthetic corpora (d = 384, texts of 12 Zipf-distributed pseudo-words, 32 queries near corpus "
+        "rows, 4-word query texts); one thread. `default` is the shipped preset (one temporal leg: BM25 "
+        "and cosine z-blended over every row, neighbour support, priors; no timeline given, so corpus "
+        "order is one session); `rrf2` is cosine 10 + BM25 10. Single searches rotate over the 32 "
+        "queries; batches are `search_batch` of all 32, per query. `prefilter scan` is one native fp32 "
+        "prefilter kernel call (`_core.prefilter`, no Python checks) over the same rows (the memory-bandwidth floor of a dense leg); `bm25 top` "
+        "is `BM25Index.top` at rrf2's depth. Medians [min–max] of interleaved rounds; ratios per round.",
+        ["N", *contenders, "default / rrf2 single", "default / rrf2 batch", "default / scan",
+         "rrf2 / (scan + bm25)"], rows)
+
+
+def bench_locomo_default(report: Report, quick: bool, rounds: int) -> None:
+    """Every LoCoMo question with default vs rrf2 (search_batch, per-conversation subsets, 2 threads)."""
+    log("end to end: LoCoMo default vs rrf2")
+    root = locomo_dir()
+    if root is None:
+        report.sections.append("## LoCoMo: default vs rrf2\n\nLoCoMo data not found; skipped.\n")
+        return
+    from .evaluation import locomo
+    from .hybrid import HybridRetriever
+    from .temporal import locomo_timeline
+
+    rows = []
+    for embeddings in ("minilm-l6-v2", "mpnet-base-v2"):
+        data = locomo.load_locomo(root, embeddings, checksums=False)
+        keep = data.split_question_indices("all")
+        texts = [str(t) for t in data.questions.question[keep]]
+        Q = np.ascontiguousarray(data.question_embeddings[keep], dtype=np.float32)
+        subsets = [np.arange(*data.conv_ranges[int(c)]) for c in data.questions.conv_index[keep]]
+        default = HybridRetriever([str(t) for t in data.turns.embed_text], data.turn_embeddings, "default",
+                                  timeline=locomo_timeline(data))
+        rrf2 = default.with_config("rrf2")
+        res = interleaved({
+            "default": lambda: default.search_batch(texts, Q, subsets=subsets, n_threads=2),
+            "rrf2": lambda: rrf2.search_batch(texts, Q, subsets=subsets, n_threads=2),
+        }, rounds=max(3, rounds // 3), min_seconds=0.0)
+        r = ratio(res["default"], res["rrf2"])
+        report.target("default stack", f"all {len(texts):,} LoCoMo questions ({embeddings}, 2 threads): default "
+                      "≤ 1.2× rrf2", r.x(), r.median, 1.2, higher_is_better=False)
+        rows.append([embeddings, f"{len(texts):,}", Stat.of(res["default"]).ms(), Stat.of(res["rrf2"]).ms(), r.x()])
+    report.section(
+        "LoCoMo: default vs rrf2, every question",
+        "All scored questions, each ranking its own conversation (`search_batch` with per-question "
+        "subsets, 2 threads); `default` with the LoCoMo timeline (sessions, dates, time cues). Search "
+        "time only (indexes built). Medians [min–max] of interleaved rounds.",
+        ["embeddings", "questions", "default", "rrf2", "default / rrf2"], rows)
+
+
 def peak_memory(report: Report, quick: bool) -> None:
     """Peak RSS growth of one call beyond E, in fresh processes (Linux: VmHWM reset by clear_refs)."""
     log("peak memory")
@@ -743,6 +860,8 @@ def write_outputs(report: Report, out_dir: Path, machine: Dict[str, str], comman
         import matplotlib.pyplot as plt
 
         rows = report.chart_rows
+        if not rows:  # only steps without speed-up targets ran (e.g. --skip all but default)
+            return
         fig, ax = plt.subplots(figsize=(9, 0.32 * len(rows) + 1.4))
         y = np.arange(len(rows))
         values = [max(r[1], 1e-3) for r in rows]
@@ -772,7 +891,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--no-write", action="store_true", help="print the targets only")
     parser.add_argument("--json", action="store_true", help="print targets and measurements as JSON on stdout")
     parser.add_argument("--skip", nargs="*", default=[],
-                        choices=["probe", "prefilter", "threads", "quantized", "cfsr", "greedy", "stack", "memory"])
+                        choices=["probe", "prefilter", "threads", "quantized", "cfsr", "greedy", "stack", "default",
+                                 "locomo_default", "memory"])
     args = parser.parse_args(argv)
     if any(os.environ.get(name) != "1" for name in _THREAD_ENV) and not os.environ.get("FIELDRANK_BENCH_CHILD"):
         env = dict(os.environ, FIELDRANK_BENCH_CHILD="1", **{name: "1" for name in _THREAD_ENV})
@@ -791,6 +911,8 @@ def main(argv: Optional[List[str]] = None) -> int:
              ("cfsr", lambda: bench_cfsr(report, args.quick, rounds)),
              ("greedy", lambda: bench_greedy(report, args.quick, rounds)),
              ("stack", lambda: bench_stack(report, args.quick, rounds)),
+             ("default", lambda: bench_default_stack(report, args.quick, rounds)),
+             ("locomo_default", lambda: bench_locomo_default(report, args.quick, rounds)),
              ("memory", lambda: peak_memory(report, args.quick))]
     for name, step in steps:
         if name not in args.skip:

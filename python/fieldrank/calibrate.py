@@ -29,10 +29,10 @@ more legs (0 = left out)::
 
 The winner is written as a TOML configuration (:class:`fieldrank.config.RetrieverConfig`) with
 the calibration's provenance in comments. Scoring here goes through the same functions the
-retriever runs (:func:`fieldrank.temporal.temporal_scores`, the BM25 index, the CFS-R pool
-operator, weighted RRF with the SPEC §6 rule), vectorised per conversation so that the 378
-candidates take about a minute per embedding set; ``tests/test_calibrate.py`` checks that the
-score reported for the winner equals what the retriever built from the written file scores.
+retriever runs: every leg through the retriever's own leg plan (:class:`fieldrank.hybrid.LegPlan`,
+one batch per conversation, BM25 scores computed once per parameter set), and weighted RRF with
+the SPEC §6 rule; ``tests/test_calibrate.py`` checks that the score reported for the winner equals
+what the retriever built from the written file scores.
 """
 
 from __future__ import annotations
@@ -49,7 +49,6 @@ from typing import Any, Optional
 
 import numpy as np
 
-from . import operators as ops
 from . import temporal as tl
 from .bm25 import BM25Index, BM25Params
 
@@ -129,21 +128,16 @@ class _Block:
     rows: np.ndarray          # (n,) sorted corpus rows of the conversation
     texts: list[str]          # (B,) question strings
     Q: np.ndarray             # (B, d) question vectors
-    dense: np.ndarray         # (B, n) cosines
     gold: np.ndarray          # (B, n) bool
     n_gold: np.ndarray        # (B,)
     category: np.ndarray      # (B,)
-    intent: np.ndarray        # (B,) bool
-    windows: list             # per question, date periods
-    lexical: dict = field(default_factory=dict)   # BM25Params -> (B, n) BM25 scores
+    lexical: dict = field(default_factory=dict)   # BM25Params -> (B, N) BM25 scores of every turn
 
 
 @dataclass
 class _Prepared:
     embedding_set: str
-    E: np.ndarray
-    texts: list[str]
-    timeline: tl.Timeline
+    retrievers: dict          # BM25Params -> HybridRetriever over every turn with those BM25 parameters
     blocks: list[_Block]
 
     @property
@@ -155,13 +149,22 @@ class _Prepared:
 locomo_timeline = tl.locomo_timeline
 
 
+def _bm25_config(bm: BM25Params) -> Any:
+    from .config import CosineLeg, RetrieverConfig
+
+    return RetrieverConfig(legs=(CosineLeg(),), bm25=bm, name="calibration")
+
+
 def _prepare(data_dir, embedding_set: str, split: str, bm25_grid: Sequence[BM25Params]) -> _Prepared:
     from .evaluation import locomo
+    from .hybrid import HybridRetriever
 
     data = locomo.load_locomo(data_dir, embedding_set, checksums=False)
-    E = np.ascontiguousarray(data.turn_embeddings, dtype=np.float32)
     texts = [str(t) for t in data.turns.embed_text]
-    timeline = locomo_timeline(data)
+    # One retriever (corpus validated once) per BM25 parameter set; the legs run through its plan.
+    base = HybridRetriever(texts, np.ascontiguousarray(data.turn_embeddings, dtype=np.float32),
+                           _bm25_config(bm25_grid[0]), timeline=locomo_timeline(data))
+    retrievers = {bm: base.with_config(_bm25_config(bm)) for bm in bm25_grid}
     rows_all = data.split_question_indices(split)
     qs = data.questions
     blocks = []
@@ -173,16 +176,11 @@ def _prepare(data_dir, embedding_set: str, split: str, bm25_grid: Sequence[BM25P
         gold = np.zeros((len(qrows), len(rows)), dtype=bool)
         for i, r in enumerate(qrows):
             gold[i, qs.gold_positions[r]] = True
-        qtexts = [str(t) for t in qs.question[qrows]]
-        intent, windows = tl.question_features(qtexts, timeline, rows)
-        dense = np.einsum("bd,nd->bn", Q.astype(np.float64), E[rows].astype(np.float64), optimize=False)
-        blocks.append(_Block(rows, qtexts, Q, dense, gold, gold.sum(1), qs.category[qrows],
-                             intent, windows))
-    for params in bm25_grid:
-        index = BM25Index(texts, params, sessions=timeline)
+        blocks.append(_Block(rows, [str(t) for t in qs.question[qrows]], Q, gold, gold.sum(1), qs.category[qrows]))
+    for bm, retriever in retrievers.items():
         for block in blocks:
-            block.lexical[params] = np.stack([index.scores(t)[block.rows] for t in block.texts])
-    return _Prepared(embedding_set, E, texts, timeline, blocks)
+            block.lexical[bm] = np.stack([retriever.bm25.scores(t) for t in block.texts])
+    return _Prepared(embedding_set, retrievers, blocks)
 
 
 # ----------------------------------------------------------------------------- scoring
@@ -227,23 +225,40 @@ def rrf_positions(legs: Sequence[np.ndarray], weights: Sequence[float], n: int, 
     return _top(np.where(present, fused, -np.inf)[:, :n], k)
 
 
-def _leg_scores(prep: _Prepared, block: _Block, bm: BM25Params, params: tl.TemporalParams) -> np.ndarray:
-    return tl.temporal_scores(block.dense, block.lexical[bm] if params.alpha > 0 else None, block.rows,
-                              prep.timeline, params, intent=block.intent, windows=block.windows)
+def _leg_positions(prep: _Prepared, block: _Block, bm: BM25Params, legs: Sequence[Any]) -> list[np.ndarray]:
+    """Each leg's ranking as (B, depth) local positions (-1 padded), run by the retriever's leg plan
+    (:class:`fieldrank.hybrid.LegPlan`, the code :meth:`HybridRetriever.search_batch` runs)."""
+    from .config import RetrieverConfig
+    from .hybrid import LegPlan
 
-
-def _cfsr_union(prep: _Prepared, block: _Block, bm: BM25Params) -> np.ndarray:
-    """The CFS-R union-pool leg as the retriever computes it (sorted union, cosines by the operator)."""
-    out = np.full((len(block.texts), CFSR_UNION["depth"]), -1, dtype=np.int64)
-    dense_top = _top(block.dense, CFSR_UNION["p"])
-    lex = block.lexical[bm]
-    lex_top = _top(lex, CFSR_UNION["union_p"], lex > 0)
-    for i in range(len(block.texts)):
-        local = np.union1d(dense_top[i][dense_top[i] >= 0], lex_top[i][lex_top[i] >= 0])
-        ids = block.rows[local]
-        res = ops.cfsr_pool(ids, prep.E[ids], block.Q[i], CFSR_UNION["depth"])
-        out[i, : len(res.ids)] = res.ids - block.rows[0]
+    retriever = prep.retrievers[bm]
+    config = RetrieverConfig(legs=tuple(legs), k=K, bm25=retriever.config.bm25, name="calibration")
+    plan = LegPlan(config, K)
+    outputs = plan.run(retriever, block.texts, block.Q, len(block.texts), block.rows, 0,
+                       lexical_scores=block.lexical[bm])
+    out = []
+    for j, leg in enumerate(plan.legs):
+        top = np.full((len(block.texts), leg.depth), -1, dtype=np.int64)
+        for b, per_leg in enumerate(outputs):
+            ids = per_leg[j].ids
+            top[b, : len(ids)] = ids - block.rows[0]
+        out.append(top)
     return out
+
+
+def _temporal_leg(params: tl.TemporalParams, depth: int) -> Any:
+    from .config import TemporalLeg
+
+    return TemporalLeg(depth=depth, weight=1.0, **params.to_dict())
+
+
+def _extra_legs() -> list[Any]:
+    """The legs stage 2 adds, in :data:`EXTRA_LEGS` order."""
+    from .config import BM25Leg, CFSRLeg, CosineLeg
+
+    return [BM25Leg(depth=K), CosineLeg(depth=K),
+            CFSRLeg(depth=CFSR_UNION["depth"], p=CFSR_UNION["p"], pool="union", union_p=CFSR_UNION["union_p"],
+                    name="cfsr_union")]
 
 
 # ----------------------------------------------------------------------------- calibration
@@ -339,7 +354,8 @@ def calibrate(data_dir=None, embedding_sets: Sequence[str] = ("minilm-l6-v2", "m
         for prep in preps:
             total = 0.0
             for block in prep.blocks:
-                ndcg, _ = _ndcg_recall(_top(_leg_scores(prep, block, bm, params), K), block)
+                (top,) = _leg_positions(prep, block, bm, [_temporal_leg(params, K)])
+                ndcg, _ = _ndcg_recall(top, block)
                 total += ndcg.sum()
             per[prep.embedding_set] = total / prep.n_questions
         stage1.append(((bm, params), float(np.mean(list(per.values()))), per))
@@ -358,15 +374,10 @@ def calibrate(data_dir=None, embedding_sets: Sequence[str] = ("minilm-l6-v2", "m
     legs_per_block = []
     for prep in preps:
         per_block = []
+        legs = [_temporal_leg(best_params, max_depth)] + _extra_legs()[: len(EXTRA_LEGS) if need_cfsr else 2]
         for block in prep.blocks:
-            tscores = _leg_scores(prep, block, best_bm, best_params)
-            lex = block.lexical[best_bm]
-            per_block.append({
-                "temporal": _top(tscores, max_depth),
-                "bm25": _top(lex, K, lex > 0),
-                "cosine": _top(block.dense, K),
-                "cfsr_union": _cfsr_union(prep, block, best_bm) if need_cfsr else None,
-            })
+            positions = _leg_positions(prep, block, best_bm, legs)
+            per_block.append(dict(zip(("temporal", *EXTRA_LEGS), positions)))
         legs_per_block.append(per_block)
     stage2 = []
     for depth, weights in stacks:

@@ -7,26 +7,27 @@ its rank, raw score and RRF contribution in every leg and, for CFS-R, its coeffi
 
 How a query is computed
 -----------------------
-*Single query* (:meth:`HybridRetriever.search`). One cosine prefilter pass over ``E`` serves
-every dense leg: it is run once at the largest depth any leg needs, and each leg takes a
-prefix of it (the prefilter's order is total — score, then lower id — so a prefix of the
-top-P is the top-p). The cosine leg is that prefix; CFS-R, CFS, MMR and Ring run their
-``*_pool`` operator on the prefix's ids, the rows gathered from ``E`` and the prefix's
-cosines. This is exactly what their corpus forms compute (which prefilter internally), minus
-the extra passes over ``E``. BM25 is scored once, at the largest lexical depth, and sliced
-likewise.
-
-*Batches* (:meth:`HybridRetriever.search_batch`) call the native ``*_batch`` operators (one
-query per thread, GIL released) and :meth:`fieldrank.bm25.BM25Index.top_batch`; their
-results are identical to one-by-one :meth:`~HybridRetriever.search` (tested).
+The configuration becomes a :class:`LegPlan`: one :class:`LegKind` of :data:`LEG_REGISTRY` per
+leg, each declaring what it needs (depth of the shared cosine prefilter, of the shared BM25
+ranking, every document's BM25 score, the timeline) and how it runs for a group of queries.
+:meth:`HybridRetriever.search` runs the plan for a group of one, :meth:`~HybridRetriever.search_batch`
+for each group of queries sharing a subset, and :func:`fieldrank.calibrate.calibrate` runs the
+same plan: the shared inputs are computed once per group (one prefilter pass at the largest depth
+any leg takes — its order is total, so a prefix of the top-P is the top-p — one BM25 ranking at
+the largest lexical depth), then every leg's ``run``. Dense-pool reranking legs rerank the
+shared prefilter prefix for one query and run their native ``*_batch`` operator (rows read in
+place, one query per thread) for a batch; the temporal leg is native (``_core.temporal_batch``).
+Results of a batch are identical to one-by-one searches (tested). ``docs/design.md`` lists the
+registry and the four places a new leg kind touches.
 
 *Union pools* (``pool="union"`` on a CFS-R or CFS leg) rerank the sorted union of the dense
-top-``p`` and the BM25 top-``union_p`` as a caller pool (vectors gathered from ``E``,
-cosines computed by the operator).
+top-``p`` and the BM25 top-``union_p`` as a caller pool.
 
 *Subsets* restrict a query to some document ids (one conversation, one tenant) without
-rebuilding anything: the dense legs use the operators' masked prefilter (``subset=``) and
-BM25 its subset mask, so nothing outside the subset can appear in any leg.
+rebuilding anything: every leg reads only the subset's rows, so nothing outside it can appear.
+
+*Checked once.* The corpus is checked at construction, each query vector and subset once per
+call; the layers below use trusted entry points that neither re-check nor copy ``E``.
 
 Input conversion (done once, and only here)
 -------------------------------------------
@@ -39,8 +40,9 @@ Input conversion (done once, and only here)
 
 from __future__ import annotations
 
+import dataclasses
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Iterator, NamedTuple, Optional, Union, overload
@@ -69,7 +71,8 @@ from .config import (
 )
 from .embed import Embedder
 
-__all__ = ["UNIT_NORM_ATOL", "HybridRetriever", "LegHits", "SearchHit", "SearchResult"]
+__all__ = ["LEG_REGISTRY", "UNIT_NORM_ATOL", "HybridRetriever", "LegHits", "LegKind", "LegPlan", "SearchHit",
+           "SearchResult"]
 
 
 def __dir__() -> list[str]:
@@ -386,14 +389,19 @@ class HybridRetriever:
         self._normalize = normalize
         self._config = config
         self._timeline = timeline
-        if timeline is None and any(isinstance(leg, TemporalLeg) for leg in config.legs):
+        if timeline is None and any(LEG_REGISTRY[leg.kind].timeline for leg in config.legs):
             # Corpus order is the only chronology known: one session, time cues from the texts.
             self._timeline = _temporal.Timeline(session=np.zeros(len(texts), dtype=np.int64),
                                                 cue=_temporal.time_cues(texts))
         self._given_timeline = timeline
-        # Largest depth any leg needs from the shared cosine prefilter / the shared BM25 ranking.
-        self._dense_depth = max((_prefilter_depth(leg) for leg in config.legs), default=0)
-        self._lexical_depth = max((_lexical_depth(leg) for leg in config.legs), default=0)
+        # The years the session dates span, for questions naming a month or day without a year.
+        self._timeline_years = None
+        if self._timeline is not None and self._timeline.time is not None:
+            self._timeline_years = _temporal._years_spanned(self._timeline, None)
+        # Leg plans by k (a k above a leg's depth deepens it): built on first use.
+        self._plans: dict[int, LegPlan] = {}
+        self._needs_vector = config.needs_vector
+        self._needs_text = config.needs_text
 
     @classmethod
     def _from_parts(cls, texts: tuple[str, ...], E: np.ndarray, config: RetrieverConfig, bm25: BM25Index,
@@ -514,49 +522,52 @@ class HybridRetriever:
         return retriever if embedder is None else retriever.with_embedder(embedder)
 
     # ---------------------------------------------------------------- input checks
+    # Each query is checked once here (one float64 norm per vector serves the finite, non-zero,
+    # float32-range and unit checks); the layers below trust it, as they trust the corpus.
     def _query_vector(self, vector: object, name: str = "vector") -> np.ndarray:
+        """One query vector as a (1, d) float32 batch of one, unit norm (or normalised)."""
         q = _as_float32(vector, name, 1)
-        q = _v.query(q, self.dim, name, "embeddings")
+        if q.shape[0] != self.dim:
+            _v.query(q, self.dim, name, "embeddings")  # raises the shared message
         q64 = q.astype(np.float64)
-        norm = float(np.sqrt(np.dot(q64, q64)))  # float64: a tiny finite query must not get norm 0
+        norm_sq = float(np.dot(q64, q64))  # float64: a tiny finite query must not get norm 0
+        if not 0.0 < norm_sq <= _v.FLOAT32_MAX:
+            _v.query(q, self.dim, name, "embeddings")  # raises: not finite, zero or too large
+        norm = float(np.sqrt(norm_sq))
         if self._normalize:
-            return (q64 / norm).astype(np.float32)
+            return (q64 / norm).astype(np.float32)[None, :]
         if abs(norm - 1.0) > UNIT_NORM_ATOL:
             msg = (f"{name} must be L2-normalised (norm {norm:.6g}); normalise it or build the retriever "
                    "with normalize=True")
             raise ValueError(msg)
-        return q
+        return q[None, :]
 
     def _query_matrix(self, vectors: object, name: str = "vectors") -> np.ndarray:
         Q = _as_float32(vectors, name, 2)
-        Q = _v.queries(Q, self.dim, name, "embeddings")
-        return _unit_or_normalised(Q, self._normalize, name,
-                                   "normalise them or build the retriever with normalize=True")
+        if Q.shape[1] != self.dim:
+            _v.queries(Q, self.dim, name, "embeddings")  # raises the shared message
+        norms_sq = np.einsum("ij,ij->i", Q, Q, dtype=np.float64)
+        if not bool(np.all((norms_sq > 0.0) & (norms_sq <= _v.FLOAT32_MAX))):
+            _v.queries(Q, self.dim, name, "embeddings")  # raises: not finite, zero or too large
+        return _unit_or_normalised(Q, self._normalize, name, "normalise them or build the retriever with normalize=True",
+                                   norms=np.sqrt(norms_sq))
 
     def _subset_ids(self, subset: SubsetLike, name: str = "subset") -> Optional[np.ndarray]:
-        """A subset (int ids or a boolean mask of length N) as unique int64 ids, or None."""
-        if subset is None:
-            return None
-        arr = np.asarray(subset)
-        if arr.dtype == np.bool_:
-            if arr.shape != (len(self._texts),):
-                msg = f"{name} as a boolean mask must have shape ({len(self._texts)},), got {arr.shape}"
-                raise ValueError(msg)
-            arr = np.flatnonzero(arr)
-        try:
-            return _v.subset(arr, len(self._texts))
-        except (ValueError, TypeError) as exc:
-            msg = str(exc).replace("subset", name, 1)
-            raise type(exc)(msg) from None
+        """A subset (int ids or a boolean mask of length N) as sorted unique int64 ids, or None.
+
+        Checked and sorted once per call: every leg then reads it as is (the operators' results do
+        not depend on the order of a subset's ids).
+        """
+        return _v.subset(subset, len(self._texts), name, sort=True)
 
     def _check_query_inputs(self, has_text: bool, has_vector: bool, what: str) -> None:
         cfg = self._config
-        if cfg.needs_vector and not has_vector:
+        if self._needs_vector and not has_vector:
             dense = [leg.name for leg in cfg.legs if leg.needs_vector]
             msg = (f"config {cfg.name!r} has dense legs {dense}: pass the query {what}, or use a lexical "
                    "configuration such as the 'bm25' preset")
             raise ValueError(msg)
-        if cfg.needs_text and not has_text:
+        if self._needs_text and not has_text:
             lexical = [leg.name for leg in cfg.legs if leg.needs_text]
             msg = f"config {cfg.name!r} has lexical legs or union pools {lexical}: pass the query text"
             raise ValueError(msg)
@@ -577,8 +588,12 @@ class HybridRetriever:
             The query embedding, shape (d,) (needed by dense legs). None with an embedder:
             the embedder embeds ``text``.
         k : int, optional
-            Hits to return (default: the config's ``k``). At most the number of distinct
-            ids the legs return.
+            Hits to return (default: the config's ``k``). Exactly ``min(k, n)`` hits come back
+            (n: the documents the query may see) whenever the config has a leg that can rank every
+            document (cosine, temporal, the reranking legs): when ``k`` exceeds what every leg
+            returns, the legs are deepened to ``k`` for this call (the first hits can then
+            differ from a shallower search's, as with a larger RRF window elsewhere). BM25 only returns documents that share
+            a term with the query, so a BM25-only configuration can return fewer.
         subset : array of int ids or boolean mask (N,), optional
             Only these documents can be returned, by any leg.
 
@@ -597,31 +612,12 @@ class HybridRetriever:
             vector = _embed.embed_query(self._embedder, _check_text(text, "text"))
         self._check_query_inputs(text is not None, vector is not None, "vector")
         cfg = self._config
-        final_k = self._final_k(k)
-        q = self._query_vector(vector) if cfg.needs_vector else None
-        query_text = _check_text(text, "text") if cfg.needs_text else None
-        sub = self._subset_ids(subset)
-        outputs = self._legs_single(query_text, q, sub)
-        fused = ops.rrf([out.ids for out in outputs], cfg.weights, final_k, k0=cfg.k0)
+        plan = self._plan_for(self._final_k(k))
+        Q = self._query_vector(vector) if self._needs_vector else None
+        texts = [_check_text(text, "text")] if self._needs_text else None
+        outputs = plan.run(self, texts, Q, 1, self._subset_ids(subset), 1)[0]
+        fused = ops._rrf_trusted([out.ids for out in outputs], plan.weights, plan.k, cfg.k0)
         return SearchResult(fused.ids, fused.scores, outputs, cfg, self._texts)
-
-    def _legs_single(self, text: Optional[str], q: Optional[np.ndarray], sub: Optional[np.ndarray]) -> list[_LegOutput]:
-        E = self._E
-        pre = ops.prefilter(E, q, self._dense_depth, subset=sub) if self._dense_depth else None
-        lex_ids = lex_scores = None
-        if self._lexical_depth:
-            lex_ids, lex_scores = self._bm25.top(text, self._lexical_depth, subset=sub)
-        outputs = []
-        for leg in self._config.legs:
-            if isinstance(leg, CosineLeg):
-                outputs.append(_LegOutput(pre.ids[: leg.depth], pre.scores[: leg.depth], None))
-            elif isinstance(leg, BM25Leg):
-                outputs.append(_LegOutput(lex_ids[: leg.depth], lex_scores[: leg.depth], None))
-            elif isinstance(leg, TemporalLeg):
-                outputs.append(self._temporal_leg(leg, [text], q[None, :], sub)[0])
-            else:
-                outputs.append(_rerank_on_pool(leg, E, q, pre, lex_ids))
-        return outputs
 
     # ---------------------------------------------------------------- batches
     def search_batch(self, texts: Optional[Sequence[str]] = None, vectors: Optional[np.ndarray] = None,
@@ -629,9 +625,10 @@ class HybridRetriever:
                      subsets: Optional[Sequence[SubsetLike]] = None, n_threads: int = 0) -> list[SearchResult]:
         """Answer many queries at once; equal to ``[search(t, v, k, subset=...) ...]``.
 
-        Native legs run through the ``*_batch`` operators (one query per thread, GIL
-        released), BM25 through :meth:`BM25Index.top_batch`. Queries with per-query subsets
-        are grouped by subset, so each distinct subset costs one batched call per leg.
+        The same leg plan as :meth:`search` runs once per group of queries sharing a subset:
+        native legs through their ``*_batch`` operators (one query per thread, GIL released),
+        BM25 through :meth:`BM25Index.top_batch`'s code. Queries with per-query subsets are
+        grouped by subset, so each distinct subset costs one batched call per leg.
 
         Parameters
         ----------
@@ -641,7 +638,7 @@ class HybridRetriever:
             (B, d) query embeddings, row b for query b. None with an embedder: the embedder
             embeds ``texts``.
         k : int, optional
-            Hits per query (default: the config's ``k``).
+            Hits per query (default: the config's ``k``; see :meth:`search`).
         subset : optional
             One subset (ids or boolean mask) applied to every query.
         subsets : Sequence, optional
@@ -655,7 +652,7 @@ class HybridRetriever:
             One per query, in order.
         """
         cfg = self._config
-        final_k = self._final_k(k)
+        plan = self._plan_for(self._final_k(k))
         n_threads = _v.n_threads_value(n_threads)
         if vectors is None and texts is not None and self._embedder is not None and cfg.needs_vector:
             vectors = _embed.embed_queries(self._embedder, texts)
@@ -677,12 +674,12 @@ class HybridRetriever:
         for rows, sub in groups:
             group_Q = None if Q is None else (Q if len(rows) == n_queries else np.ascontiguousarray(Q[rows]))
             group_texts = None if batch_texts is None else [batch_texts[i] for i in rows]
-            for row, outputs in zip(rows, self._legs_batch(group_texts, group_Q, len(rows), sub, n_threads)):
+            for row, outputs in zip(rows, plan.run(self, group_texts, group_Q, len(rows), sub, n_threads)):
                 per_query[row] = outputs
         if not n_queries:
             return []
-        fused = ops.rrf_batch([[out.ids for out in outputs] for outputs in per_query], cfg.weights, final_k,
-                              k0=cfg.k0)
+        fused = ops._rrf_batch_trusted([[out.ids for out in outputs] for outputs in per_query], plan.weights,
+                                       plan.k, cfg.k0)
         return [SearchResult(f.ids, f.scores, outputs, cfg, self._texts) for f, outputs in zip(fused, per_query)]
 
     def _subset_groups(self, n_queries: int, subset: SubsetLike,
@@ -702,141 +699,240 @@ class HybridRetriever:
         groups: dict[Optional[bytes], tuple[list[int], Optional[np.ndarray]]] = {}
         for row, raw in enumerate(subsets):
             ids = self._subset_ids(raw, f"subsets[{row}]")
-            # The same set of ids always gives the same results, whatever its order.
-            key = None if ids is None else np.sort(ids).tobytes()
+            # The same set of ids always gives the same results, whatever its order (ids are sorted).
+            key = None if ids is None else ids.tobytes()
             if key not in groups:
                 groups[key] = ([], ids)
             groups[key][0].append(row)
         return list(groups.values())
 
-    def _legs_batch(self, texts: Optional[list[str]], Q: Optional[np.ndarray], n_queries: int,
-                    sub: Optional[np.ndarray], n_threads: int) -> list[list[_LegOutput]]:
-        """Every leg's output for a group of queries sharing one subset, per query."""
-        E = self._E
-        legs = self._config.legs
-        union_legs = [leg for leg in legs if getattr(leg, "pool", None) == POOL_UNION]
-        # The shared prefilter is only needed by the cosine leg and by union pools; the other
-        # dense legs prefilter inside their batch operator.
-        pre_depth = max([leg.depth for leg in legs if isinstance(leg, CosineLeg)]
-                        + [leg.p for leg in union_legs], default=0)
-        pre = ops.prefilter_batch(E, Q, pre_depth, subset=sub, n_threads=n_threads) if pre_depth else None
-        lexical = None
-        if self._lexical_depth:
-            lexical = self._bm25.top_batch(texts, self._lexical_depth, subset=sub, n_threads=n_threads)
-
-        columns: list[list[_LegOutput]] = []
-        for leg in legs:
-            if isinstance(leg, CosineLeg):
-                columns.append([_LegOutput(pre.ids[b, : leg.depth], pre.scores[b, : leg.depth], None)
-                                for b in range(n_queries)])
-            elif isinstance(leg, BM25Leg):
-                columns.append([_LegOutput(ids[: leg.depth], scores[: leg.depth], None) for ids, scores in lexical])
-            elif isinstance(leg, TemporalLeg):
-                columns.append(self._temporal_leg(leg, texts, Q, sub))
-            elif getattr(leg, "pool", None) == POOL_UNION:
-                columns.append(self._union_batch(leg, Q, pre, lexical, n_queries, n_threads))
-            else:
-                columns.append(_dense_batch(leg, E, Q, sub, n_threads))
-        return [[column[b] for column in columns] for b in range(n_queries)]
-
-    def _temporal_leg(self, leg: TemporalLeg, texts: list[str], Q: np.ndarray,
-                      sub: Optional[np.ndarray]) -> list[_LegOutput]:
-        """The time-aware leg for a group of queries (single queries are a group of one)."""
-        lexical = np.stack([self._bm25.scores(t) for t in texts]) if leg.alpha > 0 else None
-        r = _temporal.temporal_batch(self._E, Q, lexical, leg.depth, timeline=self._timeline, questions=texts,
-                                     params=leg.params(), subset=sub)
-        return [_LegOutput(r.ids[b], r.scores[b], None) for b in range(len(texts))]
-
-    def _union_batch(self, leg: Union[CFSRLeg, CFSLeg], Q: np.ndarray, pre, lexical, n_queries: int,
-                     n_threads: int) -> list[_LegOutput]:
-        """Union-pool legs have no batch operator: per-query pool calls on a thread pool."""
-        E = self._E
-
-        def one(b: int) -> _LegOutput:
-            pool_ids = np.union1d(pre.ids[b, : leg.p], lexical[b][0][: _union_depth(leg)])
-            return _pool_call(leg, pool_ids, E[pool_ids], Q[b], None)
-
-        workers = n_threads if n_threads > 0 else (os.cpu_count() or 1)
-        if workers <= 1 or n_queries <= 1:
-            return [one(b) for b in range(n_queries)]
-        with ThreadPoolExecutor(max_workers=min(workers, n_queries)) as pool:
-            return list(pool.map(one, range(n_queries)))
+    def _plan_for(self, k: int) -> LegPlan:
+        """The leg plan for ``k`` hits: the config's, deepened when no leg returns ``k`` ids."""
+        plan = self._plans.get(k)
+        if plan is None:
+            plan = LegPlan(self._config, k)
+            self._plans[k] = plan
+        return plan
 
 
-# ------------------------------------------------------------------ leg execution helpers
+# ------------------------------------------------------------------ the leg plan
+class _Group:
+    """What the legs of one plan share for a group of queries (same subset): computed once each."""
+
+    __slots__ = ("E", "Q", "lex_scores", "lex_top", "n", "n_threads", "pre", "rows", "sub", "texts",
+                 "timeline_features")
+
+    def __init__(self, E: np.ndarray, texts: Optional[list[str]], Q: Optional[np.ndarray], n: int,
+                 sub: Optional[np.ndarray], n_threads: int) -> None:
+        self.E = E
+        self.texts = texts
+        self.Q = Q
+        self.n = n
+        self.sub = sub          # validated unique ids, sorted (None: every document)
+        self.rows = sub
+        self.n_threads = n_threads
+        self.pre: Any = None    # shared cosine prefilter (B, P)
+        self.lex_top: Optional[list] = None      # shared BM25 top lists, one (ids, scores) per query
+        self.lex_scores: Optional[np.ndarray] = None  # (B, N) BM25 scores of every document
+        self.timeline_features: Any = None       # (intent, windows) of the query texts
+
+
+class LegKind(NamedTuple):
+    """One entry of the leg registry (:data:`LEG_REGISTRY`): what a kind needs and how it runs.
+
+    dense_depth(leg, batched) : depth the kind takes from the shared cosine prefilter (0: none);
+        a batch may prefilter inside the kind's own ``*_batch`` operator instead.
+    lexical_depth(leg) : depth it takes from the shared BM25 top list (0: none).
+    lexical_scores(leg) : whether it reads every document's BM25 score (the temporal blend).
+    timeline : whether it reads the retriever's timeline.
+    coverage(leg) : how many ids it returns at least (capped by the documents a query may see):
+        what a ``k`` larger than every leg's coverage deepens.
+    run(leg, retriever, group) : the kind's outputs, one :class:`_LegOutput` per query of the
+        group; a single query is a group of one (``group.n == 1``).
+    """
+
+    dense_depth: Callable[[Any, bool], int]
+    lexical_depth: Callable[[Any], int]
+    lexical_scores: Callable[[Any], bool]
+    timeline: bool
+    coverage: Callable[[Any], int]
+    run: Callable[[Any, "HybridRetriever", _Group], list]
+
+
 def _union_depth(leg: Union[CFSRLeg, CFSLeg]) -> int:
     return leg.p if leg.union_p is None else leg.union_p
 
 
-def _prefilter_depth(leg: Leg) -> int:
-    """Depth this leg needs from the shared cosine prefilter of a single query (0: none)."""
-    if isinstance(leg, CosineLeg):
-        return leg.depth
-    if isinstance(leg, RingLeg):
-        return leg.pool_depth
-    if isinstance(leg, (CFSRLeg, CFSLeg, MMRLeg)):
+def _is_union(leg: Leg) -> bool:
+    return getattr(leg, "pool", None) == POOL_UNION
+
+
+def _run_cosine(leg: CosineLeg, retriever: HybridRetriever, g: _Group) -> list[_LegOutput]:
+    return [_LegOutput(g.pre.ids[b, : leg.depth], g.pre.scores[b, : leg.depth], None) for b in range(g.n)]
+
+
+def _run_bm25(leg: BM25Leg, retriever: HybridRetriever, g: _Group) -> list[_LegOutput]:
+    return [_LegOutput(ids[: leg.depth], scores[: leg.depth], None) for ids, scores in g.lex_top]
+
+
+def _run_temporal(leg: TemporalLeg, retriever: HybridRetriever, g: _Group) -> list[_LegOutput]:
+    timeline = retriever._timeline
+    if g.timeline_features is None:
+        rows = None if g.rows is None else g.rows
+        span = retriever._timeline_years if rows is None else None
+        g.timeline_features = _question_features(g.texts, timeline, rows, span)
+    intent, windows = g.timeline_features
+    params = leg.params()
+    r = _temporal._run_leg(g.E, g.Q, g.lex_scores if params.alpha > 0 else None, leg.depth, timeline, intent,
+                           windows, params, g.rows, False, g.n_threads)
+    return [_LegOutput(r.ids[b], r.scores[b], None) for b in range(g.n)]
+
+
+def _pool_output(leg: Leg, native) -> _LegOutput:
+    return _LegOutput(native.ids, native.scores, native.coef if leg.kind == "cfsr" else None)
+
+
+def _run_rerank(leg: Leg, retriever: HybridRetriever, g: _Group) -> list[_LegOutput]:
+    """CFS-R, CFS, MMR, Ring: a union pool per query; a dense pool on the shared prefilter prefix
+    (one query) or through the kind's native ``*_batch`` operator, which reads E in place (batches)."""
+    E, params = g.E, leg.operator_kwargs()
+    if _is_union(leg):
+        def one(b: int) -> _LegOutput:
+            pool_ids = np.union1d(g.pre.ids[b, : leg.p], g.lex_top[b][0][: _union_depth(leg)])
+            return _pool_output(leg, ops._pool_trusted(leg.kind, pool_ids, E[pool_ids], g.Q[b], leg.depth, None,
+                                                       params))
+
+        workers = g.n_threads if g.n_threads > 0 else (os.cpu_count() or 1)
+        if workers <= 1 or g.n <= 1:
+            return [one(b) for b in range(g.n)]
+        with ThreadPoolExecutor(max_workers=min(workers, g.n)) as pool:
+            return list(pool.map(one, range(g.n)))
+    if g.n == 1:
+        depth = _RERANK_POOL_DEPTH[leg.kind](leg)
+        ids = g.pre.ids[0, :depth]
+        return [_pool_output(leg, ops._pool_trusted(leg.kind, ids, E[ids], g.Q[0], leg.depth, g.pre.scores[0, :depth],
+                                                    params))]
+    p = None if leg.kind == "ring" else leg.p
+    r = ops._batch_trusted(leg.kind, E, g.Q, leg.depth, p, g.sub, g.n_threads, params)
+    coef = r.coef if leg.kind == "cfsr" else [None] * g.n
+    return [_LegOutput(ids, scores, c) for ids, scores, c in zip(r.ids, r.scores, coef)]
+
+
+def _rerank_dense_depth(leg: Leg, batched: bool) -> int:
+    if _is_union(leg):
         return leg.p
+    return 0 if batched else _RERANK_POOL_DEPTH[leg.kind](leg)
+
+
+def _no_depth(leg: Leg, batched: bool = False) -> int:
     return 0
 
 
-def _lexical_depth(leg: Leg) -> int:
-    """Depth this leg needs from the shared BM25 ranking (0: none)."""
-    if isinstance(leg, BM25Leg):
-        return leg.depth
-    if getattr(leg, "pool", None) == POOL_UNION:
-        return _union_depth(leg)
-    return 0
+def _never(leg: Leg) -> bool:
+    return False
 
 
-def _pool_call(leg: Leg, ids: np.ndarray, C: np.ndarray, q: np.ndarray, sims: Optional[np.ndarray]) -> _LegOutput:
-    """Run ``leg``'s operator on a caller pool (ids, their rows C, optional cosines)."""
-    if isinstance(leg, CFSRLeg):
-        r = ops.cfsr_pool(ids, C, q, leg.depth, sims=sims, **leg.operator_kwargs())
-        return _LegOutput(r.ids, r.scores, r.coef)
-    if isinstance(leg, CFSLeg):
-        r = ops.cfs_pool(ids, C, q, leg.depth, sims=sims, **leg.operator_kwargs())
-    elif isinstance(leg, MMRLeg):
-        r = ops.mmr_pool(ids, C, q, leg.depth, sims=sims, **leg.operator_kwargs())
-    elif isinstance(leg, RingLeg):
-        r = ops.ring_pool(ids, C, q, leg.depth, sims=sims, **leg.operator_kwargs())
-    else:  # pragma: no cover - the config only admits the kinds above here
-        msg = f"leg kind {leg.kind!r} has no pool operator"
-        raise ValueError(msg)
-    return _LegOutput(r.ids, r.scores, None)
+_RERANK_POOL_DEPTH: dict[str, Callable[[Any], int]] = {
+    "cfsr": lambda leg: leg.p, "cfs": lambda leg: leg.p, "mmr": lambda leg: leg.p,
+    "ring": lambda leg: leg.pool_depth,
+}
+_RERANK = LegKind(_rerank_dense_depth, lambda leg: _union_depth(leg) if _is_union(leg) else 0, _never, False,
+                  lambda leg: leg.depth if leg.kind == "ring" else min(leg.depth, leg.p), _run_rerank)
+
+#: The leg registry: kind name -> :class:`LegKind`. :class:`LegPlan` reads nothing else, so
+#: :meth:`HybridRetriever.search`, :meth:`~HybridRetriever.search_batch` and
+#: :func:`fieldrank.calibrate.calibrate` run every kind through the same entry.
+LEG_REGISTRY: dict[str, LegKind] = {
+    "cosine": LegKind(lambda leg, batched: leg.depth, lambda leg: 0, _never, False, lambda leg: leg.depth,
+                      _run_cosine),
+    # BM25 returns only documents sharing a term with the query: it guarantees none.
+    "bm25": LegKind(_no_depth, lambda leg: leg.depth, _never, False, lambda leg: 0, _run_bm25),
+    "temporal": LegKind(_no_depth, lambda leg: 0, lambda leg: leg.alpha > 0, True, lambda leg: leg.depth,
+                        _run_temporal),
+    "cfsr": _RERANK,
+    "cfs": _RERANK,
+    "mmr": _RERANK,
+    "ring": _RERANK,
+}
 
 
-def _rerank_on_pool(leg: Leg, E: np.ndarray, q: np.ndarray, pre, lex_ids: Optional[np.ndarray]) -> _LegOutput:
-    """A reranking leg of a single query, on a prefix of the shared prefilter (or a union pool)."""
-    if getattr(leg, "pool", None) == POOL_UNION:
-        pool_ids = np.union1d(pre.ids[: leg.p], lex_ids[: _union_depth(leg)])
-        return _pool_call(leg, pool_ids, E[pool_ids], q, None)
-    depth = _prefilter_depth(leg)
-    ids = pre.ids[:depth]
-    return _pool_call(leg, ids, E[ids], q, pre.scores[:depth])
+def _deepened(leg: Leg, k: int) -> Leg:
+    """``leg`` returning at least ``k`` ids where it can (its pool, if any, at least as deep)."""
+    if leg.depth >= k:
+        return leg
+    changes: dict[str, Any] = {"depth": k}
+    if hasattr(leg, "p"):
+        changes["p"] = max(leg.p, k)
+    return dataclasses.replace(leg, **changes)
 
 
-def _dense_batch(leg: Leg, E: np.ndarray, Q: np.ndarray, sub: Optional[np.ndarray], n_threads: int) -> list[_LegOutput]:
-    """A dense-pool reranking leg for a batch, through its native ``*_batch`` operator."""
-    common = {"subset": sub, "n_threads": n_threads, **leg.operator_kwargs()}
-    if isinstance(leg, CFSRLeg):
-        r = ops.cfsr_batch(E, Q, leg.depth, p=leg.p, **common)
-        return [_LegOutput(ids, scores, coef) for ids, scores, coef in zip(r.ids, r.scores, r.coef)]
-    if isinstance(leg, CFSLeg):
-        r = ops.cfs_batch(E, Q, leg.depth, p=leg.p, **common)
-    elif isinstance(leg, MMRLeg):
-        r = ops.mmr_batch(E, Q, leg.depth, p=leg.p, **common)
-    elif isinstance(leg, RingLeg):
-        r = ops.ring_batch(E, Q, leg.depth, **common)
-    else:  # pragma: no cover
-        msg = f"leg kind {leg.kind!r} has no batch operator"
-        raise ValueError(msg)
-    return [_LegOutput(ids, scores, None) for ids, scores in zip(r.ids, r.scores)]
+class LegPlan:
+    """A configuration's legs with what they need, for ``k`` hits; run for a group of queries.
+
+    One shared cosine prefilter at the largest depth any leg takes from it, one BM25 top list at
+    the largest lexical depth, every document's BM25 scores once if a leg blends them, then each
+    leg's :class:`LegKind` ``run``.
+    """
+
+    def __init__(self, config: RetrieverConfig, k: int) -> None:
+        self.k = k
+        legs = config.legs
+        # min(k, n) hits need one leg that returns k ids; if none does, every leg is deepened to k.
+        if k > max((LEG_REGISTRY[leg.kind].coverage(leg) for leg in legs), default=0):
+            legs = tuple(_deepened(leg, k) for leg in legs)
+        self.legs = legs
+        self.kinds = tuple(LEG_REGISTRY[leg.kind] for leg in self.legs)
+        self.weights = list(config.weights)
+        pairs = tuple(zip(self.legs, self.kinds))
+        self.dense_depth_single = max((kind.dense_depth(leg, False) for leg, kind in pairs), default=0)
+        self.dense_depth_batch = max((kind.dense_depth(leg, True) for leg, kind in pairs), default=0)
+        self.lexical_depth = max((kind.lexical_depth(leg) for leg, kind in pairs), default=0)
+        self.lexical_scores = any(kind.lexical_scores(leg) for leg, kind in pairs)
+        self.timeline = any(kind.timeline for kind in self.kinds)
+
+    def run(self, retriever: HybridRetriever, texts: Optional[list[str]], Q: Optional[np.ndarray], n: int,
+            sub: Optional[np.ndarray], n_threads: int, *, lexical_scores: Optional[np.ndarray] = None
+            ) -> list[list[_LegOutput]]:
+        """Every leg's output for ``n`` queries sharing the subset ``sub`` (sorted unique ids or
+        None), per query. ``lexical_scores`` (n, N) may pass BM25 scores computed already."""
+        g = _Group(retriever._E, texts, Q, n, sub, n_threads)
+        depth = self.dense_depth_single if n == 1 else self.dense_depth_batch
+        if depth and n:
+            g.pre = (ops._prefilter_trusted(g.E, Q, depth, sub) if n == 1
+                     else ops._prefilter_batch_trusted(g.E, Q, depth, sub, n_threads))
+        bm25 = retriever._bm25
+        if (self.lexical_depth or (self.lexical_scores and lexical_scores is None)) and n:
+            token_ids = [bm25._token_ids(tokens) for tokens in bm25._tokenize(texts)]
+            if self.lexical_depth:
+                mask = None
+                if sub is not None:
+                    mask = np.zeros(len(bm25), dtype=bool)
+                    mask[sub] = True
+                g.lex_top = [bm25._rank(ids, self.lexical_depth, mask) for ids in token_ids]
+            if self.lexical_scores and lexical_scores is None:
+                scores = [bm25._scores_from_ids(ids) for ids in token_ids]
+                g.lex_scores = scores[0][None, :] if n == 1 else np.stack(scores)
+        if lexical_scores is not None:
+            g.lex_scores = lexical_scores
+        columns = [kind.run(leg, retriever, g) if n else [] for leg, kind in zip(self.legs, self.kinds)]
+        return [[column[b] for column in columns] for b in range(n)]
 
 
-def _unit_or_normalised(X: np.ndarray, normalize: bool, name: str, remedy: str) -> np.ndarray:
+def _question_features(texts: Optional[list[str]], timeline: _temporal.Timeline, rows: Optional[np.ndarray],
+                       years: Optional[tuple[int, ...]]):
+    """:func:`fieldrank.temporal.question_features`, with the corpus's year span precomputed."""
+    if texts is None or years is None or timeline.time is None:
+        return _temporal.question_features(texts, timeline, rows)
+    return _temporal.time_intent(texts), [_temporal.date_windows(t, years) for t in texts]
+
+
+def _unit_or_normalised(X: np.ndarray, normalize: bool, name: str, remedy: str,
+                        norms: Optional[np.ndarray] = None) -> np.ndarray:
     """``X``'s rows scaled to unit norm (a new array) with ``normalize``; else ``X`` itself once
-    every row has unit norm within UNIT_NORM_ATOL. Norms in float64: tiny finite rows keep one."""
-    norms = np.sqrt(np.einsum("ij,ij->i", X, X, dtype=np.float64))
+    every row has unit norm within UNIT_NORM_ATOL. Norms in float64 (computed here unless given):
+    tiny finite rows keep one."""
+    if norms is None:
+        norms = np.sqrt(np.einsum("ij,ij->i", X, X, dtype=np.float64))
     if normalize:
         return np.ascontiguousarray((X / norms[:, None]).astype(np.float32))
     bad = np.flatnonzero(np.abs(norms - 1.0) > UNIT_NORM_ATOL)

@@ -196,3 +196,49 @@ def rrf_batch(rankings: Sequence[Sequence[np.ndarray]], weights: Optional[Sequen
         return []
     _, weight_values, k, k0 = per_query[0]
     return [_ranking(r) for r in _core.rrf_batch([legs for legs, *_ in per_query], weight_values, k, k0)]
+
+
+# --------------------------------------------------------------------------- trusted entry points
+# For the layers above the operators (fieldrank.hybrid, the memory store): they validated their
+# corpus once at construction and each query once per call, so these skip the Python checks and
+# copies (the native checks of sizes and ids stay, and cost O(d) or O(pool)). Arguments must be
+# what the public functions above would have produced: C-ordered float32 matrices, int64 ids,
+# unique subsets, parameters already checked (a config's legs check them when built).
+_POOL_OPERATORS = {"cfsr": _core.cfsr_pool, "cfs": _core.cfs_pool, "mmr": _core.mmr_pool, "ring": _core.ring_pool}
+_BATCH_OPERATORS = {"cfsr": _core.cfsr_batch, "cfs": _core.cfs_batch, "mmr": _core.mmr_batch,
+                    "ring": _core.ring_batch}
+
+
+def _prefilter_batch_trusted(E: np.ndarray, Q: np.ndarray, p: int, subset: Optional[np.ndarray],
+                             n_threads: int) -> Ranking:
+    return _ranking(_core.prefilter_batch(E, Q, p, subset, n_threads))
+
+
+def _prefilter_trusted(E: np.ndarray, Q: np.ndarray, p: int, subset: Optional[np.ndarray]) -> Ranking:
+    """One query (``Q`` of shape (1, d)) through the single-query scan; (1, m) arrays like a batch."""
+    r = _core.prefilter(E, Q[0], p, subset)
+    return Ranking(r.ids[None, :], r.scores[None, :])
+
+
+def _pool_trusted(kind: str, ids: np.ndarray, C: np.ndarray, q: np.ndarray, k: int, sims: Optional[np.ndarray],
+                  params: dict):
+    """``<kind>_pool`` on a checked pool; returns the native result (ids, scores[, coef])."""
+    return _POOL_OPERATORS[kind](ids, C, q, k, sims=sims, **params)
+
+
+def _batch_trusted(kind: str, E: np.ndarray, Q: np.ndarray, k: int, p: Optional[int], subset: Optional[np.ndarray],
+                   n_threads: int, params: dict):
+    """``<kind>_batch`` on a checked corpus and queries; ``p`` None for Ring (its pool follows k)."""
+    depth = {} if p is None else {"p": p}
+    return _BATCH_OPERATORS[kind](E, Q, k, subset=subset, n_threads=n_threads, **depth, **params)
+
+
+def _rrf_trusted(rankings: Sequence[np.ndarray], weights: Sequence[float], k: int, k0: float) -> Ranking:
+    """:func:`rrf` of one query's legs (their own outputs), weights checked once."""
+    return _ranking(_core.rrf(rankings, weights, k, k0))
+
+
+def _rrf_batch_trusted(rankings: Sequence[Sequence[np.ndarray]], weights: Sequence[float], k: int,
+                       k0: float) -> List[Ranking]:
+    """:func:`rrf_batch` on legs' own outputs (int64 ids without repeats), weights checked once."""
+    return [_ranking(r) for r in _core.rrf_batch(rankings, weights, k, k0)]

@@ -17,6 +17,8 @@ from . import _validation as _v
 from . import quantized as _q
 from ._results import Ranking, Reconstruction
 from .quantized import QuantizedCorpus
+from .temporal import DAY as _DAY
+from .temporal import TemporalParams, Timeline, check_leg_call, question_features
 
 __all__ = [
     "prefilter", "prefilter_batch", "prefilter_pool",
@@ -26,6 +28,7 @@ __all__ = [
     "ring", "ring_batch", "ring_pool",
     "rrf", "rrf_batch", "tie_key",
     "quantize", "prefilter_quantized", "prefilter_quantized_batch",
+    "temporal", "temporal_batch", "temporal_scores", "neighbour_support",
 ]
 
 _D = _core.DEFAULTS
@@ -445,3 +448,109 @@ def rrf_batch(rankings: Sequence[Sequence[np.ndarray]], weights: Optional[Sequen
         msg = f"rankings must be a list (one entry per query) of lists of id arrays, got {type(rankings).__name__}"
         raise TypeError(msg)
     return [rrf(legs, weights, k, k0=k0) for legs in rankings]
+
+
+# --------------------------------------------------------------------------- temporal leg
+def _znorm(S: np.ndarray) -> np.ndarray:
+    mu = S.mean(axis=1, keepdims=True)
+    sd = S.std(axis=1, keepdims=True)
+    sd[sd == 0] = 1.0
+    return (S - mu) / sd
+
+
+def neighbour_support(base: np.ndarray, rows: np.ndarray, session: np.ndarray, radius: int,
+                      decay: float) -> np.ndarray:
+    """``max_{1<=|d|<=radius} decay^(|d|-1) · max(base[:, j(i+d)], 0)`` over same-session rows in ``rows``.
+
+    ``base`` is ``(B, n)`` over the sorted corpus rows ``rows`` (n,); ``session`` is the full
+    ``(N,)`` key array. Rows without a neighbour get 0.
+    """
+    support = np.zeros_like(base)
+    n = rows.shape[0]
+    positive = np.maximum(base, 0.0)
+    for distance in range(1, radius + 1):
+        factor = decay ** (distance - 1)
+        if factor == 0.0:
+            break
+        for d in (distance, -distance):
+            target = rows + d
+            j = np.searchsorted(rows, target)
+            ok = j < n
+            ok[ok] &= rows[j[ok]] == target[ok]
+            ok[ok] &= session[target[ok]] == session[rows[ok]]
+            if ok.any():
+                cols = np.flatnonzero(ok)
+                support[:, cols] = np.maximum(support[:, cols], factor * positive[:, j[cols]])
+    return support
+
+
+def temporal_scores(dense: np.ndarray, lexical: Optional[np.ndarray], rows: np.ndarray, timeline: Timeline,
+                    params: TemporalParams = TemporalParams(), *, intent: Optional[np.ndarray] = None,
+                    windows: Optional[Sequence[Sequence[tuple]]] = None) -> np.ndarray:
+    """Leg scores ``(B, n)`` (float64) over the sorted corpus rows ``rows`` (n,): the formula of
+    :mod:`fieldrank.temporal`.
+
+    ``dense`` and ``lexical`` are ``(B, n)`` scores of those rows (``lexical`` may be None only
+    when ``alpha == 0``); ``intent`` (B,) bool and ``windows`` (one list of day periods per query)
+    switch on the two priors.
+    """
+    # C order: every row is then reduced (mean, std) by the same loop whatever B is.
+    dense = np.ascontiguousarray(dense, dtype=np.float64)
+    base = (1.0 - params.alpha) * _znorm(dense) if params.alpha < 1.0 else np.zeros_like(dense)
+    if params.alpha > 0.0:
+        if lexical is None:
+            msg = "lexical scores are required when alpha > 0"
+            raise ValueError(msg)
+        base = base + params.alpha * _znorm(np.ascontiguousarray(lexical, dtype=np.float64))
+    score = base
+    if params.gamma > 0.0:
+        score = score + params.gamma * neighbour_support(base, rows, timeline.session, params.radius, params.decay)
+    if params.tau > 0.0 and intent is not None and timeline.cue is not None:
+        score = score + params.tau * (np.asarray(intent, bool)[:, None] & timeline.cue[rows][None, :])
+    if params.delta > 0.0 and windows is not None and timeline.time is not None:
+        t = timeline.time[rows]
+        for b, periods in enumerate(windows):
+            if not periods:
+                continue
+            hit = np.zeros(rows.shape[0], dtype=bool)
+            for start, end in periods:
+                hit |= (t >= start - params.before_days * _DAY) & (t <= end + params.after_days * _DAY)
+            score[b] += params.delta * hit
+    return score
+
+
+def temporal_batch(E: np.ndarray, Q: np.ndarray, lexical: Optional[np.ndarray], k: int = 50, *,
+                   timeline: Timeline, questions: Optional[Sequence[str]] = None,
+                   params: TemporalParams = TemporalParams(), subset: Optional[np.ndarray] = None,
+                   n_threads: int = 0) -> Ranking:
+    """numpy twin of :func:`fieldrank.temporal.temporal_batch` (same checks, float64 einsum)."""
+    E, Q, lexical, rows, _ = check_leg_call(E, Q, lexical, k, timeline, questions, params, subset, n_threads)
+    if rows is None:
+        rows = np.arange(E.shape[0], dtype=np.int64)
+    if lexical is not None:
+        lexical = lexical[:, rows]
+        if not np.isfinite(lexical).all():
+            msg = "lexical must be finite"
+            raise ValueError(msg)
+    _v.check_unit_rows(E, "E", rows)
+    if Q.shape[0] == 0:
+        empty = np.empty((0, min(k, rows.shape[0])))
+        return Ranking(empty.astype(np.int64), empty)
+    # float64 and einsum's own loop (no BLAS): each score is summed in the same order whatever
+    # the batch size, so a batch equals its queries one by one exactly.
+    dense = np.einsum("bd,nd->bn", Q.astype(np.float64), E[rows].astype(np.float64), optimize=False)
+    intent, windows = question_features(questions, timeline, rows)
+    scores = temporal_scores(dense, lexical, rows, timeline, params, intent=intent, windows=windows)
+    order = np.argsort(-scores, axis=1, kind="stable")[:, : min(k, rows.shape[0])]
+    return Ranking(rows[order], np.take_along_axis(scores, order, 1))
+
+
+def temporal(E: np.ndarray, q: np.ndarray, lexical: Optional[np.ndarray], k: int = 50, *, timeline: Timeline,
+             question: Optional[str] = None, params: TemporalParams = TemporalParams(),
+             subset: Optional[np.ndarray] = None) -> Ranking:
+    """numpy twin of :func:`fieldrank.temporal.temporal`."""
+    q = _v.float32_array(q, "q", 1)
+    lex = None if lexical is None else np.asarray(lexical)[None, :]
+    res = temporal_batch(E, q[None, :], lex, k, timeline=timeline,
+                         questions=None if question is None else [question], params=params, subset=subset)
+    return Ranking(res.ids[0], res.scores[0])

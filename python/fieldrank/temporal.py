@@ -27,10 +27,13 @@ Score ``s_i = b_i + γ·n_i + τ·[intent]·c_i + δ·t_i``; the leg ranks the s
 (higher first, ties to the lower row) and returns the top ``k``. With ``γ = τ = δ = 0`` it
 is the plain score fusion of the two signals.
 
-Everything is numpy over a ``(B, n)`` block (B queries, n subset rows): one product of the
-queries with the subset rows plus a few vectorised passes, no Python loop over candidates.
-Scores are float64 and each query's row is computed by the same loops whatever the batch
-size, so a batch equals its queries run one by one, exactly.
+The scoring runs in C++ (``cpp/include/fieldrank/temporal.hpp``): one read of each row per block
+of queries, cosines summed in float64, z-normalisation with numpy's pairwise sums, then the
+neighbour and prior terms and the top-k, per query on its own thread. Scores are float64 and a
+query's scores do not depend on the batch or the thread count, so a batch equals its queries one
+by one, exactly. :func:`fieldrank.reference.temporal_batch` is the same formula in numpy (the
+oracle of the parity tests); only the question texts are read in Python (the regular expressions
+below).
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from . import _core
 from . import _validation as _v
 from ._results import Ranking
 
@@ -345,84 +349,24 @@ def locomo_timeline(data: Any) -> Timeline:
 
 
 # --------------------------------------------------------------------------- scoring core
-def _znorm(S: np.ndarray) -> np.ndarray:
-    mu = S.mean(axis=1, keepdims=True)
-    sd = S.std(axis=1, keepdims=True)
-    sd[sd == 0] = 1.0
-    return (S - mu) / sd
+# The arithmetic runs in C++ (``cpp/include/fieldrank/temporal.hpp``, float64 throughout); its
+# numpy twin, the readable formula and the oracle of the parity tests, is
+# :func:`fieldrank.reference.temporal_batch` (with :func:`temporal_scores` and
+# :func:`neighbour_support`, re-exported here).
 
 
-def neighbour_support(base: np.ndarray, rows: np.ndarray, session: np.ndarray, radius: int,
-                      decay: float) -> np.ndarray:
-    """``max_{1<=|d|<=radius} decay^(|d|-1) · max(base[:, j(i+d)], 0)`` over same-session rows in ``rows``.
-
-    ``base`` is ``(B, n)`` over the sorted corpus rows ``rows`` (n,); ``session`` is the full
-    ``(N,)`` key array. Rows without a neighbour get 0.
-    """
-    support = np.zeros_like(base)
-    n = rows.shape[0]
-    positive = np.maximum(base, 0.0)
-    for distance in range(1, radius + 1):
-        factor = decay ** (distance - 1)
-        if factor == 0.0:
-            break
-        for d in (distance, -distance):
-            target = rows + d
-            j = np.searchsorted(rows, target)
-            ok = j < n
-            ok[ok] &= rows[j[ok]] == target[ok]
-            ok[ok] &= session[target[ok]] == session[rows[ok]]
-            if ok.any():
-                cols = np.flatnonzero(ok)
-                support[:, cols] = np.maximum(support[:, cols], factor * positive[:, j[cols]])
-    return support
+def _years_spanned(timeline: Timeline, rows: Optional[np.ndarray]) -> tuple[int, ...]:
+    """The calendar years the session dates of ``rows`` (None: every row) span."""
+    t = timeline.time if rows is None else timeline.time[rows]
+    years = t.astype("datetime64[Y]").astype(int) + 1970
+    return tuple(range(int(years.min()), int(years.max()) + 1))
 
 
-def temporal_scores(dense: np.ndarray, lexical: Optional[np.ndarray], rows: np.ndarray, timeline: Timeline,
-                    params: TemporalParams = TemporalParams(), *, intent: Optional[np.ndarray] = None,
-                    windows: Optional[Sequence[Sequence[tuple[np.datetime64, np.datetime64]]]] = None) -> np.ndarray:
-    """Leg scores ``(B, n)`` (float64) over the sorted corpus rows ``rows`` (n,).
-
-    ``dense`` and ``lexical`` are ``(B, n)`` scores of those rows (``lexical`` may be None only
-    when ``alpha == 0``); ``intent`` (B,) bool and ``windows`` (one list of day periods per query)
-    switch on the two priors.
-    """
-    # C order: every row is then reduced (mean, std) by the same loop whatever B is.
-    dense = np.ascontiguousarray(dense, dtype=np.float64)
-    base = (1.0 - params.alpha) * _znorm(dense) if params.alpha < 1.0 else np.zeros_like(dense)
-    if params.alpha > 0.0:
-        if lexical is None:
-            msg = "lexical scores are required when alpha > 0"
-            raise ValueError(msg)
-        base = base + params.alpha * _znorm(np.ascontiguousarray(lexical, dtype=np.float64))
-    score = base
-    if params.gamma > 0.0:
-        score = score + params.gamma * neighbour_support(base, rows, timeline.session, params.radius, params.decay)
-    if params.tau > 0.0 and intent is not None and timeline.cue is not None:
-        score = score + params.tau * (np.asarray(intent, bool)[:, None] & timeline.cue[rows][None, :])
-    if params.delta > 0.0 and windows is not None and timeline.time is not None:
-        t = timeline.time[rows]
-        for b, periods in enumerate(windows):
-            if not periods:
-                continue
-            hit = np.zeros(rows.shape[0], dtype=bool)
-            for start, end in periods:
-                hit |= (t >= start - params.before_days * DAY) & (t <= end + params.after_days * DAY)
-            score[b] += params.delta * hit
-    return score
-
-
-def _top_k(scores: np.ndarray, rows: np.ndarray, k: int) -> Ranking:
-    """Top ``k`` per row of ``scores`` (B, n): higher first, ties to the lower id (``rows`` sorted)."""
-    order = np.argsort(-scores, axis=1, kind="stable")[:, : min(k, rows.shape[0])]
-    return Ranking(rows[order], np.take_along_axis(scores, order, 1))
-
-
-def question_features(questions: Optional[Sequence[str]], timeline: Timeline, rows: np.ndarray):
+def question_features(questions: Optional[Sequence[str]], timeline: Timeline, rows: Optional[np.ndarray]):
     """Per query: time intent (bool ``(B,)``) and the named periods (:func:`date_windows`).
 
-    ``rows`` are the corpus rows the queries may see; a month or day without a year is looked
-    up in every year their session dates span. ``questions=None`` gives ``(None, None)`` (no
+    ``rows`` are the corpus rows the queries may see (None: all); a month or day without a year is
+    looked up in every year their session dates span. ``questions=None`` gives ``(None, None)`` (no
     priors); without session dates in ``timeline`` the periods are None.
     """
     if questions is None:
@@ -433,32 +377,20 @@ def question_features(questions: Optional[Sequence[str]], timeline: Timeline, ro
     intent = time_intent(questions)
     windows = None
     if timeline.time is not None:
-        t = timeline.time[rows].astype("datetime64[Y]").astype(int) + 1970
-        years = tuple(range(int(t.min()), int(t.max()) + 1))
+        years = _years_spanned(timeline, rows)
         windows = [date_windows(q, years) for q in questions]
     return intent, windows
 
 
-def temporal_batch(E: np.ndarray, Q: np.ndarray, lexical: Optional[np.ndarray], k: int = 50, *,
-                   timeline: Timeline, questions: Optional[Sequence[str]] = None,
-                   params: TemporalParams = TemporalParams(), subset: Optional[np.ndarray] = None) -> Ranking:
-    """The time-aware leg for a batch of queries; returns ``Ranking`` with ``(B, min(k, n))`` arrays.
+def check_leg_call(E: np.ndarray, Q: np.ndarray, lexical: Optional[np.ndarray], k: int, timeline: Timeline,
+                   questions: Optional[Sequence[str]], params: TemporalParams, subset: Optional[np.ndarray],
+                   n_threads: int = 0):
+    """The checks of :func:`temporal_batch`, shared with :func:`fieldrank.reference.temporal_batch`.
 
-    Parameters
-    ----------
-    E : (N, d) float32, L2-normalised rows.
-    Q : (B, d) float32 query embeddings.
-    lexical : (B, N) lexical scores of every row of ``E`` for each query (e.g.
-        ``BM25Index.scores``), or None when ``params.alpha == 0``. Only ``subset`` columns are read.
-    k : ids to return per query.
-    timeline : per-row session keys, session dates and time cues (:class:`Timeline`).
-    questions : the query texts (B,), for the time-intent and session-date priors; None
-        switches both off.
-    params : :class:`TemporalParams`.
-    subset : optional unique row ids; only these rows are scored and returned, and only they
-        count as neighbours.
+    Returns ``(E, Q, lexical, rows, n_threads)``: ``rows`` the sorted subset (None: all rows),
+    ``lexical`` the (B, N) float array (None when ``params.alpha == 0``; not yet checked finite).
     """
-    E, Q, subset, _ = _v.batch_call(E, Q, subset, 0)
+    E, Q, subset, n_threads = _v.batch_call(E, Q, subset, n_threads)
     k = _v.positive_int(k, "k")
     if not isinstance(timeline, Timeline) or len(timeline) != E.shape[0]:
         msg = f"timeline must be a Timeline with one entry per row of E ({E.shape[0]})"
@@ -466,7 +398,6 @@ def temporal_batch(E: np.ndarray, Q: np.ndarray, lexical: Optional[np.ndarray], 
     if not isinstance(params, TemporalParams):
         msg = f"params must be a TemporalParams, got {type(params).__name__}"
         raise TypeError(msg)
-    rows = np.arange(E.shape[0], dtype=np.int64) if subset is None else np.sort(subset)
     B = Q.shape[0]
     if params.alpha > 0.0:
         if lexical is None:
@@ -476,32 +407,110 @@ def temporal_batch(E: np.ndarray, Q: np.ndarray, lexical: Optional[np.ndarray], 
         if lexical.shape != (B, E.shape[0]) or lexical.dtype.kind != "f":
             msg = f"lexical must be a float array of shape ({B}, {E.shape[0]}), got {lexical.dtype} {lexical.shape}"
             raise ValueError(msg)
-        lexical = lexical[:, rows]
-        if not np.isfinite(lexical).all():
-            msg = "lexical must be finite"
-            raise ValueError(msg)
-    _v.check_unit_rows(E, "E", rows)
-    if B == 0:
-        empty = np.empty((0, min(k, rows.shape[0])))
-        return Ranking(empty.astype(np.int64), empty)
-    # float64 and einsum's own loop (no BLAS): each score is summed in the same order whatever
-    # the batch size, so a batch equals its queries one by one exactly.
-    dense = np.einsum("bd,nd->bn", Q.astype(np.float64), E[rows].astype(np.float64), optimize=False)
+    else:
+        lexical = None
     if questions is not None and (isinstance(questions, str) or len(questions) != B):
         msg = f"questions must be a sequence of {B} str (one per query), got {type(questions).__name__}"
         raise ValueError(msg)
+    rows = None if subset is None else np.sort(subset)
+    return E, Q, lexical, rows, n_threads
+
+
+def _window_arrays(windows: Optional[Sequence[Sequence[tuple[np.datetime64, np.datetime64]]]]):
+    """Per-query day periods as (offsets (B + 1,), flat (start, end) day numbers) int64 arrays."""
+    if windows is None:
+        return None, None
+    counts = np.fromiter((len(w) for w in windows), dtype=np.int64, count=len(windows))
+    offsets = np.zeros(len(windows) + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    flat = [day for periods in windows for pair in periods for day in pair]
+    days = np.array(flat, dtype="datetime64[D]").astype(np.int64) if flat else np.empty(0, dtype=np.int64)
+    return offsets, days
+
+
+def _run_leg(E: np.ndarray, Q: np.ndarray, lexical: Optional[np.ndarray], k: int, timeline: Timeline,
+             intent: Optional[np.ndarray], windows, params: TemporalParams, rows: Optional[np.ndarray],
+             check_rows: bool, n_threads: int) -> Ranking:
+    """The native leg on checked arguments (no copy of ``E``; ``rows`` sorted, None: all rows).
+
+    Layers that validated their corpus once (:class:`fieldrank.HybridRetriever`, the memory store)
+    call this with ``check_rows=False``; :func:`temporal_batch` checks each row it reads once per
+    call (finite, non-zero norm), in native code.
+    """
+    lex32 = lex64 = None
+    if lexical is not None and params.alpha > 0.0:
+        if lexical.dtype == np.float32:
+            lex32 = np.ascontiguousarray(lexical)
+        else:
+            lex64 = np.ascontiguousarray(lexical, dtype=np.float64)
+    cue = None if timeline.cue is None or intent is None else timeline.cue.view(np.uint8)
+    day = None if timeline.time is None else timeline.time.view(np.int64)
+    offsets, days = _window_arrays(windows if timeline.time is not None else None)
+    r = _core.temporal_batch(
+        E, Q, np.ascontiguousarray(timeline.session), params.alpha, params.gamma, params.radius, params.decay,
+        params.tau, params.delta, params.before_days, params.after_days, k, lexical32=lex32, lexical64=lex64,
+        rows=rows, cue=cue, day=day,
+        intent=None if intent is None else np.ascontiguousarray(intent, dtype=bool).view(np.uint8),
+        window_offsets=offsets, window_days=days, check_rows=check_rows, n_threads=n_threads)
+    return Ranking(r.ids, r.scores)
+
+
+def temporal_batch(E: np.ndarray, Q: np.ndarray, lexical: Optional[np.ndarray], k: int = 50, *,
+                   timeline: Timeline, questions: Optional[Sequence[str]] = None,
+                   params: TemporalParams = TemporalParams(), subset: Optional[np.ndarray] = None,
+                   n_threads: int = 0) -> Ranking:
+    """The time-aware leg for a batch of queries; returns ``Ranking`` with ``(B, min(k, n))`` arrays.
+
+    Native (C++, GIL released, one query block per pass over the rows); equal to
+    :func:`fieldrank.reference.temporal_batch`, its numpy twin.
+
+    Parameters
+    ----------
+    E : (N, d) float32, L2-normalised rows.
+    Q : (B, d) float32 query embeddings.
+    lexical : (B, N) lexical scores of every row of ``E`` for each query (e.g.
+        ``BM25Index.scores``), float32 or float64, or None when ``params.alpha == 0``. Only
+        ``subset`` columns are read.
+    k : ids to return per query.
+    timeline : per-row session keys, session dates and time cues (:class:`Timeline`).
+    questions : the query texts (B,), for the time-intent and session-date priors; None
+        switches both off.
+    params : :class:`TemporalParams`.
+    subset : optional unique row ids; only these rows are scored and returned, and only they
+        count as neighbours.
+    n_threads : worker threads (``<= 0``: all cores); the result does not depend on it.
+
+    Returns
+    -------
+    Ranking
+        int64 ids and float64 scores, higher first, ties to the lower id.
+    """
+    E, Q, lexical, rows, n_threads = check_leg_call(E, Q, lexical, k, timeline, questions, params, subset, n_threads)
     intent, windows = question_features(questions, timeline, rows)
-    scores = temporal_scores(dense, lexical if params.alpha > 0 else None, rows, timeline, params,
-                             intent=intent, windows=windows)
-    return _top_k(scores, rows, k)
+    return _run_leg(E, Q, lexical, k, timeline, intent, windows, params, rows, True, n_threads)
 
 
 def temporal(E: np.ndarray, q: np.ndarray, lexical: Optional[np.ndarray], k: int = 50, *, timeline: Timeline,
              question: Optional[str] = None, params: TemporalParams = TemporalParams(),
              subset: Optional[np.ndarray] = None) -> Ranking:
-    """:func:`temporal_batch` for one query ``q`` (d,) with lexical scores (N,); 1-D ``Ranking``."""
+    """:func:`temporal_batch` for one query ``q`` (d,) with lexical scores (N,); 1-D ``Ranking``.
+
+    Runs on the calling thread, like the other single-query operators.
+    """
     q = _v.float32_array(q, "q", 1)
     lex = None if lexical is None else np.asarray(lexical)[None, :]
     res = temporal_batch(E, q[None, :], lex, k, timeline=timeline,
-                         questions=None if question is None else [question], params=params, subset=subset)
+                         questions=None if question is None else [question], params=params, subset=subset,
+                         n_threads=1)
     return Ranking(res.ids[0], res.scores[0])
+
+
+def __getattr__(name: str) -> Any:
+    """The numpy formula under its names here: :func:`fieldrank.reference.temporal_scores` and
+    :func:`fieldrank.reference.neighbour_support` (resolved lazily: the reference imports this module)."""
+    if name in ("neighbour_support", "temporal_scores"):
+        from . import reference
+
+        return getattr(reference, name)
+    msg = f"module {__name__!r} has no attribute {name!r}"
+    raise AttributeError(msg)

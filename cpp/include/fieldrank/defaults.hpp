@@ -67,6 +67,15 @@ inline constexpr std::int64_t cfsr_shared_gram_max_rows = 2048;
 // of-two scaling is exact, so skipping it where float32 has room to spare changes no bit and
 // saves a pass over the P × P matrix per query.
 inline constexpr int cfsr_gram_rescale_min_exponent = 60;
+// The temporal leg holds the float64 cosines of a block of queries with its rows (all scores of a
+// query are needed before its z-normalisation): blocks are sized to stay under this many bytes.
+inline constexpr std::int64_t temporal_block_bytes = std::int64_t{64} << 20;
+// Queries scored together over a chunk of rows by the temporal leg's double kernel: their float64
+// copies (d · 8 bytes each) then stay in L1 beside the rows.
+inline constexpr std::int64_t temporal_query_group = 4;
+// Rows of at most this many bytes (float32) stay in cache across query groups: the temporal leg
+// then gives each thread whole query groups (one parallel region) instead of splitting the rows.
+inline constexpr std::int64_t temporal_cache_resident_bytes = std::int64_t{4} << 20;
 
 }  // namespace defaults
 

@@ -8,4 +8,5 @@
 #include "prefilter.hpp"
 #include "ring.hpp"
 #include "rrf.hpp"
+#include "temporal.hpp"
 #include "types.hpp"

@@ -69,6 +69,15 @@ struct KernelTable {
     void (*score_int8)(const std::int8_t* base, Index stride, const Index* ids, Index n, Index d,
                        const std::int8_t* q8, const float* row_scale, const std::int32_t* row_sum, float q_scale,
                        float* out);
+
+    // out[b * ld_out + r] = Σ_j row_r,j · Qd_b,j accumulated in double for r < n, b < nq (Qd: the
+    // queries already widened to double, row stride ldq), row_r = base + id(r) · stride. When norms
+    // is not null, norms[r] = Σ_j row_r,j² in double as well. Each row is read once for all nq
+    // queries. A float32 product is exact in double, so every variant sums the same exact terms in
+    // the same order (two 8-lane accumulators per 16-element block, the fixed reduction tree, then
+    // the tail in j order) and the scores are bit-identical across variants and positions.
+    void (*score_f32_f64)(const float* base, Index stride, const Index* ids, Index n, Index d, const double* Qd,
+                          Index ldq, Index nq, double* out, Index ld_out, double* norms);
 };
 
 }  // namespace simd

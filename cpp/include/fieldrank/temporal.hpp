@@ -1,0 +1,333 @@
+// The time-aware leg (python/fieldrank/temporal.py gives the formula): over the rows a query may
+// see, z-normalised lexical scores blended with z-normalised cosines, the same-session neighbour
+// support, the time-cue and session-date priors, and the top-k under the tie rule.
+//
+// Arithmetic is float64 throughout, like the numpy reference it is held to: the cosines are
+// float32 rows times float32 queries summed in double (each product is exact there), the means
+// and standard deviations use numpy's pairwise summation, and every later step is the same
+// sequence of double operations as the reference. Each row of E is read once per block of
+// queries; a query's scores do not depend on the block, the thread split or the batch, so a
+// batch equals its queries one by one for any thread count.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "defaults.hpp"
+#include "errors.hpp"
+#include "kernels.hpp"
+#include "parallel.hpp"
+#include "simd.hpp"
+#include "topk.hpp"
+#include "types.hpp"
+
+namespace fieldrank {
+
+struct TemporalParams {
+    double alpha = 0.5;       // lexical share of the base blend, in [0, 1]
+    double gamma = 0.5;       // weight of the neighbour support, >= 0
+    Index radius = 2;         // neighbours i ± 1 … i ± radius of the same session, >= 1
+    double decay = 0.5;       // factor per extra step of distance, in [0, 1]
+    double tau = 1.0;         // time-cue boost for queries with time intent, >= 0
+    double delta = 1.5;       // boost for rows whose session day is in a named period, >= 0
+    Index before_days = 7;    // slack before / after a named period, >= 0
+    Index after_days = 14;
+};
+
+// What the leg knows about each of the N corpus rows (all pointers to N entries).
+struct TemporalTimeline {
+    const Index* session = nullptr;    // required: rows i and i ± d are neighbours only with equal keys
+    const std::uint8_t* cue = nullptr;  // optional: the row's text anchors something in time (0/1)
+    const Index* day = nullptr;        // optional: session day number; INT64_MIN (NaT) is in no period
+};
+
+// What each of the B queries asks: time intent and the periods it names (inclusive day pairs).
+struct TemporalQueries {
+    const std::uint8_t* intent = nullptr;  // optional, B entries (0/1)
+    const Index* window_offsets = nullptr;  // optional, B + 1 entries into window_days
+    const Index* window_days = nullptr;     // (start, end) pairs, 2 · window_offsets[B] entries
+};
+
+// Lexical scores of every corpus row for each query: row b at data + b · ld (N entries read at
+// the leg's rows). Null when alpha == 0.
+template <typename Lex>
+struct LexicalScores {
+    const Lex* data = nullptr;
+    Index ld = 0;
+};
+
+struct TemporalRanking {
+    RowMatrixXi ids;
+    RowMatrixXd scores;
+};
+
+namespace detail {
+
+// numpy's pairwise summation (umath loops, PW_BLOCKSIZE 128): the same additions in the same order,
+// so a mean or variance of the same doubles is bit-identical to numpy's.
+inline double pairwise_sum(const double* x, Index n) {
+    if (n < 8) {
+        double sum = 0.0;
+        for (Index i = 0; i < n; ++i) sum += x[i];
+        return sum;
+    }
+    if (n <= 128) {
+        double r[8];
+        for (int l = 0; l < 8; ++l) r[l] = x[l];
+        Index i = 8;
+        for (; i < n - (n % 8); i += 8)
+            for (int l = 0; l < 8; ++l) r[l] += x[i + l];
+        double sum = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+        for (; i < n; ++i) sum += x[i];
+        return sum;
+    }
+    Index half = n / 2;
+    half -= half % 8;
+    return pairwise_sum(x, half) + pairwise_sum(x + half, n - half);
+}
+
+// In place: x = (x - mean) / sd (population sd; 1 where it is 0), as numpy's mean and std compute it.
+// scratch holds n doubles.
+inline void z_normalise(double* x, Index n, double* scratch) {
+    const double mean = pairwise_sum(x, n) / static_cast<double>(n);
+    for (Index i = 0; i < n; ++i) {
+        const double centred = x[i] - mean;
+        scratch[i] = centred * centred;
+    }
+    double sd = std::sqrt(pairwise_sum(scratch, n) / static_cast<double>(n));
+    if (sd == 0.0) sd = 1.0;
+    for (Index i = 0; i < n; ++i) x[i] = (x[i] - mean) / sd;
+}
+
+inline Index row_at(const Index* rows, Index i) { return rows != nullptr ? rows[i] : i; }
+
+// Checks the leg's arguments that the Python layer does not (sizes, order of the rows, windows).
+inline void check_temporal_call(const MatrixRef& E, const MatrixRef& Q, const Index* rows, Index n,
+                                const TemporalQueries& queries, Index n_windows, const TemporalParams& p, Index k) {
+    require_rows("E", E);
+    if (Q.cols() != E.cols()) fail("Q must have ", E.cols(), " columns to match E.shape[1], got ", Q.cols());
+    require_positive("k", k);
+    require_positive("radius", p.radius);
+    require_unit_interval("alpha", p.alpha);
+    require_unit_interval("decay", p.decay);
+    require_non_negative_real("gamma", p.gamma);
+    require_non_negative_real("tau", p.tau);
+    require_non_negative_real("delta", p.delta);
+    if (p.before_days < 0 || p.after_days < 0) fail("before_days and after_days must be >= 0");
+    if (n <= 0) fail("rows must hold at least one row");
+    if (rows != nullptr) {
+        for (Index i = 0; i < n; ++i) {
+            if (rows[i] < 0 || rows[i] >= E.rows()) fail("rows must lie in [0, ", E.rows(), "), got ", rows[i]);
+            if (i > 0 && rows[i] <= rows[i - 1]) fail("rows must be sorted and unique, got ", rows[i], " after ", rows[i - 1]);
+        }
+    }
+    if (queries.window_offsets != nullptr) {
+        if (queries.window_offsets[0] != 0) fail("window_offsets must start at 0");
+        for (Index b = 0; b < Q.rows(); ++b)
+            if (queries.window_offsets[b + 1] < queries.window_offsets[b])
+                fail("window_offsets must be non-decreasing");
+        if (queries.window_offsets[Q.rows()] != n_windows)
+            fail("window_offsets must end at the number of windows (", n_windows, "), got ",
+                 queries.window_offsets[Q.rows()]);
+    }
+}
+
+// Cosines (double) of queries [q0, q0 + nq) with the leg's rows into dense (nq × n), split into row
+// chunks across threads. With norms, the rows' squared norms are checked from the same read; the
+// first bad row (lowest position, whatever the split) is reported.
+inline void temporal_dense(const MatrixRef& E, const RowMatrixXd& Qd, Index q0, Index nq, const Index* rows, Index n,
+                           bool check_rows, Index n_threads, double* dense) {
+    const simd::KernelTable& kernels = simd::kernels();
+    const Index chunk = defaults::scan_block_rows;
+    const Index chunks = (n + chunk - 1) / chunk;
+    std::vector<double> norms(check_rows ? static_cast<std::size_t>(n) : 0);
+    const float* base = E.data();
+    // Per chunk of rows (kept in L2), the queries go in small groups whose float64 copies stay in
+    // L1; E itself is read from memory once per block of queries.
+    const Index group = defaults::temporal_query_group;
+    parallel_for(0, chunks, n_threads, [&](Index c) {
+        const Index begin = c * chunk;
+        const Index count = std::min(chunk, n - begin);
+        const Index* ids = rows != nullptr ? rows + begin : nullptr;
+        const float* first = rows != nullptr ? base : base + begin * E.outerStride();
+        Index g0 = 0;
+        do {  // nq = 0 still makes one call, for the norms
+            const Index gq = std::min(group, nq - g0);
+            kernels.score_f32_f64(first, E.outerStride(), ids, count, E.cols(), Qd.data() + (q0 + g0) * Qd.cols(),
+                                  Qd.cols(), gq, gq > 0 ? dense + g0 * n + begin : nullptr, n,
+                                  check_rows && g0 == 0 ? norms.data() + begin : nullptr);
+            g0 += group;
+        } while (g0 < nq);
+    });
+    if (!check_rows) return;
+    // The operators' rule for corpus rows (finite, unit norm within unit_norm_atol), on the squared
+    // norms the cosine pass has already summed.
+    const UnitNormSqBounds bounds = unit_norm_sq_bounds();
+    for (Index i = 0; i < n; ++i) {
+        const double norm_sq = norms[static_cast<std::size_t>(i)];
+        if (!(norm_sq >= bounds.lo && norm_sq <= bounds.hi)) explain_bad_row("E", E, row_at(rows, i));
+    }
+}
+
+// One query's leg scores over the n rows, from its cosines (null when alpha == 1) and lexical
+// scores (null when alpha == 0). base and scratch hold n doubles each; the result is in score.
+template <typename Lex>
+void temporal_query_scores(const double* dense, const Lex* lexical, const Index* rows, Index n,
+                           const TemporalTimeline& timeline, bool intent, const Index* windows, Index n_windows,
+                           const TemporalParams& p, double* base, double* scratch, double* score) {
+    // Base blend: (1 − α)·z(cos) + α·z(lex), each z over the rows (reference: temporal_scores).
+    if (p.alpha < 1.0) {
+        std::copy(dense, dense + n, base);
+        z_normalise(base, n, scratch);
+        const double share = 1.0 - p.alpha;
+        for (Index i = 0; i < n; ++i) base[i] = share * base[i];
+    } else {
+        std::fill(base, base + n, 0.0);
+    }
+    if (p.alpha > 0.0) {
+        for (Index i = 0; i < n; ++i) {
+            const double value = static_cast<double>(lexical[row_at(rows, i)]);
+            if (!std::isfinite(value)) fail("lexical must be finite");
+            score[i] = value;
+        }
+        z_normalise(score, n, scratch);
+        for (Index i = 0; i < n; ++i) base[i] = base[i] + p.alpha * score[i];
+    }
+    std::copy(base, base + n, score);
+    if (p.gamma > 0.0) {
+        // Support: max over same-session neighbours rows[i] ± dist (inside the rows) of
+        // decay^(dist-1) · max(base, 0), accumulated in scratch. Rows are sorted and unique, so
+        // the neighbour at offset +dist sits at most dist positions after i (-dist: before).
+        const Index* session = timeline.session;
+        std::fill(scratch, scratch + n, 0.0);
+        for (Index dist = 1; dist <= p.radius; ++dist) {
+            const double factor = std::pow(p.decay, static_cast<double>(dist - 1));
+            if (factor == 0.0) break;
+            if (rows == nullptr) {
+                // All rows: the neighbour of row i at offset ±dist is position i ± dist.
+                for (Index i = 0; i + dist < n; ++i) {
+                    if (session[i] != session[i + dist]) continue;
+                    scratch[i] = std::max(scratch[i], factor * std::max(base[i + dist], 0.0));
+                    scratch[i + dist] = std::max(scratch[i + dist], factor * std::max(base[i], 0.0));
+                }
+                continue;
+            }
+            for (Index i = 0; i < n; ++i) {
+                // Only the pair (i, j > i) is searched; it lends support both ways.
+                const Index target = rows[i] + dist;
+                for (Index j = i + 1; j <= i + dist && j < n && rows[j] <= target; ++j) {
+                    if (rows[j] != target) continue;
+                    if (session[target] == session[rows[i]]) {
+                        scratch[i] = std::max(scratch[i], factor * std::max(base[j], 0.0));
+                        scratch[j] = std::max(scratch[j], factor * std::max(base[i], 0.0));
+                    }
+                    break;
+                }
+            }
+        }
+        for (Index i = 0; i < n; ++i) score[i] = score[i] + p.gamma * scratch[i];
+    }
+    if (p.tau > 0.0 && intent && timeline.cue != nullptr) {
+        for (Index i = 0; i < n; ++i)
+            if (timeline.cue[row_at(rows, i)] != 0) score[i] = score[i] + p.tau;
+    }
+    if (p.delta > 0.0 && n_windows > 0 && timeline.day != nullptr) {
+        for (Index i = 0; i < n; ++i) {
+            const Index day = timeline.day[row_at(rows, i)];
+            if (day == std::numeric_limits<Index>::min()) continue;  // NaT: in no period
+            bool hit = false;
+            for (Index w = 0; w < n_windows && !hit; ++w)
+                hit = day >= windows[2 * w] - p.before_days && day <= windows[2 * w + 1] + p.after_days;
+            if (hit) score[i] = score[i] + p.delta;
+        }
+    }
+}
+
+}  // namespace detail
+
+// The leg for B queries (rows of Q) over the rows `rows` (sorted unique corpus rows; null: all N
+// rows, n = N). Returns (B, min(k, n)) ids and float64 scores, higher first, ties to the lower
+// row. check_rows checks every row read (finite, non-zero norm) in the cosine pass itself; callers
+// that validated the corpus once (a retriever, a store) pass false.
+template <typename Lex>
+TemporalRanking temporal_batch(const MatrixRef& E, const MatrixRef& Q, LexicalScores<Lex> lexical, const Index* rows,
+                               Index n, const TemporalTimeline& timeline, const TemporalQueries& queries,
+                               Index n_windows, const TemporalParams& p, Index k, bool check_rows, Index n_threads) {
+    detail::check_temporal_call(E, Q, rows, n, queries, n_windows, p, k);
+    if (timeline.session == nullptr) fail("the timeline needs session keys");
+    if (p.alpha > 0.0 && lexical.data == nullptr) fail("lexical scores are required when alpha > 0");
+    const Index B = Q.rows();
+    const Index width = std::min(k, n);
+    TemporalRanking out;
+    out.ids.setConstant(B, width, -1);
+    out.scores.setZero(B, width);
+    const bool need_dense = p.alpha < 1.0;
+    const RowMatrixXd Qd = Q.cast<double>();
+    if (B == 0) {
+        if (check_rows) detail::temporal_dense(E, Qd, 0, 0, rows, n, true, n_threads, nullptr);
+        return out;
+    }
+    // One query's leg scores from its cosines (dense_row: n doubles, null when alpha == 1) into out.
+    auto finish = [&](Index b, const double* dense_row) {
+        std::vector<double> work(static_cast<std::size_t>(3 * n));
+        double* base = work.data();
+        double* scratch = base + n;
+        double* score = scratch + n;
+        const Index* windows = nullptr;
+        Index count = 0;
+        if (queries.window_offsets != nullptr) {
+            windows = queries.window_days + 2 * queries.window_offsets[b];
+            count = queries.window_offsets[b + 1] - queries.window_offsets[b];
+        }
+        const bool intent = queries.intent != nullptr && queries.intent[b] != 0;
+        detail::temporal_query_scores(dense_row, lexical.data != nullptr ? lexical.data + b * lexical.ld : nullptr,
+                                      rows, n, timeline, intent, windows, count, p, base, scratch, score);
+        TopK<double> best(width);
+        for (Index i = 0; i < n; ++i) best.push(score[i], detail::row_at(rows, i));
+        const auto top = best.take_sorted();
+        for (Index i = 0; i < static_cast<Index>(top.size()); ++i) {
+            out.ids(b, i) = top[static_cast<std::size_t>(i)].id;
+            out.scores(b, i) = top[static_cast<std::size_t>(i)].score;
+        }
+    };
+    const Index group = defaults::temporal_query_group;
+    const bool cache_resident =
+        static_cast<Index>(sizeof(float)) * n * E.cols() <= defaults::temporal_cache_resident_bytes;
+    // The public path checks every row once (a retriever or store validated its corpus at
+    // construction and passes check_rows = false): fused into the first cosine pass over a large
+    // corpus, a pass of its own over cache-resident rows or when no cosine is needed.
+    const bool fused_check = check_rows && need_dense && !cache_resident;
+    if (check_rows && !fused_check) detail::temporal_dense(E, Qd, 0, 0, rows, n, true, n_threads, nullptr);
+    if (cache_resident) {
+        // The rows fit in cache (one conversation, a tenant): each thread takes whole groups of
+        // queries, cosines and scores, so the batch is one parallel region.
+        const Index groups = (B + group - 1) / group;
+        parallel_for(0, groups, n_threads, [&](Index g) {
+            const Index q0 = g * group;
+            const Index nq = std::min(group, B - q0);
+            std::vector<double> dense(need_dense ? static_cast<std::size_t>(nq * n) : 0);
+            if (need_dense) detail::temporal_dense(E, Qd, q0, nq, rows, n, false, 1, dense.data());
+            for (Index local = 0; local < nq; ++local)
+                finish(q0 + local, need_dense ? dense.data() + local * n : nullptr);
+        });
+        return out;
+    }
+    // Larger corpora: queries go in blocks whose cosines fit the scratch budget (at least one scan
+    // group), E is read once per block with its rows split across threads, then the queries of
+    // the block are finished in parallel. A large batch never holds a B × n matrix.
+    const Index by_budget = defaults::temporal_block_bytes / static_cast<Index>(sizeof(double) * n);
+    const Index block = std::max<Index>(defaults::scan_query_group, std::min(B, by_budget));
+    std::vector<double> dense(need_dense ? static_cast<std::size_t>(std::min(block, B) * n) : 0);
+    for (Index q0 = 0; q0 < B; q0 += block) {
+        const Index nq = std::min(block, B - q0);
+        if (need_dense) detail::temporal_dense(E, Qd, q0, nq, rows, n, fused_check && q0 == 0, n_threads, dense.data());
+        parallel_for(0, nq, n_threads,
+                     [&](Index local) { finish(q0 + local, need_dense ? dense.data() + local * n : nullptr); });
+    }
+    return out;
+}
+
+}  // namespace fieldrank
