@@ -187,3 +187,22 @@ def test_a_corpus_beyond_the_cache_equals_the_reference():
     bad[16_999] = np.nan
     with pytest.raises(ValueError, match="E must be finite, got nan at row 16999"):
         tl.temporal_batch(bad, Q, lex, 10, timeline=timeline, n_threads=2)
+
+
+@pytest.mark.parametrize("with_subset", [False, True])
+@pytest.mark.parametrize("n", [5, 97, 20_000])
+def test_row_order_scores_are_the_ranked_scores_of_every_row(n, with_subset):
+    """``_run_leg(row_order=True)`` (the memory store's path: a short top and chosen rows' scores)
+    gives every row's score in the order of the rows, bit-equal to the ranking over all of them."""
+    rng, E, Q, lex, timeline = _data(n, seed=n + 1)
+    rows = np.sort(rng.permutation(n)[: max(1, (2 * n) // 3)]) if with_subset else None
+    m = n if rows is None else rows.size
+    intent, windows = tl.question_features(QUESTIONS, timeline, rows)
+    ranked = tl._run_leg(E, Q, lex, m, timeline, intent, windows, tl.TemporalParams(), rows, False, 0)
+    scored = tl._run_leg(E, Q, lex, m, timeline, intent, windows, tl.TemporalParams(), rows, False, 0,
+                         row_order=True)
+    assert scored.ids.shape == (Q.shape[0], 0) and scored.scores.shape == (Q.shape[0], m)
+    index_of = np.full(n, -1)
+    index_of[np.arange(n) if rows is None else rows] = np.arange(m)
+    for b in range(Q.shape[0]):
+        np.testing.assert_array_equal(scored.scores[b, index_of[ranked.ids[b]]], ranked.scores[b])

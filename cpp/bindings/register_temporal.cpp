@@ -29,7 +29,8 @@ TemporalRanking temporal_batch_binding(const MatrixRef& E, const MatrixRef& Q, c
                                        const OptionalLexical32& lexical32, const OptionalLexical64& lexical64,
                                        const OptionalIds& rows, const OptionalBytes& cue, const OptionalIds& day,
                                        const OptionalBytes& intent, const OptionalIds& window_offsets,
-                                       const OptionalIds& window_days, bool check_rows, Index n_threads) {
+                                       const OptionalIds& window_days, bool check_rows, Index n_threads,
+                                       bool row_order) {
     const Index N = E.rows();
     const Index B = Q.rows();
     if (session.size() != N) fail("session must have length ", N, ", got ", session.size());
@@ -51,9 +52,9 @@ TemporalRanking temporal_batch_binding(const MatrixRef& E, const MatrixRef& Q, c
     const Index n = rows ? rows->size() : N;
     if (lexical64)
         return temporal_batch(E, Q, lexical_view<double>(lexical64, B, N), row_ids, n, timeline, queries, n_windows,
-                              params, k, check_rows, n_threads);
+                              params, k, check_rows, n_threads, row_order);
     return temporal_batch(E, Q, lexical_view<float>(lexical32, B, N), row_ids, n, timeline, queries, n_windows, params,
-                          k, check_rows, n_threads);
+                          k, check_rows, n_threads, row_order);
 }
 
 }  // namespace
@@ -67,11 +68,12 @@ void register_temporal(py::module_& m) {
           "lexical32"_a.noconvert() = py::none(), "lexical64"_a.noconvert() = py::none(),
           "rows"_a.noconvert() = py::none(), "cue"_a.noconvert() = py::none(), "day"_a.noconvert() = py::none(),
           "intent"_a.noconvert() = py::none(), "window_offsets"_a.noconvert() = py::none(),
-          "window_days"_a.noconvert() = py::none(), "check_rows"_a = true, "n_threads"_a = 0, release_gil(),
+          "window_days"_a.noconvert() = py::none(), "check_rows"_a = true, "n_threads"_a = 0, "row_order"_a = false, release_gil(),
           "The time-aware leg for every row of Q (B, d) float32 over E (N, d) float32 (fieldrank.temporal), "
           "session (N,) int64 keys, the leg's parameters and k; lexical (B, N) float32 or float64 scores (one of lexical32 / lexical64; none when alpha == 0), rows "
           "(n,) sorted unique int64 (None: all N), cue (N,) uint8, day (N,) int64 "
           "session days (INT64_MIN: none), intent (B,) uint8, window_offsets (B + 1,) int64 into window_days "
           "(2W,) int64 inclusive (start, end) day pairs. check_rows=False skips the per-row finite / norm check "
-          "for a corpus validated once. Returns NativeTemporalRanking of (B, min(k, n)).");
+          "for a corpus validated once. Returns NativeTemporalRanking of (B, min(k, n)); row_order=True: "
+          "scores (B, n) of every row in the order of rows (all N when None), ids empty, k unused.");
 }

@@ -430,8 +430,12 @@ def _window_arrays(windows: Optional[Sequence[Sequence[tuple[np.datetime64, np.d
 
 def _run_leg(E: np.ndarray, Q: np.ndarray, lexical: Optional[np.ndarray], k: int, timeline: Timeline,
              intent: Optional[np.ndarray], windows, params: TemporalParams, rows: Optional[np.ndarray],
-             check_rows: bool, n_threads: int) -> Ranking:
+             check_rows: bool, n_threads: int, row_order: bool = False) -> Ranking:
     """The native leg on checked arguments (no copy of ``E``; ``rows`` sorted, None: all rows).
+
+    ``row_order=True`` returns every row's score in the order of ``rows`` (ids empty, ``k``
+    unused), for a caller that wants a short top and a few chosen rows' scores (the memory store)
+    without a sort of every row.
 
     Layers that validated their corpus once (:class:`fieldrank.HybridRetriever`, the memory store)
     call this with ``check_rows=False``; :func:`temporal_batch` checks each row it reads once per
@@ -451,7 +455,8 @@ def _run_leg(E: np.ndarray, Q: np.ndarray, lexical: Optional[np.ndarray], k: int
         params.tau, params.delta, params.before_days, params.after_days, k, lexical32=lex32, lexical64=lex64,
         rows=rows, cue=cue, day=day,
         intent=None if intent is None else np.ascontiguousarray(intent, dtype=bool).view(np.uint8),
-        window_offsets=offsets, window_days=days, check_rows=check_rows, n_threads=n_threads)
+        window_offsets=offsets, window_days=days, check_rows=check_rows, n_threads=n_threads,
+        row_order=row_order)
     return Ranking(r.ids, r.scores)
 
 

@@ -251,19 +251,28 @@ void temporal_query_scores(const double* dense, const Lex* lexical, const Index*
 // The leg for B queries (rows of Q) over the rows `rows` (sorted unique corpus rows; null: all N
 // rows, n = N). Returns (B, min(k, n)) ids and float64 scores, higher first, ties to the lower
 // row. check_rows checks every row read (finite, non-zero norm) in the cosine pass itself; callers
-// that validated the corpus once (a retriever, a store) pass false.
+// that validated the corpus once (a retriever, a store) pass false. row_order: instead of the
+// top-k, every row's score in the order of `rows` ((B, n) scores, ids left empty), for a caller
+// that needs the scores of chosen rows and only a short top (the memory store): it selects in
+// O(n) instead of paying a full sort when k would be n.
 template <typename Lex>
 TemporalRanking temporal_batch(const MatrixRef& E, const MatrixRef& Q, LexicalScores<Lex> lexical, const Index* rows,
                                Index n, const TemporalTimeline& timeline, const TemporalQueries& queries,
-                               Index n_windows, const TemporalParams& p, Index k, bool check_rows, Index n_threads) {
+                               Index n_windows, const TemporalParams& p, Index k, bool check_rows, Index n_threads,
+                               bool row_order = false) {
     detail::check_temporal_call(E, Q, rows, n, queries, n_windows, p, k);
     if (timeline.session == nullptr) fail("the timeline needs session keys");
     if (p.alpha > 0.0 && lexical.data == nullptr) fail("lexical scores are required when alpha > 0");
     const Index B = Q.rows();
     const Index width = std::min(k, n);
     TemporalRanking out;
-    out.ids.setConstant(B, width, -1);
-    out.scores.setZero(B, width);
+    if (row_order) {
+        out.ids.resize(B, 0);
+        out.scores.setZero(B, n);
+    } else {
+        out.ids.setConstant(B, width, -1);
+        out.scores.setZero(B, width);
+    }
     const bool need_dense = p.alpha < 1.0;
     const RowMatrixXd Qd = Q.cast<double>();
     if (B == 0) {
@@ -285,6 +294,10 @@ TemporalRanking temporal_batch(const MatrixRef& E, const MatrixRef& Q, LexicalSc
         const bool intent = queries.intent != nullptr && queries.intent[b] != 0;
         detail::temporal_query_scores(dense_row, lexical.data != nullptr ? lexical.data + b * lexical.ld : nullptr,
                                       rows, n, timeline, intent, windows, count, p, base, scratch, score);
+        if (row_order) {
+            std::copy(score, score + n, out.scores.row(b).data());
+            return;
+        }
         TopK<double> best(width);
         for (Index i = 0; i < n; ++i) best.push(score[i], detail::row_at(rows, i));
         const auto top = best.take_sorted();

@@ -39,7 +39,7 @@ from typing import Mapping, Optional
 import numpy as np
 
 from ..operators import prefilter
-from ..temporal import Timeline, temporal_batch
+from ..temporal import Timeline, _run_leg, date_windows, time_intent
 from .columns import Snapshot
 from .gates import Eligibility
 from .lexical import top_by_score
@@ -70,18 +70,27 @@ class Cue:
 class Relevance:
     """The relevance core over a recall's eligible rows.
 
-    ``rows`` are the eligible rows best first (ties: lower row first) and ``scores`` theirs;
-    ``by_row`` holds every row's score (``-inf`` where not eligible) for lookups.
+    ``rows`` are the best ``depth`` eligible rows, best first (ties: lower row first), and
+    ``scores`` theirs; ``by_row`` holds every row's score (``-inf`` where not eligible), so any
+    other candidate's score or a subset's order is a lookup, never a sort of every eligible row.
     """
 
     rows: np.ndarray
     scores: np.ndarray
     by_row: np.ndarray
 
+    def order_of(self, rows: np.ndarray) -> np.ndarray:
+        """``rows`` (eligible) in relevance order, best first, ties to the lower row."""
+        return rows[np.lexsort((rows, -self.by_row[rows]))]
+
     def rank_of(self, row: int) -> Optional[int]:
-        """1-based rank of ``row`` in the relevance order (None when not eligible)."""
-        position = np.flatnonzero(self.rows == row)
-        return int(position[0]) + 1 if position.size else None
+        """1-based rank of ``row`` in the relevance order of every eligible row (None when not eligible)."""
+        score = self.by_row[row]
+        if not np.isfinite(score):
+            return None
+        ahead = np.count_nonzero(self.by_row > score)
+        tied = np.count_nonzero(self.by_row[:row] == score)
+        return int(ahead + tied) + 1
 
 
 def durable_rows(snapshot: Snapshot, rows: np.ndarray, params: MemoryParams) -> np.ndarray:
@@ -102,14 +111,32 @@ def snapshot_timeline(snapshot: Snapshot) -> Timeline:
     return Timeline(session=snapshot.session_keys, time=days, cue=snapshot.time_cue)
 
 
-def relevance_core(snapshot: Snapshot, cue: Cue, eligible: Eligibility, params: MemoryParams) -> Relevance:
-    """Score every eligible row with the ``default`` preset's scorer, best first.
+def _cue_features(text: Optional[str], timeline: Timeline, rows: np.ndarray):
+    """:func:`fieldrank.temporal.question_features` for one cue over ``rows`` (non-empty).
 
-    This is :func:`fieldrank.temporal.temporal_batch` (one implementation, shared with the
-    ``default`` HybridRetriever) with ``params.relevance_params`` over the rows the cue may see
-    (``subset`` = the eligible rows, so z-scores are over the tenant's eligible memories), the
-    store's BM25 scores as its lexical input, created-at days as session dates and the memories'
-    sessions as neighbour keys.
+    The years a month or day without a year is looked up in are those the rows' creation days
+    span: the min and max day give them (the year is monotone in the day), two reductions instead
+    of a per-row conversion to years.
+    """
+    if not text:
+        return None, None
+    days = timeline.time.view(np.int64)[rows]
+    first, last = (np.datetime64(int(v), "D").astype("datetime64[Y]").astype(int) + 1970
+                   for v in (days.min(), days.max()))
+    return time_intent([text]), [date_windows(text, tuple(range(int(first), int(last) + 1)))]
+
+
+def relevance_core(snapshot: Snapshot, cue: Cue, eligible: Eligibility, params: MemoryParams,
+                   depth: int) -> Relevance:
+    """Score every eligible row with the ``default`` preset's scorer; keep the best ``depth`` in order.
+
+    This is the scorer of :func:`fieldrank.temporal.temporal_batch` (one implementation, shared
+    with the ``default`` HybridRetriever) with ``params.relevance_params`` over the rows the cue may
+    see (z-scores over the tenant's eligible memories), the store's BM25 scores as its lexical
+    input, created-at days as session dates and the memories' sessions as neighbour keys. The
+    native leg runs on trusted rows (the store validated them on ingest) and returns every row's
+    score in row order: the recall needs a short top and the scores of a few other candidates,
+    so the top ``depth`` is selected in O(n), not sorted out of all rows.
     """
     n = snapshot.n
     by_row = np.full(n, -np.inf)
@@ -127,13 +154,17 @@ def relevance_core(snapshot: Snapshot, cue: Cue, eligible: Eligibility, params: 
         # cosine no weight, so the stand-in query row below cannot change any score).
         relevance_params = replace(relevance_params, alpha=1.0)
         query = snapshot.embeddings[rows[0]]
-    ranking = temporal_batch(
-        snapshot.embeddings, query[None, :], lexical[None, :], rows.size, timeline=snapshot_timeline(snapshot),
-        questions=[cue.text] if cue.text else None, params=relevance_params, subset=rows,
-    )
-    ordered, scores = np.asarray(ranking.ids[0], dtype=np.int64), np.asarray(ranking.scores[0], dtype=np.float64)
-    by_row[ordered] = scores
-    return Relevance(ordered, scores, by_row)
+    timeline = snapshot_timeline(snapshot)
+    intent, windows = _cue_features(cue.text, timeline, rows)
+    query = np.ascontiguousarray(query, dtype=np.float32)[None, :]
+    scores = _run_leg(snapshot.embeddings, query, lexical[None, :], rows.size, timeline, intent, windows,
+                      relevance_params, rows, check_rows=False, n_threads=0, row_order=True).scores[0]
+    scores = np.asarray(scores, dtype=np.float64)
+    by_row[rows] = scores
+    if depth <= 0:
+        return Relevance(_EMPTY_ROWS, np.empty(0), by_row)
+    top, top_scores = top_by_score(rows, scores, int(depth))
+    return Relevance(top, top_scores, by_row)
 
 
 @dataclass
@@ -233,14 +264,18 @@ def temporal(snapshot: Snapshot, cue: Cue, eligible: Eligibility, quota: int, co
     return top_by_score(rows, closeness, quota)[0]
 
 
-def protected_tier(snapshot: Snapshot, cue: Cue, core: Relevance, params: MemoryParams) -> np.ndarray:
+def protected_tier(snapshot: Snapshot, cue: Cue, eligible: Eligibility, core: Relevance,
+                   params: MemoryParams) -> np.ndarray:
     """The durable eligible rows ordered for the cue: by cosine and by relevance, interleaved.
 
     Position 2i holds the i-th best by cosine, 2i + 1 the i-th best by relevance (skipping rows
     already placed), so a durable memory that is close in meaning but shares no word with the cue
     (the truncation trap's victim) ranks as high as one the lexical half of the relevance likes.
     """
-    by_relevance = core.rows[durable_rows(snapshot, core.rows, params)]
+    candidates = eligible.rows[durable_rows(snapshot, eligible.rows, params)]
+    if candidates.size == 0:
+        return _EMPTY_ROWS
+    by_relevance = core.order_of(candidates)
     if by_relevance.size == 0:
         return _EMPTY_ROWS
     cosine = snapshot.embeddings[by_relevance] @ cue.vector
@@ -253,9 +288,9 @@ def protected_tier(snapshot: Snapshot, cue: Cue, core: Relevance, params: Memory
 
 def importance(snapshot: Snapshot, cue: Cue, eligible: Eligibility, quota: int, core: Relevance,
                params: MemoryParams) -> np.ndarray:
-    if quota == 0 or core.rows.size == 0:
+    if quota == 0 or eligible.rows.size == 0:
         return _EMPTY_ROWS
-    return protected_tier(snapshot, cue, core, params)[:quota]
+    return protected_tier(snapshot, cue, eligible, core, params)[:quota]
 
 
 def graph_activation(
@@ -395,7 +430,7 @@ def generator_rank(
     if name == "temporal":
         return _rank_among(rows, -np.abs(snapshot.created_at[rows] - cue.time), row)
     if name == "importance":
-        tier = protected_tier(snapshot, cue, core, params)
+        tier = protected_tier(snapshot, cue, eligible, core, params)
         position = np.flatnonzero(tier == row)
         return int(position[0]) + 1 if position.size else None
     if name == "graph":

@@ -1059,8 +1059,10 @@ class MemoryStore:
     def _score(self, snapshot: Snapshot, cue: Cue, gates: GateSpec, mode: str, k: int) -> _Scored:
         params = self._params
         eligible = eligible_rows(snapshot, gates)
-        core = relevance_core(snapshot, cue, eligible, params)
-        admissions = generate(snapshot, cue, eligible, MODE_GENERATORS[mode], params, self._links, core)
+        generators = MODE_GENERATORS[mode]
+        core = relevance_core(snapshot, cue, eligible, params,
+                              params.quota("relevance") if "relevance" in generators else 0)
+        admissions = generate(snapshot, cue, eligible, generators, params, self._links, core)
         union = _with_replacements(snapshot, admissions.union(), eligible.mask)
         union = union[passes_union_gates(snapshot, union, gates)]
         factors = fuse(snapshot, union, cue, admissions.activation_of(union), core.by_row[union], params)
