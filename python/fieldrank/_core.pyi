@@ -254,8 +254,12 @@ def temporal_batch(
     window_days: Optional[_I64Vector] = None,
     check_rows: bool = True,
     n_threads: int = 0,
+    row_order: bool = False,
 ) -> NativeTemporalRanking:
-    """The time-aware leg for every row of Q over E (rows: sorted unique subset, None: all)."""
+    """The time-aware leg for every row of Q over E (rows: sorted unique subset, None: all).
+
+    row_order=True: (B, n) scores of every row in the order of rows, ids empty, k unused.
+    """
 
 # Reduced-precision prefilter (python/fieldrank/quantized.py)
 
