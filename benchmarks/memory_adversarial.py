@@ -69,9 +69,10 @@ def report(rows: list[dict], command: str) -> str:
         "tenant; `core` = the relevance core alone (the `default` preset's scorer).",
         "",
         "| filler | mode | case | n | protected recall@budget | hit@1 | hit@10 | dense hit@1 | dense hit@10 | "
-        "core hit@1 | core hit@10 | rescued by non-dense | false rescue (count/rescues) | false rescue vs dense-50 | "
+        "core hit@1 | core hit@10 | rescued by non-dense | false rescue (count/rescues) | "
+        "false rescue over a relevant one (seed 003; count/rescues) | false rescue vs dense-50 | "
         "stale < current (marked / unmarked) | p50 ms | p95 ms |",
-        "|" + "---|" * 17,
+        "|" + "---|" * 18,
     ]
     for row in rows:
         for mode, per_case in row["metrics"].items():
@@ -83,6 +84,8 @@ def report(rows: list[dict], command: str) -> str:
                     f"{m['hit@1']:.2f} | {m['hit@10']:.2f} | {m['dense_hit@1']:.2f} | {m['dense_hit@10']:.2f} | "
                     f"{m['relevance_hit@1']:.2f} | {m['relevance_hit@10']:.2f} | {m['rescued_by_non_dense']} | "
                     f"{m['false_rescue_rate']:.2f} ({m['false_rescues']}/{m['rescues_by_layer']}) | "
+                    f"{m['false_rescue_over_relevant_rate']:.2f} "
+                    f"({m['false_rescues_over_relevant']}/{m['rescues_by_layer']}) | "
                     f"{m['false_rescue_rate_vs_dense']:.2f} | {stale} | {m['latency_p50_ms']:.1f} | "
                     f"{m['latency_p95_ms']:.1f} |")
     lines += ["", "Signal contribution (share of returned hits each generator admitted), default mode:", "",

@@ -71,3 +71,16 @@ def test_the_store_is_not_worse_than_its_relevance_core_on_the_protected_cases(e
     metrics, _, _ = evaluated
     for case in ("a", "b"):
         assert metrics[case]["hit@10"] >= metrics[case]["relevance_hit@10"], case
+
+
+def test_a_false_rescue_in_the_seed_sense_is_a_false_rescue_over_the_relevant_memory(evaluated):
+    """Seed 003: a false rescue pulls an irrelevant memory in *over a relevant one*; it is one of
+    the promoted non-relevant memories (the broader count), never more, and the (e) cues, whose
+    relevant memory the store always ranks first, have none."""
+    metrics, _, _ = evaluated
+    for case in ms.CASES:
+        m = metrics[case]
+        assert 0 <= m["false_rescues_over_relevant"] <= m["false_rescues"] <= m["rescues_by_layer"], case
+        assert m["false_rescue_over_relevant_rate"] <= m["false_rescue_rate"], case
+    if metrics["e"]["hit@1"] == 1.0:
+        assert metrics["e"]["false_rescues_over_relevant"] == 0

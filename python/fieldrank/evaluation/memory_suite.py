@@ -37,6 +37,11 @@ Metrics per case, size and mode (over the case's cues; k = 10; ``reinforce=False
                              relevance) exceed the median boost of the returned hits the core also
                              ranks in its top 10 (a hit that only moved up because a distractor was
                              demoted is not a rescue).
+``false_rescue_over_relevant_rate``  the seed thread's definition (a non-dense signal pulling an
+                             irrelevant memory into the top k *over a relevant one*): among the
+                             same rescues, the irrelevant ones that rank above the relevant memory,
+                             or that are returned while the relevant memory, in plain dense top-k,
+                             is not (count in ``false_rescues_over_relevant``).
 ``false_rescue_rate_vs_dense``  the thread's variant: among returned hits outside the dense
                              top-50, the share that is not relevant (filler the BM25 half of the
                              relevance core likes counts here).
@@ -263,6 +268,7 @@ def evaluate(store: MemoryStore, key_to_id: dict[str, int], vectors: dict[str, n
             selected = [s for s in suite if s.case == case]
             acc = {"protected": 0, "protected_in_union": 0, "hit1": 0, "hit10": 0, "dense_hit1": 0, "dense_hit10": 0,
                    "relevance_hit1": 0, "relevance_hit10": 0, "rescued": 0, "layer_hits": 0, "false_rescues": 0,
+                   "false_over_relevant": 0,
                    "outside_dense": 0, "false_vs_dense": 0, "returned": 0, "forbidden": 0,
                    "stale_below_marked": 0, "marked": 0, "stale_below_unmarked": 0, "unmarked": 0}
             contribution: dict[str, int] = {}
@@ -298,6 +304,12 @@ def evaluate(store: MemoryStore, key_to_id: dict[str, int], vectors: dict[str, n
                             hit.reserved_slot or hit.score - hit.factors.relevance > typical_boost):
                         acc["layer_hits"] += 1
                         acc["false_rescues"] += hit.id != relevant
+                        # The seed thread's sense: the promoted memory is irrelevant and took a
+                        # place over the relevant one (ranks above it, or pushed it out of the
+                        # top k that plain dense top-k had it in).
+                        over_relevant = (ids.index(relevant) > ids.index(hit.id) if relevant in ids
+                                         else relevant in dense_top)
+                        acc["false_over_relevant"] += hit.id != relevant and over_relevant
                 for memory_id in ids:
                     if memory_id not in dense_quota:
                         acc["outside_dense"] += 1
@@ -325,6 +337,9 @@ def evaluate(store: MemoryStore, key_to_id: dict[str, int], vectors: dict[str, n
                 "rescued_by_non_dense": acc["rescued"],
                 "false_rescues": acc["false_rescues"], "rescues_by_layer": acc["layer_hits"],
                 "false_rescue_rate": acc["false_rescues"] / acc["layer_hits"] if acc["layer_hits"] else 0.0,
+                "false_rescues_over_relevant": acc["false_over_relevant"],
+                "false_rescue_over_relevant_rate": (acc["false_over_relevant"] / acc["layer_hits"]
+                                                    if acc["layer_hits"] else 0.0),
                 "false_rescue_rate_vs_dense": acc["false_vs_dense"] / acc["outside_dense"] if acc["outside_dense"]
                 else 0.0,
                 "forbidden_returned": acc["forbidden"],
