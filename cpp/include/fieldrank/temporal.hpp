@@ -202,17 +202,20 @@ inline void temporal_dense(const MatrixRef& E, const RowMatrixXd& Qd, Index q0, 
 template <bool INTERIOR>
 inline double support_all_rows(const double* base, const Index* session, Index n, Index i, Index radius,
                                const double* factors) {
+    // Selects written as arithmetic (max of non-negatives, times 0 or 1) so that no branch depends
+    // on the sign of a score: those are unpredictable, and a branch per neighbour cost more than
+    // the rest of the sweep.
     double support = 0.0;
     const Index key = session[i];
     for (Index dist = 1; dist <= radius; ++dist) {
         const double factor = factors[dist - 1];
         if (INTERIOR || i + dist < n) {
-            const double lent = factor * std::max(base[i + dist], 0.0);
-            support = std::max(support, session[i + dist] == key ? lent : 0.0);
+            const double same = static_cast<double>(session[i + dist] == key);
+            support = std::max(support, same * (factor * std::max(base[i + dist], 0.0)));
         }
         if (INTERIOR || i - dist >= 0) {
-            const double lent = factor * std::max(base[i - dist], 0.0);
-            support = std::max(support, session[i - dist] == key ? lent : 0.0);
+            const double same = static_cast<double>(session[i - dist] == key);
+            support = std::max(support, same * (factor * std::max(base[i - dist], 0.0)));
         }
     }
     return support;
@@ -319,6 +322,23 @@ TemporalRanking temporal_batch(const MatrixRef& E, const MatrixRef& Q, LexicalSc
     detail::check_temporal_call(E, Q, rows, n, queries, n_windows, p, k);
     if (timeline.session == nullptr) fail("the timeline needs session keys");
     if (p.alpha > 0.0 && lexical.data == nullptr) fail("lexical scores are required when alpha > 0");
+    if (!check_rows && rows != nullptr && rows[n - 1] - rows[0] == n - 1 && rows[0] > 0) {
+        // Sorted unique rows spanning a contiguous range (one conversation, a tenant's block) are the
+        // all-rows case over views shifted to their first row: reads need no indirection and the
+        // neighbour support no search. Same rows, same arithmetic, ids shifted back.
+        const Index first = rows[0];
+        const MatrixRef block(E.middleRows(first, n));
+        if (block.data() != E.data() + first * E.outerStride()) fail("internal: the row block was copied");
+        const LexicalScores<Lex> shifted_lexical{lexical.data != nullptr ? lexical.data + first : nullptr, lexical.ld};
+        const TemporalTimeline shifted{timeline.session + first, timeline.cue != nullptr ? timeline.cue + first : nullptr,
+                                       timeline.day != nullptr ? timeline.day + first : nullptr};
+        TemporalRanking out = temporal_batch(block, Q, shifted_lexical, nullptr, n, shifted, queries, n_windows, p, k,
+                                             false, n_threads);
+        for (Index b = 0; b < out.ids.rows(); ++b)
+            for (Index i = 0; i < out.ids.cols(); ++i)
+                if (out.ids(b, i) >= 0) out.ids(b, i) += first;
+        return out;
+    }
     const Index B = Q.rows();
     const Index width = std::min(k, n);
     TemporalRanking out;
