@@ -222,15 +222,14 @@ inline double support_all_rows(const double* base, const Index* session, Index n
 }
 
 // One query's leg scores over the n rows, from its cosines (null when alpha == 1) and lexical
-// scores (null when alpha == 0), each row's score handed to emit(position, score); base holds n
-// doubles of scratch (and support n more when the rows are a subset). The operations per row are
-// the reference's, in its order (the build has no FMA contraction), fused into few sweeps: two
-// reductions per z-score read the inputs in place, one sweep writes the base blend, one computes
-// and emits the final scores.
-template <typename Lex, typename Emit>
+// scores (null when alpha == 0), into score (n doubles); base holds n doubles of scratch (and
+// support n more when the rows are a subset). The operations per row are the reference's, in
+// its order (the build has no FMA contraction), fused into few sweeps: two reductions per
+// z-score read the inputs in place, one sweep writes the base blend, one the final score.
+template <typename Lex>
 void temporal_query_scores(const double* dense, const Lex* lexical, const Index* rows, Index n,
                            const TemporalTimeline& timeline, bool intent, const Index* windows, Index n_windows,
-                           const TemporalParams& p, double* base, double* support, const Emit& emit) {
+                           const TemporalParams& p, double* base, double* support, double* score) {
     // Base blend: (1 − α)·z(cos) + α·z(lex), each z over the rows (reference: temporal_scores).
     Moments dense_z{0.0, 1.0};
     if (p.alpha < 1.0) dense_z = moments_of([dense](Index i) { return dense[i]; }, n);
@@ -263,17 +262,25 @@ void temporal_query_scores(const double* dense, const Lex* lexical, const Index*
     }
     const Index radius = static_cast<Index>(factors.size());
     const Index* session = timeline.session;
-    if (p.gamma > 0.0 && rows != nullptr) {
+    if (p.gamma > 0.0 && rows == nullptr) {
+        // All rows: the neighbour of row i at offset ±dist is position i ± dist.
+        const double* f = factors.data();
+        const Index head = std::min(radius, n);
+        const Index tail = std::max(head, n - radius);
+        for (Index i = 0; i < head; ++i) score[i] = base[i] + p.gamma * support_all_rows<false>(base, session, n, i, radius, f);
+        for (Index i = head; i < tail; ++i) score[i] = base[i] + p.gamma * support_all_rows<true>(base, session, n, i, radius, f);
+        for (Index i = tail; i < n; ++i) score[i] = base[i] + p.gamma * support_all_rows<false>(base, session, n, i, radius, f);
+    } else if (p.gamma > 0.0) {
         std::fill(support, support + n, 0.0);
         for (Index k = 0; k < radius; ++k) {
             const Index dist = k + 1;
             const double factor = factors[k];
             for (Index i = 0; i < n; ++i) {
                 // Only the pair (i, j > i) is searched; it lends support both ways.
-                const Index row = rows[i];
+                const Index row = row_at(rows, i);
                 const Index target = row + dist;
-                for (Index j = i + 1; j <= i + dist && j < n && rows[j] <= target; ++j) {
-                    if (rows[j] != target) continue;
+                for (Index j = i + 1; j <= i + dist && j < n && row_at(rows, j) <= target; ++j) {
+                    if (row_at(rows, j) != target) continue;
                     if (session[target] == session[row]) {
                         support[i] = std::max(support[i], factor * std::max(base[j], 0.0));
                         support[j] = std::max(support[j], factor * std::max(base[i], 0.0));
@@ -282,37 +289,23 @@ void temporal_query_scores(const double* dense, const Lex* lexical, const Index*
                 }
             }
         }
-    }
-    // The final sweep: score = base + γ·support, then + τ for a time cue, then + δ in a named period
-    // (the reference's additions in its order), handed to emit (the top-k) without an array.
-    const bool use_cue = p.tau > 0.0 && intent && timeline.cue != nullptr;
-    const bool use_days = p.delta > 0.0 && n_windows > 0 && timeline.day != nullptr;
-    const auto finish_row = [&](Index i, double support_i) {
-        double score = base[i];
-        if (p.gamma > 0.0) score = score + p.gamma * support_i;
-        if (use_cue && timeline.cue[row_at(rows, i)] != 0) score = score + p.tau;
-        if (use_days) {
-            const Index day = timeline.day[row_at(rows, i)];
-            bool hit = false;
-            if (day != std::numeric_limits<Index>::min())  // NaT: in no period
-                for (Index w = 0; w < n_windows && !hit; ++w)
-                    hit = day >= windows[2 * w] - p.before_days && day <= windows[2 * w + 1] + p.after_days;
-            if (hit) score = score + p.delta;
-        }
-        emit(i, score);
-    };
-    if (p.gamma > 0.0 && rows == nullptr) {
-        // All rows: the neighbour of row i at offset ±dist is position i ± dist.
-        const double* f = factors.data();
-        const Index head = std::min(radius, n);
-        const Index tail = std::max(head, n - radius);
-        for (Index i = 0; i < head; ++i) finish_row(i, support_all_rows<false>(base, session, n, i, radius, f));
-        for (Index i = head; i < tail; ++i) finish_row(i, support_all_rows<true>(base, session, n, i, radius, f));
-        for (Index i = tail; i < n; ++i) finish_row(i, support_all_rows<false>(base, session, n, i, radius, f));
-    } else if (p.gamma > 0.0) {
-        for (Index i = 0; i < n; ++i) finish_row(i, support[i]);
+        for (Index i = 0; i < n; ++i) score[i] = base[i] + p.gamma * support[i];
     } else {
-        for (Index i = 0; i < n; ++i) finish_row(i, 0.0);
+        std::copy(base, base + n, score);
+    }
+    if (p.tau > 0.0 && intent && timeline.cue != nullptr) {
+        for (Index i = 0; i < n; ++i)
+            if (timeline.cue[row_at(rows, i)] != 0) score[i] = score[i] + p.tau;
+    }
+    if (p.delta > 0.0 && n_windows > 0 && timeline.day != nullptr) {
+        for (Index i = 0; i < n; ++i) {
+            const Index day = timeline.day[row_at(rows, i)];
+            if (day == std::numeric_limits<Index>::min()) continue;  // NaT: in no period
+            bool hit = false;
+            for (Index w = 0; w < n_windows && !hit; ++w)
+                hit = day >= windows[2 * w] - p.before_days && day <= windows[2 * w + 1] + p.after_days;
+            if (hit) score[i] = score[i] + p.delta;
+        }
     }
 }
 
@@ -359,8 +352,9 @@ TemporalRanking temporal_batch(const MatrixRef& E, const MatrixRef& Q, LexicalSc
     }
     // One query's leg scores from its cosines (dense_row: n doubles, null when alpha == 1) into out.
     auto finish = [&](Index b, const double* dense_row) {
-        double* base = detail::thread_scratch((rows != nullptr ? 2 : 1) * n);
-        double* support = rows != nullptr ? base + n : nullptr;
+        double* base = detail::thread_scratch((rows != nullptr ? 3 : 2) * n);
+        double* score = base + n;
+        double* support = rows != nullptr ? score + n : nullptr;
         const Index* windows = nullptr;
         Index count = 0;
         if (queries.window_offsets != nullptr) {
@@ -368,10 +362,10 @@ TemporalRanking temporal_batch(const MatrixRef& E, const MatrixRef& Q, LexicalSc
             count = queries.window_offsets[b + 1] - queries.window_offsets[b];
         }
         const bool intent = queries.intent != nullptr && queries.intent[b] != 0;
-        TopK<double> best(width);
         detail::temporal_query_scores(dense_row, lexical.data != nullptr ? lexical.data + b * lexical.ld : nullptr,
-                                      rows, n, timeline, intent, windows, count, p, base, support,
-                                      [&best, rows](Index i, double score) { best.push(score, detail::row_at(rows, i)); });
+                                      rows, n, timeline, intent, windows, count, p, base, support, score);
+        TopK<double> best(width);
+        for (Index i = 0; i < n; ++i) best.push(score[i], detail::row_at(rows, i));
         const auto top = best.take_sorted();
         for (Index i = 0; i < static_cast<Index>(top.size()); ++i) {
             out.ids(b, i) = top[static_cast<std::size_t>(i)].id;
