@@ -535,3 +535,25 @@ def test_expansion_sessions_validation(corpus: list[str]) -> None:
         BM25Index(corpus, params, sessions=np.zeros(len(corpus) - 1, dtype=np.int64))
     with pytest.raises(ValueError, match="integer array"):
         BM25Index(corpus, params, sessions=np.zeros(len(corpus)))
+
+
+@pytest.mark.parametrize("params", [
+    BM25Params(),
+    BM25Params(stopwords=None),
+    BM25Params(stemmer_language=None),
+    BM25Params(lowercase=False, stopwords=None, stemmer_language=None),
+])
+def test_query_tokens_equal_bm25s_tokenize(params):
+    """The query tokenizer replays bm25s.tokenize's rules (no per-call progress bars): same tokens."""
+    import bm25s
+
+    rng = np.random.default_rng(5)
+    words = ["Running", "runs", "the", "A", "I", "x", "Élan", "naïve", "caf\u00e9s", "2023", "it's", "don't",
+             "_under_", "CamelCase", "über", "ran", "and", "THE", "Went", "going", "e-mail", "x1", "  ", "\t", "!!"]
+    queries = ["", "a", "the and of", *(" ".join(rng.choice(words, size=rng.integers(1, 12))) for _ in range(200))]
+    index = BM25Index(["running the cafés in 2023", "going to the e-mail"], params)
+    expected = bm25s.tokenize(queries, lower=params.lowercase, stopwords=params.stopwords,
+                              stemmer=index._stemmer, return_ids=False, show_progress=False)
+    assert index._tokenize(queries) == expected
+    for q, want in zip(queries[:20], expected):
+        assert index.tokenize(q) == want

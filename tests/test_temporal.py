@@ -370,3 +370,19 @@ def test_temporal_leg_in_hybrid_retriever(rng):
     np.testing.assert_array_equal(result.leg("temporal").ids, direct.ids)
     with pytest.raises(ValueError, match="timeline"):
         HybridRetriever(texts, E, config, timeline=tl.Timeline(session=np.zeros(3, dtype=np.int64)))
+
+
+def test_date_windows_gate_changes_nothing(monkeypatch):
+    """The quick 'digit or month name' gate only skips questions no period pattern can match."""
+    import re
+
+    rng = np.random.default_rng(11)
+    words = ["when", "did", "Mel", "go", "in", "May", "may", "march", "March", "Jan.", "3rd", "of", "2023", "19/01/2024",
+             "2023-05-08", "the", "17th", "summer", "last", "week", "Sept", "dec", "December", "31", "on", "maybe",
+             "market", "junes", "1999", "19.01.2024", "ago", "5", "Aug"]
+    questions = [" ".join(rng.choice(words, size=rng.integers(1, 9))) for _ in range(600)]
+    years = (2022, 2023)
+    gated = [tl.date_windows(q, years) for q in questions]
+    monkeypatch.setattr(tl, "_MAY_NAME_A_PERIOD", re.compile(""))
+    assert gated == [tl.date_windows(q, years) for q in questions]
+    assert any(gated) and not all(gated)

@@ -189,13 +189,15 @@ def test_a_corpus_beyond_the_cache_equals_the_reference():
         tl.temporal_batch(bad, Q, lex, 10, timeline=timeline, n_threads=2)
 
 
-@pytest.mark.parametrize("with_subset", [False, True])
+@pytest.mark.parametrize("subset_kind", [None, "scattered", "contiguous"])
 @pytest.mark.parametrize("n", [5, 97, 20_000])
-def test_row_order_scores_are_the_ranked_scores_of_every_row(n, with_subset):
+def test_row_order_scores_are_the_ranked_scores_of_every_row(n, subset_kind):
     """``_run_leg(row_order=True)`` (the memory store's path: a short top and chosen rows' scores)
-    gives every row's score in the order of the rows, bit-equal to the ranking over all of them."""
+    gives every row's score in the order of the rows, bit-equal to the ranking over all of them;
+    also for a contiguous block of rows not starting at 0 (the kernel's shifted-view path)."""
     rng, E, Q, lex, timeline = _data(n, seed=n + 1)
-    rows = np.sort(rng.permutation(n)[: max(1, (2 * n) // 3)]) if with_subset else None
+    rows = {None: None, "scattered": np.sort(rng.permutation(n)[: max(1, (2 * n) // 3)]),
+            "contiguous": np.arange(2, n - 1, dtype=np.int64)}[subset_kind]
     m = n if rows is None else rows.size
     intent, windows = tl.question_features(QUESTIONS, timeline, rows)
     ranked = tl._run_leg(E, Q, lex, m, timeline, intent, windows, tl.TemporalParams(), rows, False, 0)

@@ -419,7 +419,7 @@ void score_bf16_generic(const std::uint16_t* base, Index stride, const Index* id
 // is the same for every (row, query) whatever R, QB or the tile's position (see kernel_table.hpp).
 template <int R, int QB, bool NORM>
 inline void tile_f64(const float* const* rows, const double* const* qs, Index d, double* out, Index ld_out,
-                     double* norms) {
+                     double* norms, const float* const* ahead) {
     using D8 = typename Ops::D8;
     constexpr int kAcc = 2 * R * QB + (NORM ? 2 * R : 0);
     D8 acc[kAcc];
@@ -427,27 +427,27 @@ inline void tile_f64(const float* const* rows, const double* const* qs, Index d,
     for (int a = 0; a < kAcc; ++a) acc[a] = Ops::zerod();
     Index j = 0;
     for (; j + kLanes <= d; j += kLanes) {
-        D8 x0[R], x1[R];
+        // The two 8-lane halves of the block one after the other: R widened rows live at a time, not
+        // 2R (with 2·R·QB accumulators, 2R would not fit avx512's 32 registers at R = 8 and spill).
+        // Each accumulator still takes the same products in the same order.
+        if (ahead != nullptr) {  // the next tile's rows, one cache line each per 16 elements
 #pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) {
-            x0[r] = Ops::load_f32_as_d(rows[r] + j);
-            x1[r] = Ops::load_f32_as_d(rows[r] + j + 8);
+            for (int r = 0; r < R; ++r) Ops::prefetch(ahead[r] + j);
         }
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) {
+            D8 x[R];
 #pragma GCC unroll 8
-        for (int b = 0; b < QB; ++b) {
-            const D8 y0 = Ops::loadd(qs[b] + j);
-            const D8 y1 = Ops::loadd(qs[b] + j + 8);
+            for (int r = 0; r < R; ++r) x[r] = Ops::load_f32_as_d(rows[r] + j + 8 * h);
 #pragma GCC unroll 8
-            for (int r = 0; r < R; ++r) {
-                acc[2 * (b * R + r)] = Ops::fmaddd(x0[r], y0, acc[2 * (b * R + r)]);
-                acc[2 * (b * R + r) + 1] = Ops::fmaddd(x1[r], y1, acc[2 * (b * R + r) + 1]);
+            for (int b = 0; b < QB; ++b) {
+                const D8 y = Ops::loadd(qs[b] + j + 8 * h);
+#pragma GCC unroll 8
+                for (int r = 0; r < R; ++r) acc[2 * (b * R + r) + h] = Ops::fmaddd(x[r], y, acc[2 * (b * R + r) + h]);
             }
-        }
-        if (NORM) {
+            if (NORM) {
 #pragma GCC unroll 8
-            for (int r = 0; r < R; ++r) {
-                acc[2 * (QB * R + r)] = Ops::fmaddd(x0[r], x0[r], acc[2 * (QB * R + r)]);
-                acc[2 * (QB * R + r) + 1] = Ops::fmaddd(x1[r], x1[r], acc[2 * (QB * R + r) + 1]);
+                for (int r = 0; r < R; ++r) acc[2 * (QB * R + r) + h] = Ops::fmaddd(x[r], x[r], acc[2 * (QB * R + r) + h]);
             }
         }
     }
@@ -470,20 +470,20 @@ inline void tile_f64(const float* const* rows, const double* const* qs, Index d,
 // tile_f64 for run-time r in [1, R] and qb in [0, QB] (qb = 0: norms only).
 template <int R, int QB, bool NORM>
 inline void tile_f64_any(int r, int qb, const float* const* rows, const double* const* qs, Index d, double* out,
-                         Index ld_out, double* norms) {
+                         Index ld_out, double* norms, const float* const* ahead) {
     if constexpr (R > 1) {
         if (r < R) {
-            tile_f64_any<R - 1, QB, NORM>(r, qb, rows, qs, d, out, ld_out, norms);
+            tile_f64_any<R - 1, QB, NORM>(r, qb, rows, qs, d, out, ld_out, norms, nullptr);
             return;
         }
     }
     if constexpr (QB > 0) {
         if (qb < QB) {
-            tile_f64_any<R, QB - 1, NORM>(r, qb, rows, qs, d, out, ld_out, norms);
+            tile_f64_any<R, QB - 1, NORM>(r, qb, rows, qs, d, out, ld_out, norms, ahead);
             return;
         }
     }
-    if constexpr (QB > 0 || NORM) tile_f64<R, QB, NORM>(rows, qs, d, out, ld_out, norms);
+    if constexpr (QB > 0 || NORM) tile_f64<R, QB, NORM>(rows, qs, d, out, ld_out, norms, ahead);
 }
 
 // Rows per tile: one query takes twice the fp32 single-query tile, at most 8 rows (16 independent
@@ -498,20 +498,26 @@ template <int R, int QB>
 inline void score_f32_f64_tiles(const float* base, Index stride, const Index* ids, Index n, Index d, const double* Qd,
                                 Index ldq, Index nq, double* out, Index ld_out, double* norms) {
     const float* rows[R];
+    const float* ahead[R];
     const double* qs[QB];
     for (Index r0 = 0; r0 < n; r0 += R) {
         const int r = static_cast<int>(n - r0 < R ? n - r0 : R);
         for (int i = 0; i < r; ++i) rows[i] = base + (ids != nullptr ? ids[r0 + i] : r0 + i) * stride;
+        // The first pass over a tile prefetches the next full one (software prefetch, as the fp32 scan).
+        const bool next = r0 + 2 * R <= n;
+        if (next)
+            for (int i = 0; i < R; ++i) ahead[i] = base + (ids != nullptr ? ids[r0 + R + i] : r0 + R + i) * stride;
         // The first group of queries also takes the norms; later groups find the rows in L1.
         Index b0 = 0;
         do {
             const int qb = static_cast<int>(nq - b0 < QB ? nq - b0 : QB);
             for (int b = 0; b < qb; ++b) qs[b] = Qd + (b0 + b) * ldq;
             double* o = qb > 0 ? out + b0 * ld_out + r0 : nullptr;  // nq = 0: norms only, out unused
+            const float* const* prefetch = b0 == 0 && next ? ahead : nullptr;
             if (b0 == 0 && norms != nullptr)
-                tile_f64_any<R, QB, true>(r, qb, rows, qs, d, o, ld_out, norms + r0);
+                tile_f64_any<R, QB, true>(r, qb, rows, qs, d, o, ld_out, norms + r0, prefetch);
             else if (qb > 0)
-                tile_f64_any<R, QB, false>(r, qb, rows, qs, d, o, ld_out, nullptr);
+                tile_f64_any<R, QB, false>(r, qb, rows, qs, d, o, ld_out, nullptr, prefetch);
             b0 += QB;
         } while (b0 < nq);
     }

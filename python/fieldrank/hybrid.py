@@ -41,6 +41,7 @@ Input conversion (done once, and only here)
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -782,10 +783,16 @@ def _run_temporal(leg: TemporalLeg, retriever: HybridRetriever, g: _Group) -> li
         span = retriever._timeline_years if rows is None else None
         g.timeline_features = _question_features(g.texts, timeline, rows, span)
     intent, windows = g.timeline_features
-    params = leg.params()
+    params = _temporal_params(leg)
     r = _temporal._run_leg(g.E, g.Q, g.lex_scores if params.alpha > 0 else None, leg.depth, timeline, intent,
                            windows, params, g.rows, False, g.n_threads)
     return [_LegOutput(r.ids[b], r.scores[b], None) for b in range(g.n)]
+
+
+@functools.lru_cache(maxsize=256)
+def _temporal_params(leg: TemporalLeg) -> _temporal.TemporalParams:
+    """``leg.params()`` once per (frozen, hashable) leg, not once per query: it re-validates."""
+    return leg.params()
 
 
 def _pool_output(leg: Leg, native) -> _LegOutput:

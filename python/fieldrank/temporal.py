@@ -94,6 +94,8 @@ TIME_INTENT_PATTERN = re.compile(
 )
 
 _MONTH_WORD = _MONTH_RE + r"\.?"
+#: Every period pattern below needs a digit or a month name: a question without either names none.
+_MAY_NAME_A_PERIOD = re.compile(r"\d|" + _MONTH_RE, re.IGNORECASE)
 _ORDINAL = r"(\d{1,2})(?:st|nd|rd|th)?"
 _YEAR_GROUP = r"((?:19|20)\d\d)"
 #: "19 January 2024", "17th of January, 2024", "the 31 of December 2023", "3rd of March".
@@ -151,6 +153,8 @@ def date_windows(question: str, years: Sequence[int] = ()) -> list[tuple[np.date
     granularity (a month comes back as one day) and puts a yearless day in a year of its own
     choosing; ``ctparse`` returns one reading per text at ~10 ms. These rules cost ~0.02 ms.
     """
+    if not _MAY_NAME_A_PERIOD.search(question):
+        return []  # most questions: no digit and no month name, so no pattern below can match
     windows: list[tuple[np.datetime64, np.datetime64]] = []
     taken: list[tuple[int, int]] = []
     # A month or day without a year takes the year the question names elsewhere, if any.

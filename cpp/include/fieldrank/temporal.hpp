@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "defaults.hpp"
@@ -66,40 +67,61 @@ struct TemporalRanking {
 
 namespace detail {
 
-// numpy's pairwise summation (umath loops, PW_BLOCKSIZE 128): the same additions in the same order,
-// so a mean or variance of the same doubles is bit-identical to numpy's.
-inline double pairwise_sum(const double* x, Index n) {
+// numpy's pairwise summation (umath loops, PW_BLOCKSIZE 128) of value(begin) … value(begin + n - 1):
+// the same additions in the same order, so a mean or variance of the same doubles is bit-identical
+// to numpy's. value(i) is computed on the fly (no array of the terms is written).
+template <typename Value>
+inline double pairwise_sum_of(const Value& value, Index begin, Index n) {
     if (n < 8) {
         double sum = 0.0;
-        for (Index i = 0; i < n; ++i) sum += x[i];
+        for (Index i = 0; i < n; ++i) sum += value(begin + i);
         return sum;
     }
     if (n <= 128) {
         double r[8];
-        for (int l = 0; l < 8; ++l) r[l] = x[l];
+        for (int l = 0; l < 8; ++l) r[l] = value(begin + l);
         Index i = 8;
         for (; i < n - (n % 8); i += 8)
-            for (int l = 0; l < 8; ++l) r[l] += x[i + l];
+            for (int l = 0; l < 8; ++l) r[l] += value(begin + i + l);
         double sum = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
-        for (; i < n; ++i) sum += x[i];
+        for (; i < n; ++i) sum += value(begin + i);
         return sum;
     }
     Index half = n / 2;
     half -= half % 8;
-    return pairwise_sum(x, half) + pairwise_sum(x + half, n - half);
+    return pairwise_sum_of(value, begin, half) + pairwise_sum_of(value, begin + half, n - half);
 }
 
-// In place: x = (x - mean) / sd (population sd; 1 where it is 0), as numpy's mean and std compute it.
-// scratch holds n doubles.
-inline void z_normalise(double* x, Index n, double* scratch) {
-    const double mean = pairwise_sum(x, n) / static_cast<double>(n);
-    for (Index i = 0; i < n; ++i) {
-        const double centred = x[i] - mean;
-        scratch[i] = centred * centred;
-    }
-    double sd = std::sqrt(pairwise_sum(scratch, n) / static_cast<double>(n));
+inline double pairwise_sum(const double* x, Index n) {
+    return pairwise_sum_of([x](Index i) { return x[i]; }, 0, n);
+}
+
+// numpy's mean and population std of value(0) … value(n - 1) (sd 1 where it is 0): the z-score of
+// x is (x - mean) / sd.
+struct Moments {
+    double mean;
+    double sd;
+};
+
+template <typename Value>
+inline Moments moments_of(const Value& value, Index n) {
+    const double count = static_cast<double>(n);
+    const double mean = pairwise_sum_of(value, 0, n) / count;
+    const auto centred_sq = [&value, mean](Index i) {
+        const double centred = value(i) - mean;
+        return centred * centred;
+    };
+    double sd = std::sqrt(pairwise_sum_of(centred_sq, 0, n) / count);
     if (sd == 0.0) sd = 1.0;
-    for (Index i = 0; i < n; ++i) x[i] = (x[i] - mean) / sd;
+    return {mean, sd};
+}
+
+// Per-thread scratch of at least n doubles, reused across queries and calls (not zeroed): a query
+// allocates nothing of size n.
+inline double* thread_scratch(Index n) {
+    thread_local std::vector<double> scratch;
+    if (scratch.size() < static_cast<std::size_t>(n)) scratch.resize(static_cast<std::size_t>(n));
+    return scratch.data();
 }
 
 inline Index row_at(const Index* rows, Index i) { return rows != nullptr ? rows[i] : i; }
@@ -172,63 +194,104 @@ inline void temporal_dense(const MatrixRef& E, const RowMatrixXd& Qd, Index q0, 
     }
 }
 
+// Support of position i over all N rows (rows == null): the max over same-session neighbours
+// i ± dist of decay^(dist-1) · max(base, 0), 0 without one. Read per position (no running writes)
+// and branch-free (a select per neighbour), so the loop over i has no dependency from one position
+// to the next and vectorises; max is exact and order-free, so this equals the reference's
+// accumulation. INTERIOR: every i ± dist lies in [0, n) (no bounds tests).
+template <bool INTERIOR>
+inline double support_all_rows(const double* base, const Index* session, Index n, Index i, Index radius,
+                               const double* factors) {
+    // Selects written as arithmetic (max of non-negatives, times 0 or 1) so that no branch depends
+    // on the sign of a score: those are unpredictable, and a branch per neighbour cost more than
+    // the rest of the sweep.
+    double support = 0.0;
+    const Index key = session[i];
+    for (Index dist = 1; dist <= radius; ++dist) {
+        const double factor = factors[dist - 1];
+        if (INTERIOR || i + dist < n) {
+            const double same = static_cast<double>(session[i + dist] == key);
+            support = std::max(support, same * (factor * std::max(base[i + dist], 0.0)));
+        }
+        if (INTERIOR || i - dist >= 0) {
+            const double same = static_cast<double>(session[i - dist] == key);
+            support = std::max(support, same * (factor * std::max(base[i - dist], 0.0)));
+        }
+    }
+    return support;
+}
+
 // One query's leg scores over the n rows, from its cosines (null when alpha == 1) and lexical
-// scores (null when alpha == 0). base and scratch hold n doubles each; the result is in score.
+// scores (null when alpha == 0), into score (n doubles); base holds n doubles of scratch (and
+// support n more when the rows are a subset). The operations per row are the reference's, in
+// its order (the build has no FMA contraction), fused into few sweeps: two reductions per
+// z-score read the inputs in place, one sweep writes the base blend, one the final score.
 template <typename Lex>
 void temporal_query_scores(const double* dense, const Lex* lexical, const Index* rows, Index n,
                            const TemporalTimeline& timeline, bool intent, const Index* windows, Index n_windows,
-                           const TemporalParams& p, double* base, double* scratch, double* score) {
+                           const TemporalParams& p, double* base, double* support, double* score) {
     // Base blend: (1 − α)·z(cos) + α·z(lex), each z over the rows (reference: temporal_scores).
-    if (p.alpha < 1.0) {
-        std::copy(dense, dense + n, base);
-        z_normalise(base, n, scratch);
-        const double share = 1.0 - p.alpha;
-        for (Index i = 0; i < n; ++i) base[i] = share * base[i];
-    } else {
-        std::fill(base, base + n, 0.0);
-    }
+    Moments dense_z{0.0, 1.0};
+    if (p.alpha < 1.0) dense_z = moments_of([dense](Index i) { return dense[i]; }, n);
+    Moments lex_z{0.0, 1.0};
+    const auto lex_at = [lexical, rows](Index i) { return static_cast<double>(lexical[row_at(rows, i)]); };
     if (p.alpha > 0.0) {
-        for (Index i = 0; i < n; ++i) {
-            const double value = static_cast<double>(lexical[row_at(rows, i)]);
-            if (!std::isfinite(value)) fail("lexical must be finite");
-            score[i] = value;
-        }
-        z_normalise(score, n, scratch);
-        for (Index i = 0; i < n; ++i) base[i] = base[i] + p.alpha * score[i];
+        lex_z = moments_of(lex_at, n);
+        // A non-finite score makes the sum non-finite (float32 values cannot overflow a double sum).
+        if (!std::isfinite(lex_z.mean)) fail("lexical must be finite");
     }
-    std::copy(base, base + n, score);
+    const double share = 1.0 - p.alpha;
+    if (p.alpha > 0.0 && p.alpha < 1.0) {
+        for (Index i = 0; i < n; ++i)
+            base[i] = share * ((dense[i] - dense_z.mean) / dense_z.sd) + p.alpha * ((lex_at(i) - lex_z.mean) / lex_z.sd);
+    } else if (p.alpha < 1.0) {
+        for (Index i = 0; i < n; ++i) base[i] = share * ((dense[i] - dense_z.mean) / dense_z.sd);
+    } else {
+        for (Index i = 0; i < n; ++i) base[i] = 0.0 + p.alpha * ((lex_at(i) - lex_z.mean) / lex_z.sd);
+    }
+    // Support: max over same-session neighbours rows[i] ± dist (inside the rows) of
+    // decay^(dist-1) · max(base, 0); distances from the first with factor 0 on lend nothing.
+    thread_local std::vector<double> factors;
+    factors.clear();
     if (p.gamma > 0.0) {
-        // Support: max over same-session neighbours rows[i] ± dist (inside the rows) of
-        // decay^(dist-1) · max(base, 0), accumulated in scratch. Rows are sorted and unique, so
-        // the neighbour at offset +dist sits at most dist positions after i (-dist: before).
-        const Index* session = timeline.session;
-        std::fill(scratch, scratch + n, 0.0);
         for (Index dist = 1; dist <= p.radius; ++dist) {
             const double factor = std::pow(p.decay, static_cast<double>(dist - 1));
             if (factor == 0.0) break;
-            if (rows == nullptr) {
-                // All rows: the neighbour of row i at offset ±dist is position i ± dist.
-                for (Index i = 0; i + dist < n; ++i) {
-                    if (session[i] != session[i + dist]) continue;
-                    scratch[i] = std::max(scratch[i], factor * std::max(base[i + dist], 0.0));
-                    scratch[i + dist] = std::max(scratch[i + dist], factor * std::max(base[i], 0.0));
-                }
-                continue;
-            }
+            factors.push_back(factor);
+        }
+    }
+    const Index radius = static_cast<Index>(factors.size());
+    const Index* session = timeline.session;
+    if (p.gamma > 0.0 && rows == nullptr) {
+        // All rows: the neighbour of row i at offset ±dist is position i ± dist.
+        const double* f = factors.data();
+        const Index head = std::min(radius, n);
+        const Index tail = std::max(head, n - radius);
+        for (Index i = 0; i < head; ++i) score[i] = base[i] + p.gamma * support_all_rows<false>(base, session, n, i, radius, f);
+        for (Index i = head; i < tail; ++i) score[i] = base[i] + p.gamma * support_all_rows<true>(base, session, n, i, radius, f);
+        for (Index i = tail; i < n; ++i) score[i] = base[i] + p.gamma * support_all_rows<false>(base, session, n, i, radius, f);
+    } else if (p.gamma > 0.0) {
+        std::fill(support, support + n, 0.0);
+        for (Index k = 0; k < radius; ++k) {
+            const Index dist = k + 1;
+            const double factor = factors[k];
             for (Index i = 0; i < n; ++i) {
                 // Only the pair (i, j > i) is searched; it lends support both ways.
-                const Index target = rows[i] + dist;
-                for (Index j = i + 1; j <= i + dist && j < n && rows[j] <= target; ++j) {
-                    if (rows[j] != target) continue;
-                    if (session[target] == session[rows[i]]) {
-                        scratch[i] = std::max(scratch[i], factor * std::max(base[j], 0.0));
-                        scratch[j] = std::max(scratch[j], factor * std::max(base[i], 0.0));
+                const Index row = row_at(rows, i);
+                const Index target = row + dist;
+                for (Index j = i + 1; j <= i + dist && j < n && row_at(rows, j) <= target; ++j) {
+                    if (row_at(rows, j) != target) continue;
+                    if (session[target] == session[row]) {
+                        support[i] = std::max(support[i], factor * std::max(base[j], 0.0));
+                        support[j] = std::max(support[j], factor * std::max(base[i], 0.0));
                     }
                     break;
                 }
             }
         }
-        for (Index i = 0; i < n; ++i) score[i] = score[i] + p.gamma * scratch[i];
+        for (Index i = 0; i < n; ++i) score[i] = base[i] + p.gamma * support[i];
+    } else {
+        std::copy(base, base + n, score);
     }
     if (p.tau > 0.0 && intent && timeline.cue != nullptr) {
         for (Index i = 0; i < n; ++i)
@@ -263,6 +326,23 @@ TemporalRanking temporal_batch(const MatrixRef& E, const MatrixRef& Q, LexicalSc
     detail::check_temporal_call(E, Q, rows, n, queries, n_windows, p, k);
     if (timeline.session == nullptr) fail("the timeline needs session keys");
     if (p.alpha > 0.0 && lexical.data == nullptr) fail("lexical scores are required when alpha > 0");
+    if (!check_rows && rows != nullptr && rows[n - 1] - rows[0] == n - 1 && rows[0] > 0) {
+        // Sorted unique rows spanning a contiguous range (one conversation, a tenant's block) are the
+        // all-rows case over views shifted to their first row: reads need no indirection and the
+        // neighbour support no search. Same rows, same arithmetic, ids shifted back.
+        const Index first = rows[0];
+        const MatrixRef block(E.middleRows(first, n));
+        if (block.data() != E.data() + first * E.outerStride()) fail("internal: the row block was copied");
+        const LexicalScores<Lex> shifted_lexical{lexical.data != nullptr ? lexical.data + first : nullptr, lexical.ld};
+        const TemporalTimeline shifted{timeline.session + first, timeline.cue != nullptr ? timeline.cue + first : nullptr,
+                                       timeline.day != nullptr ? timeline.day + first : nullptr};
+        TemporalRanking out = temporal_batch(block, Q, shifted_lexical, nullptr, n, shifted, queries, n_windows, p, k,
+                                             false, n_threads, row_order);
+        for (Index b = 0; b < out.ids.rows(); ++b)
+            for (Index i = 0; i < out.ids.cols(); ++i)
+                if (out.ids(b, i) >= 0) out.ids(b, i) += first;
+        return out;
+    }
     const Index B = Q.rows();
     const Index width = std::min(k, n);
     TemporalRanking out;
@@ -281,10 +361,9 @@ TemporalRanking temporal_batch(const MatrixRef& E, const MatrixRef& Q, LexicalSc
     }
     // One query's leg scores from its cosines (dense_row: n doubles, null when alpha == 1) into out.
     auto finish = [&](Index b, const double* dense_row) {
-        std::vector<double> work(static_cast<std::size_t>(3 * n));
-        double* base = work.data();
-        double* scratch = base + n;
-        double* score = scratch + n;
+        double* base = detail::thread_scratch((rows != nullptr ? 3 : 2) * n);
+        double* score = base + n;
+        double* support = rows != nullptr ? score + n : nullptr;
         const Index* windows = nullptr;
         Index count = 0;
         if (queries.window_offsets != nullptr) {
@@ -293,7 +372,7 @@ TemporalRanking temporal_batch(const MatrixRef& E, const MatrixRef& Q, LexicalSc
         }
         const bool intent = queries.intent != nullptr && queries.intent[b] != 0;
         detail::temporal_query_scores(dense_row, lexical.data != nullptr ? lexical.data + b * lexical.ld : nullptr,
-                                      rows, n, timeline, intent, windows, count, p, base, scratch, score);
+                                      rows, n, timeline, intent, windows, count, p, base, support, score);
         if (row_order) {
             std::copy(score, score + n, out.scores.row(b).data());
             return;
@@ -321,10 +400,11 @@ TemporalRanking temporal_batch(const MatrixRef& E, const MatrixRef& Q, LexicalSc
         parallel_for(0, groups, n_threads, [&](Index g) {
             const Index q0 = g * group;
             const Index nq = std::min(group, B - q0);
-            std::vector<double> dense(need_dense ? static_cast<std::size_t>(nq * n) : 0);
-            if (need_dense) detail::temporal_dense(E, Qd, q0, nq, rows, n, false, 1, dense.data());
+            // Uninitialised: every entry is written by the cosine pass before it is read.
+            const std::unique_ptr<double[]> dense(need_dense ? new double[static_cast<std::size_t>(nq * n)] : nullptr);
+            if (need_dense) detail::temporal_dense(E, Qd, q0, nq, rows, n, false, 1, dense.get());
             for (Index local = 0; local < nq; ++local)
-                finish(q0 + local, need_dense ? dense.data() + local * n : nullptr);
+                finish(q0 + local, need_dense ? dense.get() + local * n : nullptr);
         });
         return out;
     }
@@ -333,12 +413,13 @@ TemporalRanking temporal_batch(const MatrixRef& E, const MatrixRef& Q, LexicalSc
     // the block are finished in parallel. A large batch never holds a B × n matrix.
     const Index by_budget = defaults::temporal_block_bytes / static_cast<Index>(sizeof(double) * n);
     const Index block = std::max<Index>(defaults::scan_query_group, std::min(B, by_budget));
-    std::vector<double> dense(need_dense ? static_cast<std::size_t>(std::min(block, B) * n) : 0);
+    const std::unique_ptr<double[]> dense(  // uninitialised: the cosine pass writes every entry first
+        need_dense ? new double[static_cast<std::size_t>(std::min(block, B) * n)] : nullptr);
     for (Index q0 = 0; q0 < B; q0 += block) {
         const Index nq = std::min(block, B - q0);
-        if (need_dense) detail::temporal_dense(E, Qd, q0, nq, rows, n, fused_check && q0 == 0, n_threads, dense.data());
+        if (need_dense) detail::temporal_dense(E, Qd, q0, nq, rows, n, fused_check && q0 == 0, n_threads, dense.get());
         parallel_for(0, nq, n_threads,
-                     [&](Index local) { finish(q0 + local, need_dense ? dense.data() + local * n : nullptr); });
+                     [&](Index local) { finish(q0 + local, need_dense ? dense.get() + local * n : nullptr); });
     }
     return out;
 }
