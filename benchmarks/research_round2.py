@@ -2,7 +2,7 @@
 
 Reuses the vectorised helpers of ``research_default_stack.py`` (per-conversation blocks, SPEC §6
 RRF, NDCG@10 / Recall@10 / NDCG@5) and scores the time-aware leg through
-``fieldrank.temporal.temporal_scores``, exactly what the retriever runs.
+``fieldrank.reference.temporal_scores``, exactly what the retriever runs.
 
 Usage (repository root, dev venv active; tuning split only while searching)::
 

