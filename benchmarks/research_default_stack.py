@@ -415,7 +415,7 @@ def product_runs(emb: str, split: str, methods: dict) -> tuple[Bench, dict]:
     bn = bench(emb, split)
     d = bn.data
     texts = [str(t) for t in d.turns.embed_text]
-    base = HybridRetriever(texts, d.turn_embeddings, "rrf2", timeline=tl.locomo_timeline(d))
+    base = HybridRetriever(texts, d.turn_embeddings, "rrf2", timeline=locomo.locomo_timeline(d))
     out = {}
     for name, cfg in methods.items():
         R = base.with_config(cfg)

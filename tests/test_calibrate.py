@@ -1,4 +1,4 @@
-"""``fieldrank calibrate`` (fieldrank.calibrate) and the calibrated ``default`` preset."""
+"""``fieldrank calibrate`` (fieldrank.evaluation.calibrate) and the calibrated ``default`` preset."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import fieldrank
-from fieldrank import calibrate as cal
+from fieldrank.evaluation import calibrate as cal
 from fieldrank.config import BM25Leg, CFSRLeg, CosineLeg, RetrieverConfig, TemporalLeg, preset
 from fieldrank.evaluation import metrics
 

@@ -13,7 +13,7 @@ import pytest
 import fieldrank.reference as ref
 from fieldrank.config import preset
 from fieldrank.hybrid import HybridRetriever
-from fieldrank.temporal import locomo_timeline
+from fieldrank.evaluation.locomo import locomo_timeline
 
 
 def differing_rankings(locomo_dir, embedding_set: str) -> tuple[int, int]:

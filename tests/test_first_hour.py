@@ -179,7 +179,7 @@ def test_search_with_a_vector_and_no_text_runs_the_dense_legs(tmp_path: Path, rn
 # --------------------------------------------------------------------------- outputs
 
 def test_eval_and_bench_do_not_default_to_the_committed_results(monkeypatch, capsys):
-    from fieldrank import bench
+    from fieldrank.evaluation import bench
     from fieldrank.evaluation import command
 
     args = command.build_parser().parse_args(["locomo"])

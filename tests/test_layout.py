@@ -17,8 +17,7 @@ PACKAGE_DIR = Path(__file__).resolve().parents[1] / "python" / "fieldrank"
 #: Compiled modules: leaves of the graph (they import nothing of the package).
 EXTENSION_MODULES = frozenset({"fieldrank._core"})
 #: The harness and the command line: they may import the library, never the other way round.
-TOOLING_PACKAGES = ("fieldrank.evaluation", "fieldrank.cli", "fieldrank.demo", "fieldrank.bench",
-                    "fieldrank.calibrate")
+TOOLING_PACKAGES = ("fieldrank.evaluation", "fieldrank.cli", "fieldrank.demo")
 
 
 def _module_name(path: Path) -> str:

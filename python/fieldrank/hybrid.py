@@ -11,7 +11,7 @@ The configuration becomes a :class:`LegPlan`: one :class:`LegKind` of :data:`LEG
 leg, each declaring what it needs (depth of the shared cosine prefilter, of the shared BM25
 ranking, every document's BM25 score, the timeline) and how it runs for a group of queries.
 :meth:`HybridRetriever.search` runs the plan for a group of one, :meth:`~HybridRetriever.search_batch`
-for each group of queries sharing a subset, and :func:`fieldrank.calibrate.calibrate` runs the
+for each group of queries sharing a subset, and :func:`fieldrank.evaluation.calibrate.calibrate` runs the
 same plan: the shared inputs are computed once per group (one prefilter pass at the largest depth
 any leg takes — its order is total, so a prefix of the top-P is the top-p — one BM25 ranking at
 the largest lexical depth), then every leg's ``run``. Dense-pool reranking legs rerank the
@@ -843,7 +843,7 @@ _RERANK = LegKind(_rerank_dense_depth, lambda leg: _union_depth(leg) if _is_unio
 
 #: The leg registry: kind name -> :class:`LegKind`. :class:`LegPlan` reads nothing else, so
 #: :meth:`HybridRetriever.search`, :meth:`~HybridRetriever.search_batch` and
-#: :func:`fieldrank.calibrate.calibrate` run every kind through the same entry.
+#: :func:`fieldrank.evaluation.calibrate.calibrate` run every kind through the same entry.
 LEG_REGISTRY: dict[str, LegKind] = {
     "cosine": LegKind(lambda leg, batched: leg.depth, lambda leg: 0, _never, False, lambda leg: leg.depth,
                       _run_cosine),

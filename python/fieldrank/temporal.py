@@ -53,7 +53,6 @@ __all__ = [
     "TemporalParams",
     "Timeline",
     "date_windows",
-    "locomo_timeline",
     "question_features",
     "session_keys",
     "temporal",
@@ -333,17 +332,6 @@ def _is_iso_date(value: Any) -> bool:
     except (ValueError, TypeError):
         return False
     return True
-
-
-def locomo_timeline(data: Any) -> Timeline:
-    """The turns of a loaded LoCoMo set (``fieldrank.evaluation.locomo.LocomoData``) as a Timeline.
-
-    Session keys are unique per (conversation, session); dates are ``turns.session_datetime``;
-    time cues come from ``turns.embed_text`` (the texts the retriever indexes).
-    """
-    T = data.turns
-    return Timeline.from_turns(session_keys(T.conv_index, T.session), T.session_datetime,
-                               [str(t) for t in T.embed_text])
 
 
 # --------------------------------------------------------------------------- scoring core

@@ -49,9 +49,9 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from .params import DEFAULT_PARAMS, MemoryParams
-from .schema import GENERATORS, MODE_GENERATORS, MODES, SECONDS_PER_DAY
-from .store import MemoryStore
+from ..memory.params import DEFAULT_PARAMS, MemoryParams
+from ..memory.schema import GENERATORS, MODE_GENERATORS, MODES, SECONDS_PER_DAY
+from ..memory.store import MemoryStore
 
 __all__ = [
     "SUITE_K", "SUITE_QUOTA", "ScenarioSuite", "build_store", "evaluate", "load_suite", "suite_params",

@@ -49,8 +49,9 @@ from typing import Any, Optional
 
 import numpy as np
 
-from . import temporal as tl
-from .bm25 import BM25Index, BM25Params
+from .. import temporal as tl
+from ..bm25 import BM25Index, BM25Params
+from .locomo import locomo_timeline
 
 __all__ = [
     "DEFAULT_SPACE",
@@ -146,18 +147,17 @@ class _Prepared:
 
 
 #: Re-exported for callers that build a retriever over LoCoMo (the evaluation runner).
-locomo_timeline = tl.locomo_timeline
 
 
 def _bm25_config(bm: BM25Params) -> Any:
-    from .config import CosineLeg, RetrieverConfig
+    from ..config import CosineLeg, RetrieverConfig
 
     return RetrieverConfig(legs=(CosineLeg(),), bm25=bm, name="calibration")
 
 
 def _prepare(data_dir, embedding_set: str, split: str, bm25_grid: Sequence[BM25Params]) -> _Prepared:
-    from .evaluation import locomo
-    from .hybrid import HybridRetriever
+    from . import locomo
+    from ..hybrid import HybridRetriever
 
     data = locomo.load_locomo(data_dir, embedding_set, checksums=False)
     texts = [str(t) for t in data.turns.embed_text]
@@ -228,8 +228,8 @@ def rrf_positions(legs: Sequence[np.ndarray], weights: Sequence[float], n: int, 
 def _leg_positions(prep: _Prepared, block: _Block, bm: BM25Params, legs: Sequence[Any]) -> list[np.ndarray]:
     """Each leg's ranking as (B, depth) local positions (-1 padded), run by the retriever's leg plan
     (:class:`fieldrank.hybrid.LegPlan`, the code :meth:`HybridRetriever.search_batch` runs)."""
-    from .config import RetrieverConfig
-    from .hybrid import LegPlan
+    from ..config import RetrieverConfig
+    from ..hybrid import LegPlan
 
     retriever = prep.retrievers[bm]
     config = RetrieverConfig(legs=tuple(legs), k=K, bm25=retriever.config.bm25, name="calibration")
@@ -247,14 +247,14 @@ def _leg_positions(prep: _Prepared, block: _Block, bm: BM25Params, legs: Sequenc
 
 
 def _temporal_leg(params: tl.TemporalParams, depth: int) -> Any:
-    from .config import TemporalLeg
+    from ..config import TemporalLeg
 
     return TemporalLeg(depth=depth, weight=1.0, **params.to_dict())
 
 
 def _extra_legs() -> list[Any]:
     """The legs stage 2 adds, in :data:`EXTRA_LEGS` order."""
-    from .config import BM25Leg, CFSRLeg, CosineLeg
+    from ..config import BM25Leg, CFSRLeg, CosineLeg
 
     return [BM25Leg(depth=K), CosineLeg(depth=K),
             CFSRLeg(depth=CFSR_UNION["depth"], p=CFSR_UNION["p"], pool="union", union_p=CFSR_UNION["union_p"],
@@ -287,7 +287,7 @@ class CalibrationResult:
     def header(self, command: str = "") -> str:
         """TOML comment lines recording how the file was made."""
         lines = [
-            "# Calibrated by `fieldrank calibrate` (fieldrank.calibrate) on "
+            "# Calibrated by `fieldrank calibrate` (fieldrank.evaluation.calibrate) on "
             f"{_dt.date.today().isoformat()}.",
             f"# split: {self.split}; embedding sets: {', '.join(self.embedding_sets)}.",
             f"# search space: {self.space.describe()}.",
@@ -307,7 +307,7 @@ def _describe_leg(bm: BM25Params, p: tl.TemporalParams) -> str:
 
 def _build_config(bm: BM25Params, params: tl.TemporalParams, depth: int,
                   weights: tuple[float, float, float], k: int = K):
-    from .config import BM25Leg, CFSRLeg, CosineLeg, RetrieverConfig, TemporalLeg
+    from ..config import BM25Leg, CFSRLeg, CosineLeg, RetrieverConfig, TemporalLeg
 
     legs: list[Any] = [TemporalLeg(depth=depth, weight=1.0, **params.to_dict())]
     w_bm25, w_cos, w_cfsr = weights
@@ -330,7 +330,7 @@ def calibrate(data_dir=None, embedding_sets: Sequence[str] = ("minilm-l6-v2", "m
     ValueError
         On an unknown split or an empty list of embedding sets.
     """
-    from .evaluation import locomo
+    from . import locomo
 
     if split not in locomo.SPLITS:
         msg = f"unknown split {split!r}; valid splits: {', '.join(locomo.SPLITS)}"
@@ -430,8 +430,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ._cli_errors import CommandError
-    from .evaluation import locomo
+    from .._cli_errors import CommandError
+    from . import locomo
 
     if args.split != "tune":
         print(f"warning: fitting on split {args.split!r}; report only tune-fitted numbers on holdout",
@@ -461,7 +461,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """``python -m fieldrank.calibrate``: the same as ``fieldrank calibrate``."""
+    """``python -m fieldrank.evaluation.calibrate``: the same as ``fieldrank calibrate``."""
     parser = argparse.ArgumentParser(prog="fieldrank calibrate", description=__doc__.split("\n\n")[0])
     add_arguments(parser)
     return run(parser.parse_args(argv))

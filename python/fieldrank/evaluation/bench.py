@@ -1,4 +1,4 @@
-"""Side-by-side performance comparison: ``python -m fieldrank.bench [--quick]``.
+"""Side-by-side performance comparison: ``python -m fieldrank.evaluation.bench [--quick]``.
 
 In one run, on this machine, it measures the native operators against the numpy reference
 (:mod:`fieldrank.reference`) and against peers when they are installed (numpy ``E @ q`` +
@@ -212,7 +212,7 @@ def locomo_stack_inputs(limit: Optional[int] = None, embeddings: str = "mpnet-ba
     root = locomo_dir()
     if root is None or not (root / "emb" / embeddings / "turns.npy").exists():
         return None
-    from .bm25 import BM25Index
+    from ..bm25 import BM25Index
 
     turns = [json.loads(line) for line in (root / "turns.jsonl").read_text(encoding="utf-8").splitlines()]
     questions = [json.loads(line) for line in (root / "questions.jsonl").read_text(encoding="utf-8").splitlines()]
@@ -630,7 +630,7 @@ def bench_stack(report: Report, quick: bool, rounds: int) -> None:
     }
     hybrid_note = ""
     try:
-        from .hybrid import HybridRetriever
+        from ..hybrid import HybridRetriever
 
         retriever = HybridRetriever(inputs.texts, inputs.E, "rrf_cfsr")
         contenders["HybridRetriever.search_batch, 2 threads"] = lambda: retriever.search_batch(
@@ -669,8 +669,8 @@ def retriever_inputs(n: int, d: int = 384, n_queries: int = 32):
 
 def bench_default_stack(report: Report, quick: bool, rounds: int) -> None:
     """The ``default`` preset (native temporal leg) against rrf2 and one prefilter scan (issue 16)."""
-    from . import _core
-    from .hybrid import HybridRetriever
+    from .. import _core
+    from ..hybrid import HybridRetriever
 
     sizes = (600, 1_000, 20_000) if quick else (600, 1_000, 20_000, 100_000)
     rows = []
@@ -735,9 +735,9 @@ def bench_locomo_default(report: Report, quick: bool, rounds: int) -> None:
     if root is None:
         report.sections.append("## LoCoMo: default vs rrf2\n\nLoCoMo data not found; skipped.\n")
         return
-    from .evaluation import locomo
-    from .hybrid import HybridRetriever
-    from .temporal import locomo_timeline
+    from . import locomo
+    from ..hybrid import HybridRetriever
+    from .locomo import locomo_timeline
 
     rows = []
     for embeddings in ("minilm-l6-v2", "mpnet-base-v2"):
@@ -775,7 +775,7 @@ def peak_memory(report: Report, quick: bool) -> None:
     code = """
 import sys, numpy as np, fieldrank
 from pathlib import Path
-from fieldrank.bench import unit_rows, queries_near, numpy_top
+from fieldrank.evaluation.bench import unit_rows, queries_near, numpy_top
 def hwm():
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmHWM"):
@@ -882,7 +882,7 @@ def write_outputs(report: Report, out_dir: Path, machine: Dict[str, str], comman
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m fieldrank.bench", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m fieldrank.evaluation.bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes and fewer rounds")
     parser.add_argument("--rounds", type=int, default=None, help="interleaved rounds per comparison")
     parser.add_argument("--out", default=DEFAULT_OUT_DIR,
@@ -896,10 +896,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = parser.parse_args(argv)
     if any(os.environ.get(name) != "1" for name in _THREAD_ENV) and not os.environ.get("FIELDRANK_BENCH_CHILD"):
         env = dict(os.environ, FIELDRANK_BENCH_CHILD="1", **{name: "1" for name in _THREAD_ENV})
-        return subprocess.call([sys.executable, "-m", "fieldrank.bench", *(argv if argv is not None else sys.argv[1:])],
+        return subprocess.call([sys.executable, "-m", "fieldrank.evaluation.bench", *(argv if argv is not None else sys.argv[1:])],
                                env=env)
     rounds = args.rounds or (5 if args.quick else 11)
-    command = "python -m fieldrank.bench" + (" --quick" if args.quick else "") + f" --out {args.out}"
+    command = "python -m fieldrank.evaluation.bench" + (" --quick" if args.quick else "") + f" --out {args.out}"
     machine = machine_description()
     log(f"fieldrank bench on {machine['cpu']} ({machine['cores']} cores), load {machine['load']}")
     report = Report(args)
