@@ -31,7 +31,7 @@ The winner is written as a TOML configuration (:class:`fieldrank.config.Retrieve
 the calibration's provenance in comments. Scoring here goes through the same functions the
 retriever runs: every leg through the retriever's own leg plan (:class:`fieldrank.hybrid.LegPlan`,
 one batch per conversation, BM25 scores computed once per parameter set), and weighted RRF with
-the SPEC §6 rule; ``tests/test_calibrate.py`` checks that the score reported for the winner equals
+the SPEC §6 rule; ``tests/evaluation/test_calibrate.py`` checks that the score reported for the winner equals
 what the retriever built from the written file scores.
 """
 

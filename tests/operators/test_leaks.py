@@ -23,7 +23,7 @@ import pytest
 import fieldrank
 import fieldrank.reference
 
-from .conftest import unit_rows
+from tests.helpers import unit_rows
 
 STATM = Path("/proc/self/statm")
 CALLS = int(os.environ.get("FIELDRANK_LEAK_CALLS", "10000"))

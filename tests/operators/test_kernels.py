@@ -14,7 +14,7 @@ import fieldrank
 import fieldrank.reference as ref
 from fieldrank import _core
 
-from .conftest import ORDER_GAP, SCORE_RTOL, unit_rows
+from tests.helpers import ORDER_GAP, SCORE_RTOL, unit_rows
 
 SUPPORTED = list(_core.supported_kernel_variants())
 

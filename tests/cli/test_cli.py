@@ -16,7 +16,7 @@ from fieldrank.config import preset
 from fieldrank.demo import CONVERSATION_METHODS, DEMO_METHODS, MARK_RELEVANT, MARK_REPEAT, run_conversation, run_demo
 from fieldrank.hybrid import HybridRetriever
 
-from .conftest import unit_rows
+from tests.helpers import unit_rows
 
 SEED = 20240919
 N_DOCS = 45

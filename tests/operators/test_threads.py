@@ -14,7 +14,7 @@ import fieldrank
 import fieldrank.reference
 from fieldrank import _core
 
-from .conftest import unit_rows
+from tests.helpers import unit_rows
 
 OPS = ("prefilter", "cfsr", "cfs", "mmr", "ring")
 THREADS = (1, 2, 8)

@@ -12,7 +12,7 @@ import pytest
 from fieldrank import HybridRetriever
 from fieldrank.integrations import PROVENANCE_KEY, hit_provenance, rerank_candidates
 
-from .test_embed import HashEmbedder
+from tests.retriever.test_embed import HashEmbedder
 
 CORPUS = [
     "We decided to spend around $40k on the kitchen.",

@@ -24,7 +24,7 @@ import pytest
 
 from fieldrank.bm25 import BM25Index
 
-from .conftest import unit_rows
+from tests.helpers import unit_rows
 
 TEXTS = [
     "Caroline moved to Paris for a new job in March",

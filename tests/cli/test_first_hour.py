@@ -19,7 +19,7 @@ from fieldrank.memory.provenance import ScoreFactors
 from fieldrank.memory.schema import DEFAULT_IMPORTANCE
 from fieldrank.temporal import Timeline
 
-from .conftest import unit_rows
+from tests.helpers import unit_rows
 
 TEXTS = ["the kitchen budget is forty thousand", "cabinets will eat half of the budget",
          "the dog needs a rabies shot", "quartz countertops came in over quote",

@@ -9,7 +9,7 @@ import fieldrank as fr
 from fieldrank import HybridRetriever
 from fieldrank.integrations.vectordb import Candidates, lancedb_candidates, qdrant_candidates
 
-from .conftest import unit_rows
+from tests.helpers import unit_rows
 
 N_DOCS, DIM, POOL, K = 300, 24, 60, 10
 WORDS = ("kitchen budget cabinets dog vet rabies insurance car sister june walnut floor contractor shelter "

@@ -1,6 +1,6 @@
 """Cross-check the harness's NDCG@10 and Recall@10 against ranx on real LoCoMo runs.
 
-``tests/test_eval_metrics.py`` already compares the metric code with ranx on random runs;
+``tests/evaluation/test_eval_metrics.py`` already compares the metric code with ranx on random runs;
 this test compares on the rankings the harness itself produces for several shipped presets
 and Ring (plus cosine cut to 0..k ids, so short and empty rankings are covered), per
 question, to 1e-9. Skipped when the LoCoMo data or
@@ -17,7 +17,7 @@ import pytest
 
 from fieldrank.evaluation import locomo, runner
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo"
+DATA_DIR = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo"
 PREFERRED_SETS = ("mpnet-base-v2", "minilm-l6-v2")
 PRESETS = ("cosine", "bm25", "rrf2", "rrf_cfsr")
 AGREEMENT = 1e-9

@@ -38,7 +38,7 @@ import fieldrank.reference
 from fieldrank import _core
 from fieldrank._results import Ranking, Reconstruction
 
-from .conftest import ORDER_GAP, SCORE_RTOL, SEED, unit_rows
+from tests.helpers import ORDER_GAP, SCORE_RTOL, SEED, unit_rows
 
 NATIVE = fieldrank
 REF = fieldrank.reference

@@ -9,7 +9,7 @@ import fieldrank
 import fieldrank.reference as ref
 from fieldrank import _core
 
-from .conftest import unit_rows
+from tests.helpers import unit_rows
 
 KINDS = ("bf16", "int8")
 SUPPORTED = list(_core.supported_kernel_variants())

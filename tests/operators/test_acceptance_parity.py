@@ -13,7 +13,7 @@ import fieldrank
 import fieldrank.reference as ref
 from fieldrank import _core
 
-from .conftest import SCORE_RTOL, SEED
+from tests.helpers import SCORE_RTOL, SEED
 
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 SUPPORTED = list(_core.supported_kernel_variants())
@@ -93,7 +93,7 @@ pytest.importorskip("hypothesis")
 from hypothesis import event, given, note  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from . import test_fuzz as fz  # noqa: E402  (the fuzz's strategies: whole calls, valid and not)
+from tests import fuzzing as fz  # noqa: E402  (the fuzz's strategies: whole calls, valid and not)
 
 FAMILIES = fz.FAMILIES
 #: The parity domain: inputs where float32 (native) and float64 (reference) arithmetic must agree

@@ -20,7 +20,7 @@ import fieldrank.reference
 from fieldrank import _core
 from fieldrank import _validation as v
 
-from .conftest import unit_rows
+from tests.helpers import unit_rows
 
 OPS = ("prefilter", "cfsr", "cfs", "mmr", "ring")
 FORMS = ("single", "batch", "pool")

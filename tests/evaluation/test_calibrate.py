@@ -70,7 +70,7 @@ def _score_through_retriever(locomo_dir, config, split):
 
 @pytest.fixture(scope="module")
 def quick_result():
-    from tests.conftest import LOCOMO_DIR
+    from tests.helpers import LOCOMO_DIR
 
     if not (LOCOMO_DIR / "turns.jsonl").exists():
         pytest.skip("LoCoMo data not found")

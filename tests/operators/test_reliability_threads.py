@@ -22,7 +22,7 @@ import pytest
 import fieldrank
 import fieldrank.reference
 
-from .conftest import unit_rows
+from tests.helpers import unit_rows
 
 N_PY_THREADS = 8
 ROUNDS = 3

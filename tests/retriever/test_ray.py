@@ -8,7 +8,7 @@ import pytest
 from fieldrank import HybridRetriever
 from fieldrank.integrations.ray import MISSING_ID, SearchActor
 
-from .conftest import unit_rows
+from tests.helpers import unit_rows
 
 # Ray Data warns about its own deprecated settings when it builds its context.
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.*")

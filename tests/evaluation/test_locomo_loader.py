@@ -18,7 +18,7 @@ import pytest
 
 from fieldrank.evaluation import locomo, metrics
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo"
+DATA_DIR = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo"
 requires_data = pytest.mark.skipif(
     not DATA_DIR.is_dir(),
     reason=f"LoCoMo data folder not found at {DATA_DIR} (shared/data/locomo beside the repo)",

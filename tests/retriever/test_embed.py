@@ -19,7 +19,7 @@ from fieldrank import HybridRetriever, MemoryStore
 from fieldrank.cli import main
 from fieldrank.embed import Embedder, check_embedded, embed_query, load_embedder_spec
 
-from .conftest import LOCOMO_DIR, SEED
+from tests.helpers import LOCOMO_DIR, SEED
 
 LOCOMO_EMB = LOCOMO_DIR / "emb" / "minilm-l6-v2"
 # The precomputed rows came from the same weights and runtime (manifest.json); batch padding

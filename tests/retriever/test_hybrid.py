@@ -23,7 +23,7 @@ from fieldrank.config import (
 )
 from fieldrank.hybrid import UNIT_NORM_ATOL, HybridRetriever, SearchResult
 
-from .conftest import unit_rows
+from tests.helpers import unit_rows
 
 SEED = 20240917
 N_DOCS = 61  # odd, and below the prefilter pool so pools are the whole (sub)corpus in places

@@ -7,7 +7,7 @@ import pytest
 
 from fieldrank import reference
 from fieldrank import temporal as tl
-from tests.conftest import unit_rows
+from tests.helpers import unit_rows
 
 D = np.datetime64
 

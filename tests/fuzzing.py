@@ -1,4 +1,9 @@
-"""Property-based fuzzing of every public operator entry point, native and reference.
+"""The fuzz's strategies and property, shared by the layer fuzz files
+(``tests/operators/test_fuzz_operators.py``, ``tests/retriever/test_fuzz_retriever.py``,
+``tests/memory/test_fuzz_memory.py``), the regressions it found (``tests/test_fixed_regressions.py``)
+and the accept/refuse parity test (``tests/operators/test_acceptance_parity.py``).
+
+Property-based fuzzing of every public operator entry point, native and reference.
 
 Each test draws a whole call (shapes 0-300 x 1-97, dtypes, memory layouts, values with NaN,
 ±inf, denormals, 1e30, all-equal and duplicate rows, parameters at and past their bounds and
@@ -18,8 +23,8 @@ Profiles (registered in ``conftest.py``): ``ci`` (default, derandomized, bounded
 stays under a minute) and ``long`` (``--hypothesis-profile=long``, 20,000 examples per test);
 see ``docs/reliability.md``.
 
-``_PARAM_LIMITS`` says which accepted inputs are drawn; the ``test_fixed_*`` cases at the end
-pin the bugs the fuzz found.
+``_PARAM_LIMITS`` says which accepted inputs are drawn; the ``test_fixed_*`` cases in
+``tests/test_fixed_regressions.py`` pin the bugs the fuzz found.
 """
 
 from __future__ import annotations
@@ -553,60 +558,6 @@ def _run(fn, first, params: dict, **extra):
     return fn(*first, lead, **args, **extra)
 
 
-@pytest.mark.parametrize("module_name", MODULE_IDS)
-@pytest.mark.parametrize("family", FAMILIES)
-@given(call=corpus_calls(), data=st.data())
-def test_fuzz_corpus_form(module_name, family, call, data):
-    """prefilter, cfsr, cfs, mmr, ring on (E, q) with an optional subset."""
-    E, q, subset, bad = call
-    params = data.draw(operator_params(family, bad))
-    before = _snapshot(E, q, subset)
-    result = _call(_run, getattr(MODULES[module_name], family), (E, q), params, subset=subset)
-    _unchanged(before, E, q, subset)
-    if result is not None:
-        check_ranking(result.ids, result.scores, _width(family, params, _n_candidates(E, subset)),
-                      _domain(E, subset), ORDER[family], coef=getattr(result, "coef", None))
-
-
-@pytest.mark.parametrize("module_name", MODULE_IDS)
-@pytest.mark.parametrize("family", FAMILIES)
-@given(call=batch_calls(), data=st.data())
-def test_fuzz_batch_form(module_name, family, call, data):
-    """The *_batch forms: (B, m) results whose rows equal the single call, for any n_threads."""
-    module = MODULES[module_name]
-    E, Q, subset, n_threads, bad = call
-    params = data.draw(operator_params(family, bad))
-    before = _snapshot(E, Q, subset)
-    result = _call(_run, getattr(module, f"{family}_batch"), (E, Q), params, subset=subset, n_threads=n_threads)
-    _unchanged(before, E, Q, subset)
-    if result is None:
-        return
-    B, m = Q.shape[0], _width(family, params, _n_candidates(E, subset))
-    assert result.ids.shape == (B, m) and result.scores.shape == (B, m), (result.ids.shape, B, m)
-    for b in range(B):
-        coef = result.coef[b] if hasattr(result, "coef") else None
-        check_ranking(result.ids[b], result.scores[b], m, _domain(E, subset), ORDER[family], coef=coef)
-        single = _run(getattr(module, family), (E, Q[b]), params, subset=subset)  # must not raise either
-        assert np.array_equal(single.ids, result.ids[b]), (b, single.ids, result.ids[b])
-        assert np.array_equal(single.scores, result.scores[b]), (b, single.scores, result.scores[b])
-
-
-@pytest.mark.parametrize("module_name", MODULE_IDS)
-@pytest.mark.parametrize("family", FAMILIES)
-@given(call=pool_calls(), data=st.data())
-def test_fuzz_pool_form(module_name, family, call, data):
-    """The *_pool forms on a caller's (ids, C, q[, sims]): ids returned are the caller's ids."""
-    ids, C, q, sims, bad = call
-    params = data.draw(operator_params(family, bad, pool=True))
-    before = _snapshot(ids, C, q, sims)
-    extra = {} if family == "prefilter" else {"sims": sims}
-    result = _call(_run, getattr(MODULES[module_name], f"{family}_pool"), (ids, C, q), params, **extra)
-    _unchanged(before, ids, C, q, sims)
-    if result is not None:
-        check_ranking(result.ids, result.scores, _width(family, params, len(ids)), _id_set(ids), ORDER[family],
-                      coef=getattr(result, "coef", None))
-
-
 # ----------------------------------------------------------------------------- quantized prefilter
 
 @st.composite
@@ -631,47 +582,6 @@ def quantized_corpora(draw, module, E, bad: set):
             return QuantizedCorpus("int8", QC.codes, QC.scale[:-1].copy(), QC.sums)
         return QuantizedCorpus(QC.kind, QC.codes.astype(np.float32), QC.scale, QC.sums)
     return _call(module.quantize, E, kind)
-
-
-@pytest.mark.parametrize("module_name", MODULE_IDS)
-@given(data=st.data())
-def test_fuzz_quantized_prefilter(module_name, data):
-    """quantize, prefilter_quantized and prefilter_quantized_batch: valid rankings, and exactly the
-    fp32 prefilter whenever every candidate is rescored (rescore_factor * p >= n)."""
-    module = MODULES[module_name]
-    bad = data.draw(plans(["E", "q", "subset", "p", "rescore_factor", "QC", "n_threads"]))
-    E, d, rng = data.draw(matrices("E", bad))
-    QC = data.draw(quantized_corpora(module, E, bad))
-    q = data.draw(vectors("q", bad, E, d, rng))
-    n_rows = E.shape[0] if getattr(E, "ndim", 0) >= 1 else 0
-    subset = data.draw(subsets(bad, n_rows, rng))
-    p = pick(data.draw, bad, "p", *COUNTS)
-    factor = pick(data.draw, bad, "rescore_factor", _mostly(st.integers(1, 8), st.sampled_from([2**40, 2**62])),
-                  COUNTS[1])
-    before = _snapshot(E, q, subset)
-    result = _call(module.prefilter_quantized, QC, E, q, p, rescore_factor=factor, subset=subset)
-    _unchanged(before, E, q, subset)
-    if result is not None:
-        n = _n_candidates(E, subset)
-        check_ranking(result.ids, result.scores, min(int(p), n), _domain(E, subset), "tie_rule")
-        if int(factor) * int(p) >= n:
-            exact = module.prefilter(E, q, p, subset=subset)
-            if module_name == "native":  # the same fp32 kernel rescored: bit for bit
-                assert np.array_equal(result.ids, exact.ids) and np.array_equal(result.scores, exact.scores)
-            else:  # float64 sums in another order: equal to the last bits, same order beyond ties
-                np.testing.assert_allclose(result.scores, exact.scores, rtol=1e-12, atol=0)
-                assert np.array_equal(np.sort(result.ids), np.sort(exact.ids)) or \
-                    np.allclose(np.diff(exact.scores), 0, atol=1e-12)
-    Q = data.draw(queries(bad, E, d, rng))
-    n_threads = pick(data.draw, bad, "n_threads", *THREADS)
-    batch = _call(module.prefilter_quantized_batch, QC, E, Q, p, rescore_factor=factor, subset=subset,
-                  n_threads=n_threads)
-    if batch is not None:
-        m = min(int(p), _n_candidates(E, subset))
-        assert batch.ids.shape == (Q.shape[0], m)
-        for b in range(Q.shape[0]):
-            single = module.prefilter_quantized(QC, E, Q[b], p, rescore_factor=factor, subset=subset)
-            assert np.array_equal(single.ids, batch.ids[b]) and np.array_equal(single.scores, batch.scores[b])
 
 
 # ----------------------------------------------------------------------------- RRF
@@ -757,20 +667,6 @@ def _check_fused(result, rankings, k) -> None:
     assert (result.scores >= 0).all()
 
 
-@pytest.mark.parametrize("module_name", MODULE_IDS)
-@given(call=rrf_calls())
-def test_fuzz_rrf(module_name, call):
-    module = MODULES[module_name]
-    rankings, weights, k, k0 = call
-    listed = list(rankings) if isinstance(rankings, (list, tuple)) else None
-    before = _snapshot(*(listed or []), weights)
-    result = _call(module.rrf, rankings, weights, k, k0=k0)
-    if listed is not None:
-        _unchanged(before, *listed, weights)
-    if result is not None:
-        _check_fused(result, listed, k)
-
-
 @st.composite
 def rrf_batch_calls(draw):
     bad = draw(plans(["rankings", "container", "weights", "k", "k0"]))
@@ -792,31 +688,7 @@ def rrf_batch_calls(draw):
     return per_query, weights, pick(draw, bad, "k", *COUNTS), pick(draw, bad, "k0", *NONNEG_REALS)
 
 
-@pytest.mark.parametrize("module_name", MODULE_IDS)
-@given(call=rrf_batch_calls())
-def test_fuzz_rrf_batch(module_name, call):
-    module = MODULES[module_name]
-    per_query, weights, k, k0 = call
-    result = _call(module.rrf_batch, per_query, weights, k, k0=k0)
-    if result is None:
-        return
-    assert isinstance(result, list) and len(result) == len(per_query)
-    for rankings, fused in zip(per_query, result):
-        _check_fused(fused, list(rankings), k)
-        single = module.rrf(rankings, weights, k, k0=k0)  # a query of a valid batch is valid alone
-        assert np.array_equal(single.ids, fused.ids) and np.array_equal(single.scores, fused.scores)
-
-
 # ----------------------------------------------------------------------------- tie_key
-
-@pytest.mark.parametrize("module_name", MODULE_IDS)
-@given(seed=st.integers(0, 2**64 - 1), lap=st.integers(0, 2**40),
-       ids=st.lists(st.integers(0, 2**63 - 1), max_size=8))
-def test_fuzz_tie_key(module_name, seed, lap, ids):
-    keys = MODULES[module_name].tie_key(seed, lap, np.array(ids, dtype=np.int64))
-    assert keys.dtype == np.uint64 and keys.shape == (len(ids),)
-    other = fieldrank.tie_key(seed, lap, np.array(ids, dtype=np.int64))
-    assert np.array_equal(keys, other)
 
 
 # ----------------------------------------------------------------------------- text layers
@@ -845,81 +717,12 @@ def _check_bm25_hits(ids, scores, k: int, n_docs: int, allowed=None) -> None:
         assert (ids[:-1][tied] < ids[1:][tied]).all()
 
 
-@given(texts=st.lists(TEXTS, min_size=0, max_size=30), queries=st.lists(TEXTS, max_size=4), data=st.data())
-def test_fuzz_bm25_index(texts, queries, data):
-    from fieldrank.bm25 import BM25Index
-
-    index = _call(BM25Index, texts)
-    if index is None:
-        return
-    n = len(texts)
-    bad = data.draw(plans(["k", "subset"]))
-    k = pick(data.draw, bad, "k", *COUNTS)
-    subset = data.draw(subsets(bad, n, np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))))
-    allowed = None if subset is None or isinstance(subset, np.ndarray) and subset.dtype == bool else _id_set(subset)
-    for query in queries:
-        scores = index.scores(query)
-        assert scores.shape == (n,) and scores.dtype == np.float32 and np.isfinite(scores).all()
-        hits = _call(index.top, query, k, subset=subset)
-        if hits is not None:
-            _check_bm25_hits(*hits, int(k), n, allowed)
-    batch = _call(index.top_batch, queries, k, subset=subset, n_threads=data.draw(THREADS[0]))
-    if batch is not None:
-        assert len(batch) == len(queries)
-        for query, (ids, scores) in zip(queries, batch):
-            single_ids, single_scores = index.top(query, k, subset=subset)
-            assert np.array_equal(ids, single_ids) and np.array_equal(scores, single_scores)
-
-
 def _hybrid_module():
     hybrid = pytest.importorskip("fieldrank.hybrid")
     config = pytest.importorskip("fieldrank.config")
     if not hasattr(hybrid, "HybridRetriever"):
         pytest.skip("fieldrank.hybrid.HybridRetriever is not there yet")
     return hybrid.HybridRetriever, config.PRESET_NAMES
-
-
-@given(data=st.data())
-def test_fuzz_hybrid_retriever(data):
-    """Construction, search and search_batch of HybridRetriever on fuzzed corpora and queries."""
-    HybridRetriever, presets = _hybrid_module()
-    bad = data.draw(plans(["E", "q", "subset", "k", "texts"]))
-    E, d, rng = data.draw(matrices("E", bad, max_rows=60))
-    n = E.shape[0] if getattr(E, "ndim", 0) >= 1 else 0
-    texts = data.draw(st.lists(st.lists(st.sampled_from(WORDS), min_size=1, max_size=8).map(" ".join),
-                               min_size=n, max_size=n) if "texts" not in bad else
-                      st.sampled_from([[1] * n, "one string", [""] * n, [None]]), label="texts")
-    preset = data.draw(st.sampled_from(presets), label="preset")
-    normalize = data.draw(st.booleans(), label="normalize")
-    retriever = _call(HybridRetriever, texts, E, preset, normalize=normalize)
-    if retriever is None:
-        return
-    q = data.draw(vectors("q", bad, E, d, rng))
-    query_text = data.draw(TEXTS, label="query text")
-    k = pick(data.draw, bad, "k", *COUNTS)
-    subset = data.draw(subsets(bad, n, rng))
-    result = _call(retriever.search, query_text, q, k, subset=subset)
-    if result is None:
-        return
-    ids, scores = np.asarray(result.ids), np.asarray(result.scores)
-    if subset is None:
-        allowed = set(range(n))
-    elif isinstance(subset, np.ndarray) and subset.dtype == bool:  # the retriever also takes masks
-        allowed = set(np.flatnonzero(subset).tolist())
-    else:
-        allowed = _id_set(subset)
-    limit = retriever.config.k if k is None else int(k)  # None: the config's k
-    assert ids.dtype == np.int64 and ids.shape == scores.shape and ids.shape[0] <= limit
-    assert len(set(ids.tolist())) == ids.shape[0] and set(ids.tolist()) <= allowed
-    assert np.isfinite(scores).all()
-    if ids.shape[0] > 1:
-        assert (scores[:-1] >= scores[1:]).all()
-        tied = scores[:-1] == scores[1:]
-        assert (ids[:-1][tied] < ids[1:][tied]).all()
-    _ = result.legs  # provenance is computed lazily: it must not fail either
-    batch = retriever.search_batch([query_text, query_text], np.stack([q, q]), k, subset=subset)
-    for other in batch:
-        assert np.array_equal(other.ids, result.ids) and np.array_equal(other.scores, result.scores)
 
 
 def _memory_module():
@@ -929,206 +732,8 @@ def _memory_module():
     return memory
 
 
-@given(data=st.data())
-def test_fuzz_memory_store(data):
-    """add_many / recall / forget / update of an in-memory MemoryStore with fuzzed fields and cues."""
-    memory = _memory_module()
-    bad = data.draw(plans(["E", "fields", "q", "k", "mode"]))
-    E, d, rng = data.draw(matrices("E", bad, max_rows=40, allow_empty=True))
-    n = E.shape[0] if getattr(E, "ndim", 0) >= 1 else 0
-    store = memory.MemoryStore(dim=d)
-    texts = data.draw(st.lists(TEXTS, min_size=n, max_size=n), label="texts")
-    fields = {}
-    if "fields" in bad:
-        name, value = data.draw(st.sampled_from([
-            ("importances", 1.5), ("importances", NAN), ("valences", -2.0), ("tiers", "root"),
-            ("storage_strengths", 0.5), ("tenants", ""), ("tags", [["x"]] * (n + 1)), ("recall_counts", -1),
-            ("created_at", INF), ("importances", "high")]), label="bad field")
-        fields[name] = value
-    else:
-        fields["importances"] = data.draw(st.floats(0.0, 1.0), label="importance")
-        fields["tiers"] = data.draw(st.sampled_from(memory.TIERS), label="tier")
-        fields["tags"] = [list(data.draw(st.lists(st.sampled_from(WORDS[:4]), max_size=2), label="tags"))
-                          for _ in range(n)]
-        fields["tenants"] = data.draw(st.sampled_from(["default", "other"]), label="tenant")
-    added = _call(store.add_many, texts, E, **fields)
-    live = set() if added is None else set(np.asarray(added).tolist())
-    if added is not None and live and data.draw(st.booleans(), label="forget one"):
-        forgotten = int(data.draw(st.sampled_from(sorted(live)), label="forgotten"))
-        assert store.forget(forgotten)
-        live.discard(forgotten)
-    q = data.draw(vectors("q", bad, E, d, rng))
-    k = pick(data.draw, bad, "k", *COUNTS)
-    mode = data.draw(st.sampled_from(["nope", 3, None]) if "mode" in bad else st.sampled_from(memory.MODES),
-                     label="mode")
-    cue = data.draw(TEXTS, label="cue")
-    tenant = fields.get("tenants", "default") if isinstance(fields.get("tenants"), str) else "default"
-    result = _call(store.recall, cue, q, k, tenant=tenant, mode=mode)
-    if result is None:
-        return
-    ids = result.ids
-    assert ids.dtype == np.int64 and ids.shape[0] <= int(k)
-    assert len(set(ids.tolist())) == ids.shape[0] and set(ids.tolist()) <= live
-    for hit in result.hits:
-        assert math.isfinite(hit.score) and math.isfinite(hit.fused_score), hit
-
-
 # ----------------------------------------------------------------------------- found by fuzzing
-#
-# Regression tests for the bugs the fuzz found, all fixed (C++ tests pin the same cases under the
-# sanitizers). A bug found and not yet fixed goes here as a strict xfail, which fails the day its
-# fix lands; then the mark is dropped and the strategies above widened (docs/reliability.md).
-
-
-def test_fixed_cfsr_lambda_max_breakdown():
-    """Pool {c, −c}: G·1 = 0 broke Lanczos down with Ritz value 0; the step 1/λ was huge: NaN."""
-    C = np.array([[1.0], [-1.0]], np.float32)
-    native = fieldrank.cfsr_pool(np.arange(2), C, np.array([1.0], np.float32), 2)
-    reference = fieldrank.reference.cfsr_pool(np.arange(2), C, np.array([1.0], np.float32), 2)
-    assert np.isfinite(native.coef).all()
-    np.testing.assert_allclose(native.coef, reference.coef, rtol=1e-5, atol=1e-7)
-
-
-def test_fixed_cfsr_lambda_max_when_the_dense_solver_fails():
-    """218 rows alternating between two orthogonal vectors: the ones vector is an eigenvector, so
-    Lanczos breaks down at once, and the dense fallback (Eigen's SelfAdjointEigenSolver) did not
-    converge and returned 1.5e-33 as λ_max: a step of 7e32 and NaN or zero coefficients. The
-    restart from a hashed vector finds λ_max = 109."""
-    for n in (217, 218, 219):
-        C = np.zeros((n, 2), np.float32)
-        C[np.arange(n), np.arange(n) % 2] = 1.0
-        for iters, fista in ((1, False), (6, False), (6, True)):
-            native = fieldrank.cfsr_pool(np.arange(n), C, C[0], 1, w=0.0, lam=0.0, iters=iters, fista=fista)
-            reference = fieldrank.reference.cfsr_pool(np.arange(n), C, C[0], 1, w=0.0, lam=0.0, iters=iters,
-                                                      fista=fista)
-            np.testing.assert_allclose(native.coef, reference.coef, rtol=1e-5)
-
-
-def test_fixed_ring_ablation_keeps_one_ulp_cosine_order():
-    """Ablation scores were float: x + 0.02 and nextafter(x) + 0.02 could round together."""
-    x = np.float32(0.48002753)
-    y = np.nextafter(x, np.float32(1))
-    assert np.float32(x + np.float32(0.02)) == np.float32(y + np.float32(0.02))  # the trap exists
-    C = np.array([[1.0, 0.0], [1.0, 0.0]], np.float32)
-    for seed in range(8):
-        result = fieldrank.ring_pool(np.arange(2), C, np.array([1.0, 0.0], np.float32), 2,
-                                     sims=np.array([y, x]), ablation=True, laps=1, seed=seed)
-        assert result.ids.tolist() == [0, 1]
-
-
-def test_fixed_ring_huge_k_is_not_an_overflow():
-    """k·2 overflowed int64 for k >= 2**62 (UB; surfaced as 'vector::reserve')."""
-    rng = np.random.default_rng(1)
-    E = rng.standard_normal((20, 8)).astype(np.float32)
-    E /= np.linalg.norm(E, axis=1, keepdims=True)
-    for k in (2**62, 2**63 - 1):
-        assert fieldrank.ring(E, E[0], k).ids.shape == (20,)
-        assert fieldrank.ring_batch(E, E[:3], k).ids.shape == (3, 20)
-
-
-@pytest.mark.parametrize("kind", ["bf16", "int8"])
-def test_fixed_quantized_candidate_count_overflow(kind):
-    """rescore_factor · p overflowed int64 (p = 2**31, factor = 2**40): ids came back as -1, repeated."""
-    rng = np.random.default_rng(3)
-    E = rng.standard_normal((5, 4)).astype(np.float32)
-    E /= np.linalg.norm(E, axis=1, keepdims=True)
-    QC = fieldrank.quantize(E, kind)
-    exact = fieldrank.prefilter(E, E[1], 5)
-    for p, factor in ((2**31, 2**40), (2**63 - 1, 2**63 - 1)):
-        result = fieldrank.prefilter_quantized(QC, E, E[1], p, rescore_factor=factor)
-        assert np.array_equal(result.ids, exact.ids)
-        batch = fieldrank.prefilter_quantized_batch(QC, E, E[:2], p, rescore_factor=factor)
-        assert np.array_equal(batch.ids[1], exact.ids)
-
-
-def test_fixed_huge_n_threads_is_not_an_overflow():
-    """chunks_per_thread · n_threads overflowed int64 in the scans for n_threads >= 2**61."""
-    rng = np.random.default_rng(4)
-    E = rng.standard_normal((30, 6)).astype(np.float32)
-    E /= np.linalg.norm(E, axis=1, keepdims=True)
-    expected = fieldrank.prefilter_batch(E, E[:3], 4, n_threads=1)
-    for n_threads in (2**61, 2**63 - 1):
-        assert np.array_equal(fieldrank.prefilter_batch(E, E[:3], 4, n_threads=n_threads).ids, expected.ids)
-        assert fieldrank.cfs_batch(E, E[:3], 4, n_threads=n_threads).ids.shape == (3, 4)
-
-
-def test_fixed_hybrid_normalize_tiny_query():
-    """hybrid.py _query_vector computes the norm in float32: with normalize=True a finite,
-    non-zero query of 1e-30 has norm 0, the division warns and the query is rejected as
-    'q must be finite, got inf' although the caller passed a finite vector."""
-    HybridRetriever, _ = _hybrid_module()
-    retriever = HybridRetriever(["caroline", "dog"], np.eye(2, dtype=np.float32), "cosine", normalize=True)
-    result = retriever.search("", np.array([1e-30, 1e-30], np.float32))
-    assert result.ids.shape == (2,)
-
-
-def test_fixed_memory_store_embedding_norm_overflow():
-    """memory/schema.py embedding_rows casts the float64 norm to float32 before dividing: a finite
-    row whose norm passes FLT_MAX becomes a zero row (with a RuntimeWarning), and from then on
-    every recall of the store raises 'E rows must have a non-zero, finite norm'."""
-    memory = _memory_module()
-    store = memory.MemoryStore(dim=4)
-    row = np.array([[3.4e38, 0.1, 0.0, 3.4e38]], np.float32)
-    added = _call(store.add_many, ["huge"], row)
-    if added is not None:
-        assert store.recall("huge", np.ones(4, np.float32)).ids.tolist() == [int(added[0])]
-
-
-@pytest.mark.parametrize("module_name", MODULE_IDS)
-def test_fixed_uint64_ids_wrap(module_name):
-    """uint64 ids >= 2**63 are cast to int64 unchecked (_validation.id_array): RRF returns -1."""
-    fr = MODULES[module_name]
-    with pytest.raises(ValueError):
-        fr.rrf([np.array([2**64 - 1, 5], dtype=np.uint64)], None, 5)
-
-
-@pytest.mark.parametrize("module_name", MODULE_IDS)
-def test_fixed_cfs_extreme_sigma_and_beta(module_name):
-    """sigma = 5e-324 gave 1/(2 sigma^2) = inf and 0·inf = NaN at distance 0; beta near float32's max
-    gave -inf values. sigma below float32 is refused; tiny sigma is the sigma -> 0 limit; values
-    saturate at -FLT_MAX, where the tie rule orders the picks by id."""
-    fr = MODULES[module_name]
-    C = np.array([[1.0, 0.0], [1.0, 0.0], [0.6, 0.8], [0.0, 1.0]], np.float32)
-    q = np.array([1.0, 0.0], np.float32)
-    with pytest.raises(ValueError, match=r"sigma must stay positive as a float32 \(at least 1.4013e-45\)"):
-        fr.cfs_pool(np.arange(4), C, q, 4, sigma=5e-324)
-    with pytest.raises(ValueError, match=r"eps must stay positive as a float32"):
-        fr.cfs_pool(np.arange(4), C, q, 4, eps=1e-300)
-    limit = fr.cfs_pool(np.arange(4), C, q, 4, sigma=1e-30, beta=1.0)  # only the duplicate is covered
-    assert limit.ids.tolist() == [0, 2, 1, 3]
-    assert np.isfinite(limit.scores).all()
-    # sigma = 10 covers every row about equally: the least covered (row 3) goes second, then the
-    # fields pass 1, beta·field passes float32, and rows 1 and 2 tie at -FLT_MAX, in id order.
-    saturated = fr.cfs_pool(np.arange(4), C, q, 4, sigma=10.0, beta=3.4e38)
-    assert np.isfinite(saturated.scores).all()
-    assert saturated.ids.tolist() == [0, 3, 1, 2]
-    assert saturated.scores[2:].tolist() == [-np.finfo(np.float32).max] * 2
-
-
-@pytest.mark.parametrize("module_name", MODULE_IDS)
-def test_fixed_counts_past_int64(module_name):
-    """laps = 2**63 made the reference loop for 2**63 laps (the native binding refused it with a
-    TypeError): counts past int64 are now refused with the same ValueError in both modules."""
-    fr = MODULES[module_name]
-    C = np.eye(3, dtype=np.float32)
-    with pytest.raises(ValueError, match=r"laps must be a positive integer that fits int64"):
-        fr.ring_pool(np.arange(3), C, C[0], 2, laps=2**63)
-    with pytest.raises(ValueError, match=r"k must be a positive integer that fits int64"):
-        fr.cfsr(C, C[0], 2**64)
-    with pytest.raises(ValueError, match=r"n_threads must fit int64"):
-        fr.prefilter_batch(C, C[:1], 2, n_threads=2**63)
-
-
-@pytest.mark.parametrize("module_name", MODULE_IDS)
-def test_fixed_cfsr_query_past_float32(module_name):
-    """A query of norm 1e30 against a row of norm 1e-10 gave a = 1e40: NaN in float32. A query whose
-    squared norm leaves float32 is now rejected, as rows are, in both modules alike."""
-    fr = MODULES[module_name]
-    E = np.array([[1e-10]], np.float32)
-    with pytest.raises(ValueError, match=r"q must have a squared norm within the float32 range .* got 1e\+60"):
-        fr.cfsr(E, np.array([1e30], np.float32), 1, lam=0.0)
-    with pytest.raises(ValueError, match=r"Q must have a squared norm within the float32 range .*\(row 1\)"):
-        fr.cfsr_batch(E, np.array([[1.0], [1e20]], np.float32), 1)
+# The inputs of the regression tests in tests/test_fixed_regressions.py.
 
 
 # Accepted extremes: rows of norm 1e-12 and 1e19, queries up to |q|^2 = FLT_MAX, caller sims up to
@@ -1145,60 +750,3 @@ EXTREME_CFSR_CASES = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(EXTREME_CFSR_CASES))
-def test_fixed_cfsr_extreme_norms_match_reference(case):
-    E, q, sims, lam = EXTREME_CFSR_CASES[case]
-    ids = np.arange(E.shape[0])
-    native = fieldrank.cfsr_pool(ids, E, q, E.shape[0], lam=lam, sims=sims)
-    reference = fieldrank.reference.cfsr_pool(ids, E, q, E.shape[0], lam=lam, sims=sims)
-    assert np.isfinite(native.scores).all() and np.isfinite(native.coef).all()
-    assert native.ids.tolist() == reference.ids.tolist()
-    np.testing.assert_allclose(native.scores, reference.scores, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(native.coef, reference.coef, rtol=1e-4, atol=0)
-    assert (native.coef > 0).any()  # neither underflowed to zero nor overflowed
-
-
-@given(seed=st.integers(0, 2**32 - 1), q_shift=st.integers(-40, 60), e_shift=st.integers(-30, 30))
-def test_cfsr_is_exactly_equivariant_under_power_of_two_scaling(seed, q_shift, e_shift):
-    """CFS-R runs on power-of-two rescaled inputs, so scaling q by 2^s and the pool rows C by 2^t
-    (with λ by 4^t) returns bit-identical ids and scores and coefficients times exactly 2^(s-t).
-    (The pool form: corpus forms accept unit rows only; a caller's pool is taken as given.)"""
-    rng = np.random.default_rng(seed)
-    E = _unit(rng, 60, 24)
-    q = (E[0] + np.float32(0.4) * rng.standard_normal(24).astype(np.float32)).astype(np.float32)
-    lam = DEFAULT_LAM
-    ids = fieldrank.prefilter(E, q, 40).ids
-    C = np.ascontiguousarray(E[ids])
-    base = fieldrank.cfsr_pool(ids, C, q, 12)
-    assert np.array_equal(base.ids, fieldrank.cfsr(E, q, 12, p=40).ids)
-    scaled = fieldrank.cfsr_pool(ids, C * np.float32(2.0**e_shift), q * np.float32(2.0**q_shift), 12,
-                                 lam=lam * 4.0**e_shift)
-    assert np.array_equal(scaled.ids, base.ids)
-    assert np.array_equal(scaled.scores, base.scores)
-    expected = base.coef.astype(np.float64) * 2.0 ** (q_shift - e_shift)
-    tiny = np.abs(expected) < np.finfo(np.float32).tiny  # a subnormal coefficient keeps fewer bits
-    assert np.array_equal(scaled.coef[~tiny], expected[~tiny].astype(np.float32))
-
-
-@pytest.mark.parametrize("call", [
-    pytest.param(lambda fr, E, q: fr.cfs(E, q, 10, beta=1e39), id="cfs-beta"),
-    pytest.param(lambda fr, E, q: fr.cfs(E, q, 10, eps=1e39), id="cfs-eps"),
-    pytest.param(lambda fr, E, q: fr.cfsr(E, q, 10, lam=1e39), id="cfsr-lam"),
-])
-def test_fixed_real_parameters_past_float32(call):
-    """Finite doubles past FLT_MAX pass validation, become inf in the float32 kernels: -inf/inf/NaN."""
-    rng = np.random.default_rng(2)
-    E = rng.standard_normal((50, 8)).astype(np.float32)
-    E /= np.linalg.norm(E, axis=1, keepdims=True)
-    result = _call(call, fieldrank, E, E[0])
-    assert result is None or np.isfinite(np.asarray(result.scores)).all() and np.isfinite(
-        np.asarray(getattr(result, "coef", result.scores))).all()
-
-
-@pytest.mark.parametrize("module_name", MODULE_IDS)
-def test_fixed_tie_key_negative_arguments(module_name):
-    """tie_key(-1, ...) raises OverflowError (reference) or TypeError (native); lap -1 is accepted natively."""
-    fr = MODULES[module_name]
-    for seed, lap in ((-1, 0), (0, -1)):
-        with pytest.raises(ValueError):
-            fr.tie_key(seed, lap, np.array([1], dtype=np.int64))

@@ -24,7 +24,7 @@ from fieldrank.persistence import (
     load_index,
 )
 
-from .conftest import unit_rows
+from tests.helpers import unit_rows
 
 SEED = 20240918
 N_DOCS = 33
