@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
+from fieldrank import _core
+
 SEED = 20261130
 # SPEC §0 parity: scores within 1e-4 relative; order identical wherever consecutive scores
 # differ by more than 1e-5.
@@ -19,6 +21,8 @@ ORDER_GAP = 1e-5
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DIR = REPO_ROOT.parent / "shared"
 LOCOMO_DIR = SHARED_DIR / "data" / "locomo"
+#: The SIMD kernel variants this CPU runs, portable first.
+SUPPORTED_KERNEL_VARIANTS = list(_core.supported_kernel_variants())
 
 
 def unit_rows(rng: np.random.Generator, n: int, d: int) -> np.ndarray:

@@ -16,16 +16,6 @@ from fieldrank import _core
 from tests.helpers import SCORE_RTOL, SEED
 
 FLOAT32_MAX = float(np.finfo(np.float32).max)
-SUPPORTED = list(_core.supported_kernel_variants())
-
-
-@pytest.fixture(params=SUPPORTED)
-def variant(request):
-    """Runs a test once per kernel variant this CPU supports, restoring the default after."""
-    before = _core.kernel_variant()
-    _core.set_kernel_variant(request.param)
-    yield request.param
-    _core.set_kernel_variant(before)
 
 
 def _two_rows(cosine: float) -> np.ndarray:

@@ -14,18 +14,9 @@ import fieldrank
 import fieldrank.reference as ref
 from fieldrank import _core
 
+from tests.helpers import SUPPORTED_KERNEL_VARIANTS as SUPPORTED
 from tests.helpers import ORDER_GAP, SCORE_RTOL, unit_rows
 
-SUPPORTED = list(_core.supported_kernel_variants())
-
-
-@pytest.fixture(params=SUPPORTED)
-def variant(request):
-    """Runs a test once per kernel variant this CPU supports, restoring the default after."""
-    before = _core.kernel_variant()
-    _core.set_kernel_variant(request.param)
-    yield request.param
-    _core.set_kernel_variant(before)
 
 
 def assert_parity(got, want, *, rtol=SCORE_RTOL, gap=ORDER_GAP):

@@ -12,15 +12,6 @@ from fieldrank import _core
 from tests.helpers import unit_rows
 
 KINDS = ("bf16", "int8")
-SUPPORTED = list(_core.supported_kernel_variants())
-
-
-@pytest.fixture(params=SUPPORTED)
-def variant(request):
-    before = _core.kernel_variant()
-    _core.set_kernel_variant(request.param)
-    yield request.param
-    _core.set_kernel_variant(before)
 
 
 @pytest.mark.parametrize("kind", KINDS)
