@@ -217,6 +217,18 @@ def _index_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of a summary")
 
 
+def _decode_json(decode: Callable[[Any], Any], source: Any, where: str) -> Any:
+    """``decode(source)``, with malformed or too deeply nested JSON as a one-line user error."""
+    try:
+        return decode(source)
+    except json.JSONDecodeError as exc:
+        msg = f"{where}: invalid JSON ({exc})"
+        raise CommandError(msg) from None
+    except RecursionError:
+        msg = f"{where}: the JSON is nested too deeply"
+        raise CommandError(msg) from None
+
+
 def _read_texts(path: Path, field: str, progress) -> list[str]:
     suffix = path.suffix.lower()
     if suffix not in TEXT_FILE_SUFFIXES:
@@ -226,14 +238,7 @@ def _read_texts(path: Path, field: str, progress) -> list[str]:
         if suffix == ".txt":
             return [line.rstrip("\n") for line in progress(f, desc="reading texts", unit=" texts")]
         if suffix == ".json":
-            try:
-                items = json.load(f)
-            except json.JSONDecodeError as exc:
-                msg = f"--texts {path}: invalid JSON ({exc})"
-                raise CommandError(msg) from None
-            except RecursionError:
-                msg = f"--texts {path}: the JSON is nested too deeply"
-                raise CommandError(msg) from None
+            items = _decode_json(json.load, f, f"--texts {path}")
             if not isinstance(items, list):
                 msg = f"--texts {path}: expected a JSON list, got {type(items).__name__}"
                 raise CommandError(msg)
@@ -244,14 +249,7 @@ def _read_texts(path: Path, field: str, progress) -> list[str]:
         texts = []
         for number, item in numbered:
             if suffix == ".jsonl":
-                try:
-                    item = json.loads(item)
-                except json.JSONDecodeError as exc:
-                    msg = f"--texts {path}, line {number}: invalid JSON ({exc})"
-                    raise CommandError(msg) from None
-                except RecursionError:
-                    msg = f"--texts {path}, line {number}: the JSON is nested too deeply"
-                    raise CommandError(msg) from None
+                item = _decode_json(json.loads, item, f"--texts {path}, line {number}")
             texts.append(_text_of(item, field, f"--texts {path}, item {number}"))
     return texts
 
