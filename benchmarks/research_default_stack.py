@@ -365,6 +365,7 @@ def bm25_variants(emb, split):
 
 
 # ----------------------------------------------------------------------------- time-aware leg
+from fieldrank import reference  # noqa: E402
 from fieldrank import temporal as tl  # noqa: E402
 
 
@@ -383,7 +384,7 @@ def temporal_leg_scores(bn: Bench, emb: str, S_lex: np.ndarray, params: tl.Tempo
     for sel, s, e in _conv_batches(bn):
         rows = np.arange(s, e, dtype=np.int64)
         intent, windows = tl.question_features(list(qtexts[sel]), tline, rows) if use_questions else (None, None)
-        out[np.ix_(sel, np.arange(e - s))] = tl.temporal_scores(
+        out[np.ix_(sel, np.arange(e - s))] = reference.temporal_scores(
             bn.cos[sel, : e - s], S_lex[sel, : e - s], rows, tline, params, intent=intent, windows=windows)
     return out
 
@@ -414,7 +415,7 @@ def product_runs(emb: str, split: str, methods: dict) -> tuple[Bench, dict]:
     bn = bench(emb, split)
     d = bn.data
     texts = [str(t) for t in d.turns.embed_text]
-    base = HybridRetriever(texts, d.turn_embeddings, "rrf2", timeline=tl.locomo_timeline(d))
+    base = HybridRetriever(texts, d.turn_embeddings, "rrf2", timeline=locomo.locomo_timeline(d))
     out = {}
     for name, cfg in methods.items():
         R = base.with_config(cfg)

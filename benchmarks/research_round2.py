@@ -2,7 +2,7 @@
 
 Reuses the vectorised helpers of ``research_default_stack.py`` (per-conversation blocks, SPEC §6
 RRF, NDCG@10 / Recall@10 / NDCG@5) and scores the time-aware leg through
-``fieldrank.temporal.temporal_scores``, exactly what the retriever runs.
+``fieldrank.reference.temporal_scores``, exactly what the retriever runs.
 
 Usage (repository root, dev venv active; tuning split only while searching)::
 
@@ -28,7 +28,7 @@ import research_default_stack as rs  # noqa: E402
 
 from fieldrank import temporal as tl  # noqa: E402
 from fieldrank.bm25 import BM25Index, BM25Params  # noqa: E402
-from fieldrank.evaluation import stats  # noqa: E402
+from fieldrank.evaluation import locomo, stats  # noqa: E402
 
 CATS = rs.CATS
 EXPERIMENTS = {}
@@ -576,7 +576,7 @@ def latency(emb, split):
     from fieldrank.hybrid import HybridRetriever
     d = rs.load(emb)
     new = HybridRetriever([str(t) for t in d.turns.embed_text], d.turn_embeddings, "default",
-                          timeline=tl.locomo_timeline(d))
+                          timeline=locomo.locomo_timeline(d))
     before = new.with_config(RetrieverConfig(legs=(TemporalLeg(depth=10, **DEFAULT_BEFORE["leg"]),),
                                              bm25=BM25Params(**DEFAULT_BEFORE["bm25"])))
     Q = d.questions

@@ -1,4 +1,5 @@
-"""Shared fixtures: seeded generators, unit-row corpora, the two operator modules, data paths."""
+"""Shared fixtures (seeded generator, the two operator modules, the LoCoMo folder) and the
+hypothesis profiles. Plain helpers live in ``tests/helpers.py``."""
 
 from __future__ import annotations
 
@@ -11,20 +12,11 @@ import pytest
 import fieldrank
 import fieldrank.reference
 
-SEED = 20261130
-# SPEC §0 parity: scores within 1e-4 relative; order identical wherever consecutive scores
-# differ by more than 1e-5.
-SCORE_RTOL = 1e-4
-ORDER_GAP = 1e-5
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
-SHARED_DIR = REPO_ROOT.parent / "shared"
-LOCOMO_DIR = SHARED_DIR / "data" / "locomo"
-
+from tests.helpers import LOCOMO_DIR, SEED
 
 # Hypothesis profiles. "ci" (the default) is derandomized, keeps no example database and has no
-# deadline (no timing asserts), so tests/test_fuzz.py stays under a minute on 2 cores. "long"
-# (`pytest --hypothesis-profile=long`) runs 20,000 examples per test, or FIELDRANK_FUZZ_EXAMPLES;
+# deadline (no timing asserts), so the fuzz files (tests/*/test_fuzz_*.py) stay under a minute
+# on 2 cores. "long" (`pytest --hypothesis-profile=long`) runs 20,000 examples per test, or FIELDRANK_FUZZ_EXAMPLES;
 # docs/reliability.md says how.
 try:
     from hypothesis import HealthCheck, settings
@@ -43,12 +35,6 @@ else:
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(SEED)
-
-
-def unit_rows(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
-    X = rng.standard_normal((n, d)).astype(np.float32)
-    X /= np.linalg.norm(X, axis=1, keepdims=True)
-    return X
 
 
 @pytest.fixture(params=["native", "reference"])

@@ -11,7 +11,7 @@ import fieldrank
 import fieldrank.reference
 from fieldrank import _core, operators
 
-from .conftest import unit_rows
+from tests.helpers import unit_rows
 
 OPERATORS = operators.__all__
 

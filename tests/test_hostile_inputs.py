@@ -2,7 +2,7 @@
 files and command lines end in a clear error that names what is wrong.
 
 Sections: worker threads that cannot be started; the CLI and its loaders; saved index
-directories; memory store files (see also ``tests/test_untrusted_loading.py``).
+directories; memory store files (see also ``tests/retriever/test_untrusted_loading.py``).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from fieldrank.memory import MODES, MemoryStore, StoreFormatError
 from fieldrank.memory.schema import MEMORY_ID_LIMIT, RECALL_COUNT_RANGE
 from fieldrank.persistence import IndexFormatError
 
-from .conftest import SEED, unit_rows
+from tests.helpers import SEED, unit_rows
 
 # ----------------------------------------------------------------- threads that cannot start
 

@@ -15,7 +15,7 @@ class LocomoStack:
     timeout = 600
 
     def setup(self, threads):
-        from fieldrank.bench import locomo_stack_inputs
+        from fieldrank.evaluation.bench import locomo_stack_inputs
 
         # FIELDRANK_ASV_STACK_QUESTIONS limits the question set (benchmarks/check_asv.sh uses 100).
         limit = os.environ.get("FIELDRANK_ASV_STACK_QUESTIONS")
@@ -24,7 +24,7 @@ class LocomoStack:
             raise NotImplementedError("LoCoMo data not found beside the repository")
 
     def time_rrf_cfsr_stack(self, threads):
-        from fieldrank.bench import run_stack
+        from fieldrank.evaluation.bench import run_stack
 
         run_stack(self.inputs, fieldrank, n_threads=threads)
 
@@ -32,7 +32,7 @@ class LocomoStack:
         if threads != 1:
             raise SkipNotImplemented("the reference is single-threaded")
         import fieldrank.reference as ref
-        from fieldrank.bench import run_stack
+        from fieldrank.evaluation.bench import run_stack
 
         run_stack(self.inputs, ref, n_threads=threads)
 
@@ -46,7 +46,7 @@ class RetrieverPresets:
     timeout = 600
 
     def setup(self, n, preset):
-        from fieldrank.bench import retriever_inputs
+        from fieldrank.evaluation.bench import retriever_inputs
         from fieldrank.hybrid import HybridRetriever
 
         require(n, 384)

@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 
 import numpy as np
-from fieldrank.bench import DATA_SEED as SEED
-from fieldrank.bench import queries_near, unit_rows
+from fieldrank.evaluation.bench import DATA_SEED as SEED
+from fieldrank.evaluation.bench import queries_near, unit_rows
 
 try:  # asv >= 0.6 ships asv_runner; a benchmark raising this is reported as skipped
     from asv_runner.benchmarks.mark import SkipNotImplemented

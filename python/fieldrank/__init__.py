@@ -8,15 +8,8 @@ from __future__ import annotations
 
 from . import _core
 from ._results import Ranking, Reconstruction
-from .operators import (
-    cfs, cfs_batch, cfs_pool,
-    cfsr, cfsr_batch, cfsr_pool,
-    mmr, mmr_batch, mmr_pool,
-    prefilter, prefilter_batch, prefilter_pool,
-    ring, ring_batch, ring_pool,
-    rrf, rrf_batch,
-    quantize, prefilter_quantized, prefilter_quantized_batch,
-)
+from . import operators as _operators
+from .operators import *  # noqa: F403 - the operators (operators.__all__) are the package's own names
 from .quantized import QuantizedCorpus
 
 __version__ = "0.1.0"
@@ -77,18 +70,13 @@ _LAZY = {
 }
 
 __all__ = [
-    "DEFAULTS", "Ranking", "Reconstruction", "build_info", "tie_key",
-    "prefilter", "prefilter_batch", "prefilter_pool",
-    "cfsr", "cfsr_batch", "cfsr_pool",
-    "cfs", "cfs_batch", "cfs_pool",
-    "mmr", "mmr_batch", "mmr_pool",
-    "ring", "ring_batch", "ring_pool",
-    "rrf", "rrf_batch",
-    "QuantizedCorpus", "quantize", "prefilter_quantized", "prefilter_quantized_batch",
+    "DEFAULTS", "Ranking", "Reconstruction", "build_info", "tie_key", "QuantizedCorpus",
     # lazy (see _LAZY): the hybrid retriever and its configuration
     "HybridRetriever", "SearchResult", "SearchHit", "LegHits", "RetrieverConfig", "CosineLeg", "BM25Leg", "CFSRLeg",
     "CFSLeg", "MMRLeg", "RingLeg", "PRESET_NAMES", "preset", "IndexFormatError",
 ]
+# The operators' names are written once, in operators.__all__.
+__all__ += _operators.__all__
 
 
 def __getattr__(name: str):

@@ -549,3 +549,26 @@ def ring_params(k, alpha, laps, seed_value, ablation):
 def rrf_args(ranking_lists, weight_values, k, k0):
     legs = rankings(ranking_lists)
     return legs, weights(weight_values, len(legs)), positive_int(k, "k"), non_negative_real(k0, "k0")
+
+
+def unit_or_normalised(X: np.ndarray, normalize: bool, name: str, remedy: str,
+                       norms: Optional[np.ndarray] = None) -> np.ndarray:
+    """``X``'s rows scaled to unit norm (a new array) with ``normalize``; else ``X`` itself once
+    every row has unit norm within UNIT_NORM_ATOL. Norms in float64 (computed here unless given):
+    tiny finite rows keep one."""
+    if norms is None:
+        norms = np.sqrt(np.einsum("ij,ij->i", X, X, dtype=np.float64))
+    if normalize:
+        return np.ascontiguousarray((X / norms[:, None]).astype(np.float32))
+    bad = np.flatnonzero(np.abs(norms - 1.0) > UNIT_NORM_ATOL)
+    if bad.size:
+        msg = f"{name} rows must be L2-normalised; row {bad[0]} has norm {norms[bad[0]]:.6g} ({remedy})"
+        raise ValueError(msg)
+    return X
+
+
+def unit_rows(E: np.ndarray, normalize: bool) -> np.ndarray:
+    """Check (or, with ``normalize``, make) unit-norm, finite embedding rows (the retriever's and
+    the saved index's corpus check)."""
+    check_rows_finite_nonzero(E, "embeddings")
+    return unit_or_normalised(E, normalize, "embeddings", "pass normalize=True to normalise them once")

@@ -12,12 +12,14 @@ with status 1 (argparse usage errors: 2), never a traceback.
 
 Adding a subcommand from another module
 ---------------------------------------
-Write a module that calls :func:`register_subcommand` at import time, and list it in
-:data:`EXTENSION_MODULES` (``fieldrank.evaluation.command`` for ``eval`` and
-``fieldrank.calibrate`` for ``calibrate`` are already listed; a listed module that does not
-exist is skipped, one that fails to import is reported in one line and skipped)::
+The package's own ``eval`` and ``calibrate`` are imported directly when the parser is built:
+each module defines a ``CLI_SUBCOMMAND`` mapping (the arguments of :func:`register_subcommand`)
+and imports :class:`CommandError` from :mod:`fieldrank._cli_errors`, never this module, so
+that no import cycle forms. A third-party module calls :func:`register_subcommand` at import
+time and is listed in :data:`EXTENSION_MODULES` (a listed module that does not exist is
+skipped, one that fails to import is reported in one line and skipped)::
 
-    # python/fieldrank/evaluation/command.py
+    # my_package/fieldrank_commands.py
     from fieldrank.cli import CommandError, register_subcommand
 
     def _add_arguments(parser):
@@ -44,11 +46,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from ._cli_errors import CommandError
+
 __all__ = ["EXTENSION_MODULES", "CommandError", "main", "register_subcommand"]
 
 PROG = "fieldrank"
-#: Modules imported when the parser is built, so that they can register subcommands.
-EXTENSION_MODULES: tuple[str, ...] = ("fieldrank.evaluation.command", "fieldrank.calibrate")
+#: Further (third-party) modules imported when the parser is built, so that they can register
+#: subcommands. The package's own subcommands are imported directly (:func:`_register_harness`).
+EXTENSION_MODULES: tuple[str, ...] = ()
 
 EXIT_OK = 0
 EXIT_USER_ERROR = 1
@@ -58,10 +63,6 @@ TEXT_WIDTH = 70
 TEXTS_FIELD_DEFAULT = "text"
 #: Texts files understood by ``fieldrank index``.
 TEXT_FILE_SUFFIXES = (".jsonl", ".json", ".txt")
-
-
-class CommandError(Exception):
-    """A user mistake: printed as one line on stderr, exit status 1."""
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,18 @@ def register_subcommand(name: str, *, help: str, add_arguments: Callable[[argpar
         msg = f"fieldrank subcommand {name!r} is already registered (by {existing.run.__module__})"
         raise ValueError(msg)
     _SUBCOMMANDS[name] = _Subcommand(name, help, add_arguments, run, description)
+
+
+def _register_harness() -> None:
+    """``eval`` and ``calibrate``: the evaluation harness, imported when the parser is built
+    (not with this module) so that ``import fieldrank.cli`` stays light."""
+    try:
+        from .evaluation import calibrate, command
+    except Exception as exc:  # noqa: BLE001 - a broken harness must not break `fieldrank demo`
+        _note(f"the evaluation subcommands are unavailable ({type(exc).__name__}: {exc})")
+        return
+    for spec in (command.CLI_SUBCOMMAND, calibrate.CLI_SUBCOMMAND):
+        register_subcommand(**spec)
 
 
 def _load_extensions() -> None:
@@ -204,6 +217,18 @@ def _index_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of a summary")
 
 
+def _decode_json(decode: Callable[[Any], Any], source: Any, where: str) -> Any:
+    """``decode(source)``, with malformed or too deeply nested JSON as a one-line user error."""
+    try:
+        return decode(source)
+    except json.JSONDecodeError as exc:
+        msg = f"{where}: invalid JSON ({exc})"
+        raise CommandError(msg) from None
+    except RecursionError:
+        msg = f"{where}: the JSON is nested too deeply"
+        raise CommandError(msg) from None
+
+
 def _read_texts(path: Path, field: str, progress) -> list[str]:
     suffix = path.suffix.lower()
     if suffix not in TEXT_FILE_SUFFIXES:
@@ -213,14 +238,7 @@ def _read_texts(path: Path, field: str, progress) -> list[str]:
         if suffix == ".txt":
             return [line.rstrip("\n") for line in progress(f, desc="reading texts", unit=" texts")]
         if suffix == ".json":
-            try:
-                items = json.load(f)
-            except json.JSONDecodeError as exc:
-                msg = f"--texts {path}: invalid JSON ({exc})"
-                raise CommandError(msg) from None
-            except RecursionError:
-                msg = f"--texts {path}: the JSON is nested too deeply"
-                raise CommandError(msg) from None
+            items = _decode_json(json.load, f, f"--texts {path}")
             if not isinstance(items, list):
                 msg = f"--texts {path}: expected a JSON list, got {type(items).__name__}"
                 raise CommandError(msg)
@@ -231,14 +249,7 @@ def _read_texts(path: Path, field: str, progress) -> list[str]:
         texts = []
         for number, item in numbered:
             if suffix == ".jsonl":
-                try:
-                    item = json.loads(item)
-                except json.JSONDecodeError as exc:
-                    msg = f"--texts {path}, line {number}: invalid JSON ({exc})"
-                    raise CommandError(msg) from None
-                except RecursionError:
-                    msg = f"--texts {path}, line {number}: the JSON is nested too deeply"
-                    raise CommandError(msg) from None
+                item = _decode_json(json.loads, item, f"--texts {path}, line {number}")
             texts.append(_text_of(item, field, f"--texts {path}, item {number}"))
     return texts
 
@@ -536,6 +547,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every registered subcommand (extensions included)."""
     from . import __version__
 
+    _register_harness()
     _load_extensions()
     parser = argparse.ArgumentParser(
         prog=PROG, description="Fast in-process retrieval over long conversational memory.")

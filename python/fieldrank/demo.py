@@ -485,18 +485,13 @@ def _format_conversation(outcome: ConversationOutcome) -> list[str]:
     if featured in outcome.methods and baseline in outcome.methods:
         pair = (baseline, featured)
         wins, losses = outcome.only(featured, baseline), outcome.only(baseline, featured)
-        lines += ["", f"{featured} finds evidence that {baseline} misses ({len(wins)} question"
-                  f"{'' if len(wins) == 1 else 's'}):"]
-        for i in wins:
-            lines.extend(_format_question(c, outcome, i, pair))
-        if not wins:
-            lines.append("  (none)")
-        lines += ["", f"{baseline} finds evidence that {featured} misses ({len(losses)} question"
-                  f"{'' if len(losses) == 1 else 's'}):"]
-        for i in losses:
-            lines.extend(_format_question(c, outcome, i, pair))
-        if not losses:
-            lines.append("  (none)")
+        for finder, misser, found in ((featured, baseline, wins), (baseline, featured, losses)):
+            lines += ["", f"{finder} finds evidence that {misser} misses ({len(found)} question"
+                      f"{'' if len(found) == 1 else 's'}):"]
+            for i in found:
+                lines.extend(_format_question(c, outcome, i, pair))
+            if not found:
+                lines.append("  (none)")
         missed = [i for i in range(n) if not any(outcome.answered(m)[i] for m in outcome.methods)]
         lines += ["", f"no method finds the evidence of {len(missed)} question{'' if len(missed) == 1 else 's'}"
                   + (": " + "; ".join(c.questions[i] for i in missed) if missed else "")]
@@ -522,9 +517,3 @@ def format_report(report: DemoReport) -> str:
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
 
-
-def main(argv: Optional[Sequence[str]] = None) -> int:  # pragma: no cover - thin wrapper
-    """Print the demo (``fieldrank demo`` is the usual way to run it)."""
-    from .cli import main as cli_main
-
-    return cli_main(["demo", *(argv or [])])

@@ -11,7 +11,7 @@ The configuration becomes a :class:`LegPlan`: one :class:`LegKind` of :data:`LEG
 leg, each declaring what it needs (depth of the shared cosine prefilter, of the shared BM25
 ranking, every document's BM25 score, the timeline) and how it runs for a group of queries.
 :meth:`HybridRetriever.search` runs the plan for a group of one, :meth:`~HybridRetriever.search_batch`
-for each group of queries sharing a subset, and :func:`fieldrank.calibrate.calibrate` runs the
+for each group of queries sharing a subset, and :func:`fieldrank.evaluation.calibrate.calibrate` runs the
 same plan: the shared inputs are computed once per group (one prefilter pass at the largest depth
 any leg takes — its order is total, so a prefix of the top-P is the top-p — one BM25 ranking at
 the largest lexical depth), then every leg's ``run``. Dense-pool reranking legs rerank the
@@ -55,6 +55,8 @@ from . import embed as _embed
 from . import operators as ops
 from . import temporal as _temporal
 from ._results import SearchHit
+from ._validation import unit_or_normalised as _unit_or_normalised
+from ._validation import unit_rows as _unit_rows
 from .bm25 import BM25Index
 from .config import (
     POOL_UNION,
@@ -848,7 +850,7 @@ _RERANK = LegKind(_rerank_dense_depth, lambda leg: _union_depth(leg) if _is_unio
 
 #: The leg registry: kind name -> :class:`LegKind`. :class:`LegPlan` reads nothing else, so
 #: :meth:`HybridRetriever.search`, :meth:`~HybridRetriever.search_batch` and
-#: :func:`fieldrank.calibrate.calibrate` run every kind through the same entry.
+#: :func:`fieldrank.evaluation.calibrate.calibrate` run every kind through the same entry.
 LEG_REGISTRY: dict[str, LegKind] = {
     "cosine": LegKind(lambda leg, batched: leg.depth, lambda leg: 0, _never, False, lambda leg: leg.depth,
                       _run_cosine),
@@ -931,28 +933,6 @@ def _question_features(texts: Optional[list[str]], timeline: _temporal.Timeline,
     if texts is None or years is None or timeline.time is None:
         return _temporal.question_features(texts, timeline, rows)
     return _temporal.time_intent(texts), [_temporal.date_windows(t, years) for t in texts]
-
-
-def _unit_or_normalised(X: np.ndarray, normalize: bool, name: str, remedy: str,
-                        norms: Optional[np.ndarray] = None) -> np.ndarray:
-    """``X``'s rows scaled to unit norm (a new array) with ``normalize``; else ``X`` itself once
-    every row has unit norm within UNIT_NORM_ATOL. Norms in float64 (computed here unless given):
-    tiny finite rows keep one."""
-    if norms is None:
-        norms = np.sqrt(np.einsum("ij,ij->i", X, X, dtype=np.float64))
-    if normalize:
-        return np.ascontiguousarray((X / norms[:, None]).astype(np.float32))
-    bad = np.flatnonzero(np.abs(norms - 1.0) > UNIT_NORM_ATOL)
-    if bad.size:
-        msg = f"{name} rows must be L2-normalised; row {bad[0]} has norm {norms[bad[0]]:.6g} ({remedy})"
-        raise ValueError(msg)
-    return X
-
-
-def _unit_rows(E: np.ndarray, normalize: bool) -> np.ndarray:
-    """Check (or, with ``normalize``, make) unit-norm, finite rows."""
-    _v.check_rows_finite_nonzero(E, "embeddings")
-    return _unit_or_normalised(E, normalize, "embeddings", "pass normalize=True to normalise them once")
 
 
 def _check_bm25_index(index: object, n_docs: int, config: RetrieverConfig) -> None:

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 
 import numpy as np
 
+from ._validation import unit_rows
 from .bm25 import BM25Index
 from .config import RetrieverConfig
 from .temporal import Timeline
@@ -414,11 +415,9 @@ def load_index(directory: PathLike, *, mmap: bool = False, verify: bool = True) 
     if bm25.params != config.bm25:
         raise _fail(root, f"{BM25_DIR}/ was built with {bm25.params!r}, {CONFIG_FILE} asks for {config.bm25!r}")
 
-    from .hybrid import _unit_rows
-
     try:
         # Stored rows are already unit; this re-checks them (finite, unit norm) without copying.
-        E = _unit_rows(E, normalize=False)
+        E = unit_rows(E, normalize=False)
     except ValueError as exc:
         raise _fail(root, f"{EMBEDDINGS_FILE}: {exc}") from None
     timeline = _load_timeline(root, manifest, n_docs)

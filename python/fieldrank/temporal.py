@@ -53,13 +53,10 @@ __all__ = [
     "TemporalParams",
     "Timeline",
     "date_windows",
-    "locomo_timeline",
-    "neighbour_support",
     "question_features",
     "session_keys",
     "temporal",
     "temporal_batch",
-    "temporal_scores",
     "time_cues",
     "time_intent",
 ]
@@ -341,22 +338,12 @@ def _is_iso_date(value: Any) -> bool:
     return True
 
 
-def locomo_timeline(data: Any) -> Timeline:
-    """The turns of a loaded LoCoMo set (``fieldrank.evaluation.locomo.LocomoData``) as a Timeline.
-
-    Session keys are unique per (conversation, session); dates are ``turns.session_datetime``;
-    time cues come from ``turns.embed_text`` (the texts the retriever indexes).
-    """
-    T = data.turns
-    return Timeline.from_turns(session_keys(T.conv_index, T.session), T.session_datetime,
-                               [str(t) for t in T.embed_text])
-
-
 # --------------------------------------------------------------------------- scoring core
 # The arithmetic runs in C++ (``cpp/include/fieldrank/temporal.hpp``, float64 throughout); its
 # numpy twin, the readable formula and the oracle of the parity tests, is
-# :func:`fieldrank.reference.temporal_batch` (with :func:`temporal_scores` and
-# :func:`neighbour_support`, re-exported here).
+# :func:`fieldrank.reference.temporal_batch` (with :func:`fieldrank.reference.temporal_scores`
+# and :func:`fieldrank.reference.neighbour_support`; the reference imports this module, not
+# the other way round).
 
 
 def _years_spanned(timeline: Timeline, rows: Optional[np.ndarray]) -> tuple[int, ...]:
@@ -513,13 +500,3 @@ def temporal(E: np.ndarray, q: np.ndarray, lexical: Optional[np.ndarray], k: int
                          n_threads=1)
     return Ranking(res.ids[0], res.scores[0])
 
-
-def __getattr__(name: str) -> Any:
-    """The numpy formula under its names here: :func:`fieldrank.reference.temporal_scores` and
-    :func:`fieldrank.reference.neighbour_support` (resolved lazily: the reference imports this module)."""
-    if name in ("neighbour_support", "temporal_scores"):
-        from . import reference
-
-        return getattr(reference, name)
-    msg = f"module {__name__!r} has no attribute {name!r}"
-    raise AttributeError(msg)

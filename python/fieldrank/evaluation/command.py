@@ -17,7 +17,7 @@ Pipeline of :func:`run_locomo`, per embedding set:
 Missing data prints one line naming what is missing and where it was looked for, and
 exits with :data:`EXIT_USER_ERROR` (no traceback); a broken harness rule exits with
 :data:`EXIT_HARNESS_CHECK`. Importing this module registers ``fieldrank eval`` with the
-package CLI (:mod:`fieldrank.cli` lists it in ``EXTENSION_MODULES``); :func:`main` is the
+package CLI (:mod:`fieldrank.cli` imports it and registers :data:`CLI_SUBCOMMAND`); :func:`main` is the
 standalone entry point of ``python -m fieldrank.evaluation``. Module-level imports are
 numpy-only, so ``fieldrank demo`` stays fast.
 """
@@ -454,19 +454,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return run(args)
 
 
-def _register() -> None:
-    """Add ``eval`` to ``fieldrank``'s CLI (skipped when the CLI module is absent)."""
-    try:
-        from ..cli import register_subcommand
-    except ImportError:  # pragma: no cover - cli.py absent
-        return
-    register_subcommand(
-        "eval",
-        help="evaluation harnesses: `fieldrank eval locomo` (LoCoMo turn retrieval)",
-        add_arguments=add_eval_arguments,
-        run=run,
-        description=DESCRIPTION,
-    )
-
-
-_register()
+#: ``fieldrank eval``: the arguments :mod:`fieldrank.cli` passes to ``register_subcommand``.
+CLI_SUBCOMMAND: Final = {
+    "name": "eval",
+    "help": "evaluation harnesses: `fieldrank eval locomo` (LoCoMo turn retrieval)",
+    "add_arguments": add_eval_arguments,
+    "run": run,
+    "description": DESCRIPTION,
+}

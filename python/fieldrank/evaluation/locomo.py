@@ -30,9 +30,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Final, Union
+from typing import TYPE_CHECKING, Any, Final, Union
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from ..temporal import Timeline
 
 __all__ = [
     "ADVERSARIAL_CATEGORY",
@@ -51,6 +54,7 @@ __all__ = [
     "default_data_dir_candidates",
     "file_sha256",
     "load_locomo",
+    "locomo_timeline",
     "parse_session_date_time",
     "resolve_data_dir",
     "split_question_indices",
@@ -747,3 +751,18 @@ def category_subsets(
     for category, name in CATEGORY_NAMES.items():
         subsets[f"{category} {name}"] = rows[categories == category]
     return subsets
+
+
+def locomo_timeline(data: LocomoData) -> "Timeline":
+    """The turns of a loaded LoCoMo set as a :class:`fieldrank.temporal.Timeline` (the input of
+    ``temporal`` legs). The dataset adapter lives with the dataset; :mod:`fieldrank.temporal`
+    knows nothing of LoCoMo.
+
+    Session keys are unique per (conversation, session); dates are ``turns.session_datetime``;
+    time cues come from ``turns.embed_text`` (the texts the retriever indexes).
+    """
+    from ..temporal import Timeline, session_keys  # the native core: loaded only when asked for
+
+    T = data.turns
+    return Timeline.from_turns(session_keys(T.conv_index, T.session), T.session_datetime,
+                               [str(t) for t in T.embed_text])

@@ -45,7 +45,6 @@ from typing import Any, Final, Optional, Union
 import numpy as np
 
 from .. import config as fr_config
-from .. import temporal as fr_temporal
 from ..bm25 import DEFAULT_PARAMS as DEFAULT_BM25_PARAMS
 from ..bm25 import BM25Index
 from ..hybrid import HybridRetriever
@@ -181,7 +180,7 @@ class Corpus:
         """A ``HybridRetriever`` over the corpus for ``config`` (built once per config).
 
         All retrievers share the corpus' embeddings, its LoCoMo timeline (session keys and
-        dates of the turns, for ``temporal`` legs; :func:`fieldrank.temporal.locomo_timeline`)
+        dates of the turns, for ``temporal`` legs; :func:`fieldrank.evaluation.locomo.locomo_timeline`)
         and, when their BM25 parameters are the defaults, its BM25 index.
         """
         key = _config_key(config)
@@ -190,7 +189,7 @@ class Corpus:
                 shared = self.bm25() if config.bm25 == DEFAULT_BM25_PARAMS else None
                 self._base = HybridRetriever(
                     self.texts, self.embeddings, config, bm25_index=shared,
-                    timeline=fr_temporal.locomo_timeline(self.data),
+                    timeline=locomo.locomo_timeline(self.data),
                 )
             self._retrievers[key] = self._base.with_config(config)
         return self._retrievers[key]

@@ -26,6 +26,11 @@ import numpy as np
 from .._validation import FLOAT32_MAX
 from .schema import IMPORTANCE_RANGE, MEMORY_ID_LIMIT, RECALL_COUNT_RANGE, TIERS, VALENCE_RANGE
 
+#: The store file's format name and version (in its ``meta`` table); defined here, with the
+#: checks, and re-exported by :mod:`fieldrank.memory.persistence`, which imports this module.
+FORMAT_NAME = "fieldrank.memory"
+FORMAT_VERSION = 1
+
 __all__ = ["StoreFormatError", "check_embedding_values", "check_store_file"]
 
 #: SQLite's literal for +inf (a REAL column can hold ±inf; NaN is stored as NULL).
@@ -207,8 +212,6 @@ def _check_meta(connection: sqlite3.Connection, path: str) -> Optional[int]:
         meta = {_decoded(k): _decoded(v) for k, v in connection.execute("SELECT key, value FROM meta")}
     if not meta:
         return None
-    from .persistence import FORMAT_NAME, FORMAT_VERSION  # (persistence imports this module)
-
     if meta.get("format") != FORMAT_NAME or meta.get("format_version") != str(FORMAT_VERSION):
         return None  # another program's or version's file: the backend refuses it by name
     values = {}

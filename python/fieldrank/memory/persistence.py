@@ -42,13 +42,11 @@ from typing import Any
 
 import numpy as np
 
-from ._file_check import check_store_file
+from ._file_check import FORMAT_NAME, FORMAT_VERSION, check_store_file
 from .schema import RECALL_COUNT_RANGE
 
 __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "SYNCHRONOUS_MODES", "SqliteBackend"]
 
-FORMAT_NAME = "fieldrank.memory"
-FORMAT_VERSION = 1
 #: Accepted values of ``PRAGMA synchronous``.
 SYNCHRONOUS_MODES: tuple[str, ...] = ("OFF", "NORMAL", "FULL", "EXTRA")
 EMBEDDING_DTYPE = np.dtype("<f4")

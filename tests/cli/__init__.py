@@ -1,0 +1,1 @@
+"""The command line (fieldrank.cli) and the first-hour walkthrough."""

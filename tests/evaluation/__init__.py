@@ -1,0 +1,1 @@
+"""The evaluation harness (fieldrank.evaluation): LoCoMo loader, metrics, runner, calibration, suites."""

@@ -1,0 +1,32 @@
+"""Shared test helpers: seeds, parity tolerances, data paths, corpus builders.
+
+Import them from here (``from tests.helpers import unit_rows``); ``conftest.py`` holds only
+fixtures and the hypothesis profiles.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from fieldrank import _core
+
+SEED = 20261130
+# SPEC §0 parity: scores within 1e-4 relative; order identical wherever consecutive scores
+# differ by more than 1e-5.
+SCORE_RTOL = 1e-4
+ORDER_GAP = 1e-5
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED_DIR = REPO_ROOT.parent / "shared"
+LOCOMO_DIR = SHARED_DIR / "data" / "locomo"
+#: The SIMD kernel variants this CPU runs, portable first.
+SUPPORTED_KERNEL_VARIANTS = list(_core.supported_kernel_variants())
+
+
+def unit_rows(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
+    """``n`` random float32 rows of dimension ``d`` with unit L2 norm."""
+    X = rng.standard_normal((n, d)).astype(np.float32)
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    return X

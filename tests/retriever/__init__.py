@@ -1,0 +1,1 @@
+"""The retriever layer: BM25, configuration, HybridRetriever, saved indexes, embedders, integrations."""
