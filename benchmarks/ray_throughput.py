@@ -4,7 +4,7 @@ Corpus: the 5,882 LoCoMo turns with their ``minilm-l6-v2`` embeddings, saved as 
 temporary directory (each actor opens it with ``mmap=True``); queries: the 1,986 LoCoMo
 questions repeated ``--repeat`` times. Without the LoCoMo data a seeded random corpus of the
 same shape stands in. Ray runs locally (``ray.init(num_cpus=--cpus)``); the Ray start and the
-dataset's construction (one block per batch) are not timed; the whole ``map_batches`` pipeline
+dataset's construction are not timed; the whole ``map_batches`` pipeline
 is, including the actors' start (a worker process each, importing fieldrank and opening the
 index -- about 1 s on 2 cores, the same for 1 and 2 actors since they start in parallel).
 The output drops the query vectors (``keep_vector=False``, the default).
@@ -86,11 +86,7 @@ def main() -> None:
         ray.init(num_cpus=args.cpus, include_dashboard=False, log_to_driver=False, configure_logging=False)
         ray.data.DataContext.get_current().enable_progress_bars = False
         rows = [{"qid": i, "text": questions[i], "vector": Q[i]} for i in range(n)]
-        # One block per batch, as a columnar reader (parquet row groups) would give: from_items'
-        # default of 200 blocks of ~50 rows has each batch stitched from 5-6 blocks, and
-        # the remainders make 67 calls of the UDF instead of 39.
-        blocks = max(1, -(-n // args.batch_size))
-        dataset = ray.data.from_items(rows, override_num_blocks=blocks).materialize()
+        dataset = ray.data.from_items(rows).materialize()
 
         def local(threads):
             def run():  # in the same batches as the actors get (a batch's cost grows faster than linearly)
