@@ -44,6 +44,12 @@ def test_search_actor_in_process_pads_and_matches(saved_index):
         np.testing.assert_array_equal(out["ids"][row, : len(result)], result.ids)
         assert (out["ids"][row, len(result):] == MISSING_ID).all()
     np.testing.assert_array_equal(out["qid"], np.arange(5))
+    np.testing.assert_array_equal(out["text"], np.array(queries[:5]))
+    # The query vectors are dropped from the output unless asked for.
+    assert "vector" not in out
+    kept = SearchActor(index_dir, k=K, keep_vector=True)({"text": np.array(queries[:5]), "vector": Q[:5]})
+    np.testing.assert_array_equal(kept["vector"], Q[:5])
+    np.testing.assert_array_equal(kept["ids"], out["ids"])
     # A lexical configuration reads only the text column.
     lexical = SearchActor(index_dir, k=3, config="bm25")({"text": np.array(queries[:2])})
     assert lexical["ids"].shape == (2, 3)

@@ -12,9 +12,10 @@ paged in from the file and shared by the actors on one node through the page cac
     hits = search_dataset(ds, "/shared/memory-index", concurrency=64, k=10)
     hits.write_parquet("s3://bucket/hits/")                     # + ids, scores per query
 
-Each output batch keeps its input columns and adds ``ids`` (int64) and ``scores`` (float64),
-(B, k) each, padded with -1 / NaN when a query has fewer than k hits. Results equal one
-process's ``search_batch`` (tested).
+Each output batch keeps its input columns -- except the query vectors, which are dropped unless
+``keep_vector=True`` (they are the bulk of a batch and a hits table rarely wants them back) --
+and adds ``ids`` (int64) and ``scores`` (float64), (B, k) each, padded with -1 / NaN when a
+query has fewer than k hits. Results equal one process's ``search_batch`` (tested).
 """
 
 from __future__ import annotations
@@ -50,16 +51,21 @@ class SearchActor:
         the work; raise it together with ``num_cpus`` per actor.
     verify : bool, default True
         Check the index files' sha256 when the actor opens it.
+    keep_vector : bool, default False
+        Pass the vector column through to the output. Off by default: the (B, d) query vectors
+        are most of a batch's bytes, and returning them would send them back through the
+        object store for nothing; the other input columns (ids, texts, ...) are always kept.
     """
 
     def __init__(self, index_dir: str | os.PathLike[str], *, k: Optional[int] = None, config: Any = None,
                  text_column: str = "text", vector_column: str = "vector", n_threads: int = 1,
-                 verify: bool = True) -> None:
+                 verify: bool = True, keep_vector: bool = False) -> None:
         self.retriever = HybridRetriever.load(index_dir, mmap=True, config=config, verify=verify)
         self.k = self.retriever.config.k if k is None else int(k)
         self.text_column = text_column
         self.vector_column = vector_column
         self.n_threads = n_threads
+        self.keep_vector = keep_vector
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         config = self.retriever.config
@@ -78,12 +84,17 @@ class SearchActor:
         for row, result in enumerate(results):
             ids[row, : len(result)] = result.ids
             scores[row, : len(result)] = result.scores
-        return {**batch, "ids": ids, "scores": scores}
+        out = {name: column for name, column in batch.items()
+               if self.keep_vector or name != self.vector_column}
+        out["ids"] = ids
+        out["scores"] = scores
+        return out
 
 
 def search_dataset(dataset: Any, index_dir: str | os.PathLike[str], *, concurrency: int = 1,
                    batch_size: int = 256, k: Optional[int] = None, config: Any = None, text_column: str = "text",
-                   vector_column: str = "vector", n_threads: int = 1, verify: bool = True) -> Any:
+                   vector_column: str = "vector", n_threads: int = 1, verify: bool = True,
+                   keep_vector: bool = False) -> Any:
     """``dataset.map_batches(SearchActor, ...)``: a lazy Ray Dataset of the queries with their hits.
 
     ``concurrency`` is the number of actors (one CPU each, times ``n_threads``); ``batch_size``
@@ -93,7 +104,8 @@ def search_dataset(dataset: Any, index_dir: str | os.PathLike[str], *, concurren
         SearchActor,
         fn_constructor_args=(os.fspath(index_dir),),
         fn_constructor_kwargs={"k": k, "config": config, "text_column": text_column,
-                               "vector_column": vector_column, "n_threads": n_threads, "verify": verify},
+                               "vector_column": vector_column, "n_threads": n_threads, "verify": verify,
+                               "keep_vector": keep_vector},
         batch_size=batch_size,
         batch_format="numpy",
         concurrency=concurrency,
