@@ -7,6 +7,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from .._validation import UNIT_NORM_ATOL
 from ..config import ConfigLike
 from ..embed import Embedder, check_embedder, embed_documents, embed_query
 from ..hybrid import HybridRetriever, SearchResult
@@ -29,6 +30,26 @@ def hit_provenance(result: SearchResult) -> list[dict[str, Any]]:
     data = result.to_dict(include_text=False)
     return [{"id": hit["id"], "rank": hit["rank"], "score": hit["score"], "config": data["config"],
              "legs": hit["legs"]} for hit in data["hits"]]
+
+
+def check_retriever(retriever: object) -> HybridRetriever:
+    """The retriever an adapter wraps: a :class:`~fieldrank.HybridRetriever` (one check, one message)."""
+    if not isinstance(retriever, HybridRetriever):
+        msg = f"retriever must be a fieldrank.HybridRetriever, got {type(retriever).__name__}"
+        raise TypeError(msg)
+    return retriever
+
+
+def unit_rows(X: object) -> np.ndarray:
+    """A framework's vectors (rows of floats, any dtype) as float32 unit rows, as the pool operators
+    need: float32 rows already of unit norm (within UNIT_NORM_ATOL) are returned as they are, no
+    copy; anything else is normalised in float64 (one copy)."""
+    X = np.asarray(X)
+    X = X.reshape(X.shape[0], -1) if X.ndim != 2 else X
+    norms = np.sqrt(np.einsum("ij,ij->i", X, X, dtype=np.float64))
+    if X.dtype == np.float32 and (not norms.size or np.abs(norms - 1.0).max() <= UNIT_NORM_ATOL):
+        return X
+    return (X / norms[:, None]).astype(np.float32)
 
 
 def unit_vector(vector: object, name: str) -> np.ndarray:

@@ -25,7 +25,14 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 from ..embed import Embedder, check_embedder
 from ..hybrid import HybridRetriever
-from ._common import DEFAULT_RERANK_CONFIG, PROVENANCE_KEY, hit_provenance, rerank_candidates, unit_vector
+from ._common import (
+    DEFAULT_RERANK_CONFIG,
+    PROVENANCE_KEY,
+    check_retriever,
+    hit_provenance,
+    rerank_candidates,
+    unit_vector,
+)
 
 __all__ = ["FieldrankRanker", "FieldrankRetriever"]
 
@@ -38,10 +45,7 @@ class FieldrankRetriever:
     """
 
     def __init__(self, retriever: HybridRetriever, top_k: Optional[int] = None, subset: Any = None) -> None:
-        if not isinstance(retriever, HybridRetriever):
-            msg = f"retriever must be a fieldrank.HybridRetriever, got {type(retriever).__name__}"
-            raise TypeError(msg)
-        self.retriever = retriever
+        self.retriever = check_retriever(retriever)
         self.top_k = top_k
         self.subset = subset
 

@@ -33,7 +33,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 from ..embed import Embedder
 from ..hybrid import HybridRetriever
-from ._common import DEFAULT_RERANK_CONFIG, PROVENANCE_KEY, hit_provenance, rerank_candidates
+from ._common import DEFAULT_RERANK_CONFIG, PROVENANCE_KEY, hit_provenance, rerank_candidates, unit_rows
 
 __all__ = ["FieldrankCompressor", "FieldrankRetriever", "LangChainEmbedder"]
 
@@ -60,8 +60,7 @@ class LangChainEmbedder:
 
     @staticmethod
     def _unit(rows: list[list[float]]) -> np.ndarray:
-        X = np.asarray(rows, dtype=np.float64).reshape(len(rows), -1)
-        return (X / np.linalg.norm(X, axis=1, keepdims=True)).astype(np.float32)
+        return unit_rows(np.asarray(rows, dtype=np.float64).reshape(len(rows), -1))
 
     def embed_documents(self, texts: Sequence[str], *, batch_size: Optional[int] = None,
                         progress: Optional[bool] = None) -> np.ndarray:

@@ -28,7 +28,14 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise ImportError(msg) from exc
 
 from ..hybrid import HybridRetriever
-from ._common import DEFAULT_RERANK_CONFIG, PROVENANCE_KEY, hit_provenance, rerank_candidates, unit_vector
+from ._common import (
+    DEFAULT_RERANK_CONFIG,
+    PROVENANCE_KEY,
+    check_retriever,
+    hit_provenance,
+    rerank_candidates,
+    unit_vector,
+)
 
 __all__ = ["FieldrankLlamaRetriever", "FieldrankNodePostprocessor"]
 
@@ -49,10 +56,7 @@ class FieldrankLlamaRetriever(BaseRetriever):
 
     def __init__(self, retriever: HybridRetriever, k: Optional[int] = None, subset: Any = None,
                  callback_manager: Optional[CallbackManager] = None) -> None:
-        if not isinstance(retriever, HybridRetriever):
-            msg = f"retriever must be a fieldrank.HybridRetriever, got {type(retriever).__name__}"
-            raise TypeError(msg)
-        self._retriever = retriever
+        self._retriever = check_retriever(retriever)
         self._k = k
         self._subset = subset
         super().__init__(callback_manager=callback_manager)

@@ -24,6 +24,8 @@ from typing import Any, NamedTuple, Optional
 
 import numpy as np
 
+from ._common import unit_rows
+
 __all__ = ["Candidates", "lancedb_candidates", "qdrant_candidates"]
 
 #: Distances LanceDB reports, and how each becomes a cosine similarity of unit vectors.
@@ -40,14 +42,6 @@ class Candidates(NamedTuple):
     ids: np.ndarray
     vectors: Optional[np.ndarray]
     sims: np.ndarray
-
-
-def _unit_rows(vectors: np.ndarray) -> np.ndarray:
-    """Rows normalised (one copy) unless they already have unit norm, as the pool operators need."""
-    norms = np.sqrt(np.einsum("ij,ij->i", vectors, vectors, dtype=np.float64))
-    if norms.size and np.abs(norms - 1.0).max() > 1e-3:
-        return (vectors / norms[:, None]).astype(np.float32)
-    return vectors
 
 
 def qdrant_candidates(points: Any, *, vector_name: Optional[str] = None) -> Candidates:
@@ -71,7 +65,7 @@ def qdrant_candidates(points: Any, *, vector_name: Optional[str] = None) -> Cand
     vectors = None
     if n and points[0].vector is not None:
         rows = [p.vector if vector_name is None else p.vector[vector_name] for p in points]
-        vectors = _unit_rows(np.array(rows, dtype=np.float32))
+        vectors = unit_rows(np.array(rows, dtype=np.float32))
     return Candidates(ids, vectors, sims)
 
 
@@ -107,7 +101,7 @@ def lancedb_candidates(table: Any, *, id_column: str = "id", vector_column: str 
             raise TypeError(msg)
         flat = chunk.flatten()  # respects slicing offsets; no copy for a plain chunk
         values = flat.to_numpy(zero_copy_only=flat.null_count == 0 and pa.types.is_float32(flat.type))
-        vectors = _unit_rows(np.asarray(values, dtype=np.float32).reshape(table.num_rows, chunk.type.list_size))
+        vectors = unit_rows(np.asarray(values, dtype=np.float32).reshape(table.num_rows, chunk.type.list_size))
     return Candidates(ids, vectors, np.ascontiguousarray(sims, dtype=np.float32))
 
 
