@@ -50,8 +50,10 @@ def test_rebuild_after_the_delta_outgrows_its_limit():
     assert leg.rebuilds == 1 and leg.main_rows == 50 and leg.delta_rows == 0
     texts += random_texts(rng, 8)  # within max(8, 0.25 * 50) = 12: stays in the delta
     leg_scores(leg, texts, "river")
-    assert leg.rebuilds == 1 and leg.delta_rows == 8
-    texts += random_texts(rng, 5)  # 13 > 12: rebuild
+    # the 8 new rows, and the last context_window main rows, whose context documents gained them
+    window = DEFAULT_PARAMS.bm25_params.context_window
+    assert leg.rebuilds == 1 and leg.delta_rows == 8 + window
+    texts += random_texts(rng, 5)  # 8 + window + 5 > 12: rebuild
     leg_scores(leg, texts, "river")
     assert leg.rebuilds == 2 and leg.main_rows == 63 and leg.delta_rows == 0
 
@@ -66,12 +68,16 @@ def test_main_plus_delta_ranks_like_one_index():
     reference = BM25Index(texts, DEFAULT_PARAMS.bm25_params)  # the store uses the default preset's BM25
     for query in QUERIES[:5]:
         got = leg_scores(leg, texts, query)
-        assert leg.delta_rows == 20 and leg.main_rows == 200
+        window = DEFAULT_PARAMS.bm25_params.context_window
+        assert leg.delta_rows == 20 + window and leg.main_rows == 200
         expected = reference.scores(query)
+        # the delta (new rows and the re-expanded ones before them) is exact: current statistics
+        np.testing.assert_array_equal(got[200 - window:], expected[200 - window:])
         matched = got > 0
-        # main rows keep the statistics of their build (200 rows), delta rows use all 220:
-        # a 10 % corpus growth moves scores by a few percent at most.
-        np.testing.assert_allclose(got[matched], expected[matched], rtol=0.08)
+        # main rows keep the statistics of their build (200 rows), delta rows use all 220. With
+        # this 10-word vocabulary nearly every context document (a row and 4 neighbours) holds
+        # every word, so the context idf is small and a 10 % growth moves it by up to ~20 %.
+        np.testing.assert_allclose(got[matched], expected[matched], rtol=0.25)
         top_got = set(np.argsort(-got, kind="stable")[:5].tolist())
         top_expected = set(np.argsort(-expected, kind="stable")[:5].tolist())
         assert len(top_got & top_expected) >= 4
