@@ -297,6 +297,9 @@ class LexicalLeg:
             self._in_corpus = grown
         live = self._live(self._n_seen)
         arriving = np.asarray([r for r in range(start, self._n_seen) if live[r]], dtype=np.int64)
+        for r in range(start, self._n_seen):
+            if not live[r]:
+                self._tokens[r] = _EMPTY_TOKENS  # forgotten before the leg saw it: never in the corpus
         ids = self._ids(self._n_seen)
         window = self._window
 
@@ -367,6 +370,8 @@ class LexicalLeg:
         rows = np.flatnonzero(live)
         ids = self._ids(n_rows)
         order = rows[np.argsort(ids[rows], kind="stable")]
+        for r in np.flatnonzero(~live).tolist():
+            self._tokens[r] = _EMPTY_TOKENS  # forgotten rows are never read again
         self._order_rows, self._order_ids = order, ids[order].copy()
         self._in_corpus = np.zeros(n_rows, dtype=bool)
         self._in_corpus[order] = True
