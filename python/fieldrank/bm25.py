@@ -456,7 +456,7 @@ def _check_sessions(sessions: object, n_docs: int) -> np.ndarray:
     return keys.astype(np.int64, copy=False)
 
 
-def _context_token_ids(token_ids: Sequence[Sequence[int]], sessions: Sequence[int], window: int,
+def _context_token_ids(token_ids: Any, sessions: Any, window: int,
                        docs: Optional[Iterable[int]] = None) -> list[list[int]]:
     """Context document of each document: its own tokens, then those of its same-session
     neighbours ``i - 1, i + 1, …, i - window, i + window``.

@@ -219,7 +219,7 @@ class LexicalLeg:
             out.append(mapped[mapped >= 0])
         return out
 
-    def _count(self, documents: Sequence[np.ndarray], sign: int, context: bool) -> None:
+    def _count(self, documents: Sequence[Any], sign: int, context: bool) -> None:
         """Add (sign +1) or remove (-1) documents from the own or context statistics."""
         lengths = np.fromiter((len(d) for d in documents), dtype=np.int64, count=len(documents))
         total = int(lengths.sum())
