@@ -65,11 +65,11 @@ import numbers
 import operator
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any, Union
+from typing import Any, Optional, Union
 
 import bm25s
 import numpy as np
@@ -456,12 +456,19 @@ def _check_sessions(sessions: object, n_docs: int) -> np.ndarray:
     return keys.astype(np.int64, copy=False)
 
 
-def _context_token_ids(token_ids: list[list[int]], sessions: np.ndarray, window: int) -> list[list[int]]:
+def _context_token_ids(token_ids: Any, sessions: Any, window: int,
+                       docs: Optional[Iterable[int]] = None) -> list[list[int]]:
     """Context document of each document: its own tokens, then those of its same-session
-    neighbours ``i - 1, i + 1, …, i - window, i + window``."""
+    neighbours ``i - 1, i + 1, …, i - window, i + window``.
+
+    ``docs`` (positions into ``token_ids``) computes the context documents of those documents
+    only, in that order (the memory store re-expands the few documents an addition or a
+    forget changes); None: every document. ``token_ids`` and ``sessions`` only need ``len`` and
+    indexing.
+    """
     n = len(token_ids)
     out = []
-    for i in range(n):
+    for i in (range(n) if docs is None else docs):
         tokens = list(token_ids[i])
         for distance in range(1, window + 1):
             for j in (i - distance, i + distance):
@@ -469,6 +476,37 @@ def _context_token_ids(token_ids: list[list[int]], sessions: np.ndarray, window:
                     tokens.extend(token_ids[j])
         out.append(tokens)
     return out
+
+
+def entry_scores(params: BM25Params, tf: np.ndarray, doc_length: np.ndarray, average_length: float,
+                 document_frequency: np.ndarray, n_docs: int) -> np.ndarray:
+    """The score bm25s stores for (document, term) entries, float32, with bm25s's own formulas.
+
+    ``tf`` (term count in the document), ``doc_length`` (tokens in the document) and
+    ``document_frequency`` (documents holding the term) are one value per entry; ``n_docs`` and
+    ``average_length`` are the corpus's. Computed exactly as bm25s's build computes them
+    (``idf`` rounded to float32, the term-frequency component in float64, the product rounded to
+    float32), so a caller scoring documents outside a bm25s matrix (the memory store's delta of
+    recent additions) gets the numbers the matrix would hold. Methods with a non-occurrence
+    score (``"bm25l"``, ``"bm25+"``) are not supported (a matrix entry is then relative to it).
+    """
+    if params.method in ("bm25l", "bm25+"):
+        msg = f"entry_scores does not support method {params.method!r} (non-occurrence scores)"
+        raise ValueError(msg)
+    idf_of = bm25s.scoring._select_idf_scorer(params.method)
+    frequencies, inverse = np.unique(np.asarray(document_frequency, dtype=np.int64), return_inverse=True)
+    idf = np.asarray([idf_of(int(df), N=n_docs) if df else 0.0 for df in frequencies.tolist()],
+                     dtype=_SCORE_DTYPE)[inverse]
+    tfc = bm25s.scoring._select_tfc_scorer(params.method)(
+        tf_array=np.asarray(tf, dtype=_SCORE_DTYPE), l_d=np.asarray(doc_length, dtype=np.int64),
+        l_avg=np.float64(average_length), k1=params.k1, b=params.b, delta=params.delta)
+    return (idf * tfc).astype(_SCORE_DTYPE)
+
+
+def expanded_entry_scores(params: BM25Params, own: np.ndarray, context: np.ndarray) -> np.ndarray:
+    """Entries of the expanded index: ``own + context_weight · context`` in float32, as :func:`_add_scaled` adds them."""
+    weight = _SCORE_DTYPE(params.context_weight)
+    return (np.asarray(own, dtype=_SCORE_DTYPE) + np.asarray(context, dtype=_SCORE_DTYPE) * weight).astype(_SCORE_DTYPE)
 
 
 def _add_scaled(target: bm25s.BM25, other: bm25s.BM25, weight: float) -> None:
@@ -553,12 +591,60 @@ class BM25Index:
                 f"(lowercase={params.lowercase}, stopwords={params.stopwords!r}); nothing to index"
             )
             raise ValueError(msg)
-        retriever = self._build(params, corpus_tokens.ids, corpus_tokens.vocab)
+        context_ids = None
         if params.context_window > 0:
             context_ids = _context_token_ids(corpus_tokens.ids, session_keys, params.context_window)
-            _add_scaled(retriever, self._build(params, context_ids, corpus_tokens.vocab), params.context_weight)
-        self._retriever = retriever
+        self._retriever = self._index(params, corpus_tokens.ids, corpus_tokens.vocab, context_ids)
         self._n_docs = len(docs)
+
+    @classmethod
+    def from_token_ids(cls, token_ids: Sequence[Sequence[int]], vocab: dict[str, int],
+                       params: BM25Params = DEFAULT_PARAMS, *,
+                       context_token_ids: Optional[Sequence[Sequence[int]]] = None) -> BM25Index:
+        """An index over documents already tokenized (for a caller that keeps the tokens).
+
+        Parameters
+        ----------
+        token_ids : sequence of sequences of int
+            Each document's tokens as ids into ``vocab``, tokenized with ``params``'s tokenizer
+            (as ``bm25s.tokenize(..., return_ids=True)`` gives them); one document per entry.
+        vocab : dict
+            Token -> id; ids ``0 … len(vocab) − 1`` (it may hold tokens no document has).
+        params : BM25Params
+        context_token_ids : sequence of sequences of int, optional
+            With ``params.context_window > 0``: each document's context document (its own
+            tokens and its neighbours', as ``_context_token_ids`` builds them); required then,
+            since the neighbours are the caller's (the memory store's session order).
+
+        Scores equal ``BM25Index(texts, params, sessions=...)`` over the same documents and
+        neighbours, bit for bit (the same bm25s build).
+        """
+        if not isinstance(params, BM25Params):
+            msg = f"params must be a BM25Params, got {type(params).__name__}"
+            raise TypeError(msg)
+        if not token_ids or not vocab:
+            msg = "token_ids and vocab must be non-empty (nothing to index)"
+            raise ValueError(msg)
+        if (params.context_window > 0) != (context_token_ids is not None):
+            msg = "context_token_ids must be given exactly when params.context_window > 0"
+            raise ValueError(msg)
+        if context_token_ids is not None and len(context_token_ids) != len(token_ids):
+            msg = f"context_token_ids must hold one document per document ({len(token_ids)}), got {len(context_token_ids)}"
+            raise ValueError(msg)
+        obj = cls.__new__(cls)
+        obj._params = params
+        obj._stemmer = cls._make_stemmer(params)
+        obj._retriever = cls._index(params, token_ids, vocab, context_token_ids)
+        obj._n_docs = len(token_ids)
+        return obj
+
+    @classmethod
+    def _index(cls, params: BM25Params, token_ids, vocab: dict[str, int], context_ids) -> bm25s.BM25:
+        """The bm25s matrix: BM25 of the documents, plus ``context_weight`` x BM25 of the context documents."""
+        retriever = cls._build(params, token_ids, vocab)
+        if context_ids is not None:
+            _add_scaled(retriever, cls._build(params, context_ids, vocab), params.context_weight)
+        return retriever
 
     @staticmethod
     def _build(params: BM25Params, token_ids: list[list[int]], vocab: dict[str, int]) -> bm25s.BM25:

@@ -193,8 +193,8 @@ def test_params_defaults_and_validation():
 
     with pytest.raises(ValueError, match="lucene"):
         MemoryParams(bm25_params=BM25Params(method="robertson"))
-    with pytest.raises(ValueError, match="context_window"):
-        MemoryParams(bm25_params=BM25Params(context_window=2))
+    # the store's BM25 is the preset's, neighbour-text expansion included
+    assert DEFAULT_PARAMS.bm25_params.context_window == 2 and MemoryParams(bm25_params=BM25Params()).bm25_params == BM25Params()
     assert set(DEFAULT_PARAMS.to_dict()) >= {f"{g}_quota" for g in GENERATORS}
 
 
@@ -676,8 +676,6 @@ def test_compaction_and_reopening_keep_sessions_and_supersession(rng, tmp_path):
 def test_relevance_core_is_the_default_preset(rng):
     """issue 17: with every boost off, the store ranks exactly like HybridRetriever ``default``
     (same temporal_batch scorer, same BM25 parameters, sessions as neighbours, created-at days as dates)."""
-    from dataclasses import replace
-
     from fieldrank import HybridRetriever
     from fieldrank.config import resolve_config
     from fieldrank.temporal import Timeline, session_keys, time_cues
@@ -692,10 +690,8 @@ def test_relevance_core_is_the_default_preset(rng):
     params = DEFAULT_PARAMS.replace(importance_boost=0.0, graph_boost=0.0, relevance_quota=n)
     store = MemoryStore(dim=DIM, params=params)
     store.add_many(texts, E, created_at=created, sessions=[f"s{s}" for s in session])
-    # The store's BM25 has no neighbour-text expansion yet (MemoryParams.bm25_params): compare with
-    # the default preset on the same BM25 parameters.
-    default = resolve_config("default")
-    config = default.replace(bm25=replace(default.bm25, context_window=0))
+    config = resolve_config("default")  # neighbour-text expansion included (context_window 2)
+    assert config.bm25.context_window > 0
     retriever = HybridRetriever(texts, E, config,
                                 timeline=Timeline(session=session_keys(session), time=days, cue=time_cues(texts)))
     for question in ("when was the budget meeting in May 2023?", "deploy the server", "kids garden yesterday"):

@@ -557,3 +557,45 @@ def test_query_tokens_equal_bm25s_tokenize(params):
     assert index._tokenize(queries) == expected
     for q, want in zip(queries[:20], expected):
         assert index.tokenize(q) == want
+
+
+@pytest.mark.parametrize("window", [0, 2])
+def test_from_token_ids_equals_the_text_index(corpus: list[str], queries: list[str], window: int) -> None:
+    """An index built from kept token ids (the memory store's rebuild) scores like one built from texts."""
+    from fieldrank.bm25 import _context_token_ids
+
+    params = dataclasses.replace(DEFAULT_PARAMS, context_window=window)
+    sessions = np.repeat(np.arange(len(corpus) // 5 + 1), 5)[: len(corpus)]
+    tokenized = bm25s.tokenize(corpus, stopwords=params.stopwords, stemmer=Stemmer.Stemmer("english"),
+                               show_progress=False)
+    contexts = _context_token_ids(tokenized.ids, sessions, window) if window else None
+    # a vocabulary holding a token no document has (a forgotten memory's) changes nothing
+    vocab = {**tokenized.vocab, "zzzforgotten": len(tokenized.vocab)}
+    kept = BM25Index.from_token_ids(tokenized.ids, vocab, params, context_token_ids=contexts)
+    texts = BM25Index(corpus, params, sessions=sessions)
+    for query in queries:
+        np.testing.assert_array_equal(kept.scores(query), texts.scores(query))
+    with pytest.raises(ValueError, match="context_token_ids"):
+        BM25Index.from_token_ids(tokenized.ids, vocab, params, context_token_ids=None if window else tokenized.ids)
+
+
+@pytest.mark.parametrize("method", ["lucene", "robertson", "atire"])
+def test_entry_scores_are_the_matrix_entries(corpus: list[str], method: str) -> None:
+    """entry_scores reproduces bm25s's stored (document, term) scores bit for bit."""
+    from fieldrank.bm25 import entry_scores
+
+    params = BM25Params(method=method)
+    index = BM25Index(corpus, params)
+    tokenized = bm25s.tokenize(corpus, stopwords=params.stopwords, stemmer=Stemmer.Stemmer("english"),
+                               show_progress=False)
+    matrix = index._retriever.scores
+    n_terms = len(matrix["indptr"]) - 1
+    lengths = np.asarray([len(ids) for ids in tokenized.ids])
+    df = np.zeros(n_terms, dtype=np.int64)
+    for ids in tokenized.ids:
+        df[np.unique(np.asarray(ids, dtype=np.int64))] += 1
+    terms = np.repeat(np.arange(n_terms), np.diff(matrix["indptr"]))
+    docs = np.asarray(matrix["indices"])
+    tf = np.asarray([tokenized.ids[d].count(t) for d, t in zip(docs.tolist(), terms.tolist())])
+    got = entry_scores(params, tf, lengths[docs], float(lengths.mean()), df[terms], len(corpus))
+    np.testing.assert_array_equal(got, np.asarray(matrix["data"]))

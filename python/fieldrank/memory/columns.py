@@ -139,7 +139,7 @@ class Generation:
         self.entity_index: dict[str, GrowingArray] = {}
         #: id -> row of its current (live) version.
         self.row_of: dict[int, int] = {}
-        self.lexical = LexicalLeg(params)
+        self.lexical = LexicalLeg(params, ids=self.ids, sessions=self.session_keys, live=self.live)
         #: Published row count: readers never look at rows >= n.
         self.n = 0
         self.n_live = 0
@@ -213,6 +213,7 @@ class Generation:
         if self.live.buffer[row]:
             self.live.buffer[row] = False
             self.n_live -= 1
+            self.lexical.note_forgotten(row)  # its words leave BM25 and its neighbours' documents
 
     def snapshot(self) -> Snapshot:
         """A consistent view for one reader: O(1) views plus an O(n)-byte live-mask copy (caller holds the lock)."""

@@ -1,55 +1,76 @@
-"""The store's BM25 leg: an immutable bm25s index plus a small delta of recent additions.
+"""The store's BM25 leg: an immutable bm25s index plus a small delta of recent changes.
 
-:class:`fieldrank.bm25.BM25Index` is immutable (built once from texts). The store keeps
+The leg scores exactly what :class:`fieldrank.bm25.BM25Index` would score over the store's live
+memories, with the ``default`` preset's parameters, neighbour-text expansion included
+(``BM25Params.context_window``, ``context_weight``; see :mod:`fieldrank.bm25`).
 
-* a **main** ``BM25Index`` over rows ``[0, main_n)``, and
-* a **delta**: rows ``[main_n, n)`` added since the main index was built, held as flat numpy
-  postings ``(row, term, tf)`` and scored by brute force over those postings.
+Documents and neighbours
+------------------------
+The leg's corpus is the **live** memories in **memory-id order** (the order they were first
+added; an update keeps its id, so it keeps its place), each memory one document. With expansion
+on, a memory's context document is its own tokens plus those of the memories at positions
+``i ± 1 … i ± context_window`` of that order that share its session key (same tenant and
+``session``; a memory without a session has no neighbours), built by the very function
+:class:`~fieldrank.bm25.BM25Index` uses (``fieldrank.bm25._context_token_ids``). A forgotten memory
+leaves the corpus at once: its words leave every statistic and every neighbour's context
+document. Because the order is by id and only live memories count, a store reopened from its
+file, a compacted store and a store that got its memories one by one hold the same documents.
 
-Both are brought up to date lazily, on the next lexical query (``catch_up``): new rows are
-tokenized once, with the same tokenizer as the main index (``bm25s.tokenize``, lower-casing,
-English stop words, Snowball stemming), and their terms counted into global document
-frequencies. When the delta outgrows ``max(bm25_delta_min_docs, bm25_delta_fraction · main_n)``
-the main index is rebuilt over all rows and the delta emptied.
+Main and delta
+--------------
+* a **main** ``BM25Index`` (``BM25Index.from_token_ids``, the package's bm25s build) over the
+  corpus at its last build, and
+* a **delta**: every live memory whose document differs from what the main index holds: memories
+  added since the build, and main memories whose context document changed since (a new memory
+  among its neighbours, a neighbour forgotten). Those main entries are ignored (stale) and the
+  memory is scored from the delta.
 
-Scores. The delta is scored with the Lucene BM25 formula of bm25s (``method="lucene"``)::
+Changes are applied lazily, on the next lexical query (``catch_up``): new rows are tokenized once
+(their tokens are kept, so neither re-expansion nor a rebuild tokenizes again), the memories within
+``context_window`` positions of each change are re-expanded, and the statistics of both document
+sets (document frequencies, total length, N) are updated by what changed. An addition re-expands
+at most ``context_window`` memories on each side of its position (appending: the ones before it).
 
-    idf(t) = ln(1 + (N − df(t) + 0.5) / (df(t) + 0.5))
-    score(d) = Σ_t idf(t) · tf / (tf + k1 · (1 − b + b · |d| / avgdl))
-
-with N, df and avgdl counted over *all* rows (main and delta), so delta scores are on the main
-index's scale. The main index keeps the statistics of its last build: the two scales drift
-apart by at most the delta's share of the corpus (``bm25_delta_fraction``), which is why the
-delta is bounded. With every row in the delta the two agree with ``BM25Index.scores`` to float32
-rounding (a test checks it).
+Scores. A delta entry is scored with bm25s's own formulas (:func:`fieldrank.bm25.entry_scores`:
+bm25s's idf and term-frequency functions, its float32 rounding) over the current statistics, and
+combined as the main index combines them (:func:`fieldrank.bm25.expanded_entry_scores`, summed
+over query terms in query order, in float32): with every memory in the delta (a store below
+``bm25_delta_min_docs``), or right after a rebuild, the leg's scores equal ``BM25Index.scores`` over
+the live memories bit for bit (tested). The main index keeps the statistics of its last build:
+its scores drift from the exact ones by at most the delta's share of the corpus
+(``bm25_delta_fraction``), which is why the delta is bounded: when it outgrows
+``max(bm25_delta_min_docs, bm25_delta_fraction · main)`` the main index is rebuilt from the kept
+tokens and the delta emptied.
 
 Costs. Adding is O(1) (nothing happens until the next lexical query). A query costs one
-``BM25Index.top`` plus O(delta postings) vectorised numpy work. Catching up costs one
-``bm25s.tokenize`` call over the new rows; a rebuild costs a full bm25s build, O(N), which
-happens after every ``bm25_delta_fraction · N`` additions, so its cost per addition is O(1)
-amortised (the same argument as a doubling array). Tombstoned rows stay in the statistics until
-:meth:`MemoryStore.compact` and are never returned (queries are restricted by the caller's mask).
+``BM25Index.scores`` plus O(delta postings) numpy work. Catching up costs one tokenization of the
+new rows and O(window) re-expansions per change (plus an O(n) insertion into the id order); a
+rebuild is a bm25s build, O(N), once per ``bm25_delta_fraction · N`` changes: O(1) amortised.
 
-Thread-safety: one lock serialises catch-up, rebuild and query of the leg. Queries are short
-(sub-millisecond at 100k rows); a rebuild blocks lexical queries while it runs.
+Thread-safety: one lock serialises catch-up, rebuild and query of the leg. Forgets are noted
+under a second, tiny lock, so a writer never waits for a rebuild.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Optional, Sequence
+from dataclasses import dataclass
+from itertools import chain
+from typing import Any, Optional, Sequence
 
 import bm25s
 import numpy as np
 import Stemmer
 
-from ..bm25 import BM25Index
+from ..bm25 import BM25Index, _context_token_ids, entry_scores, expanded_entry_scores
 from .params import MemoryParams
 
 __all__ = ["LexicalLeg"]
 
 _SCORE_DTYPE = np.float32
 _EMPTY_TOKEN = ""
+_NO_DOC = -1
+_EMPTY_TOKENS = np.empty(0, dtype=np.int64)
 
 
 def _empty() -> tuple[np.ndarray, np.ndarray]:
@@ -66,28 +87,98 @@ def top_by_score(rows: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarr
     return rows[order], scores[order]
 
 
-class LexicalLeg:
-    """BM25 over the rows of one generation (see the module notes)."""
+class _ByPosition:
+    """``values[rows[p]]`` at position ``p``: per-row values seen in the corpus order."""
 
-    def __init__(self, params: MemoryParams) -> None:
+    __slots__ = ("_rows", "_values")
+
+    def __init__(self, values: Any, rows: np.ndarray) -> None:
+        self._values, self._rows = values, rows
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __getitem__(self, position: int) -> Any:
+        return self._values[self._rows[position]]
+
+
+@dataclass(frozen=True)
+class _DeltaDocument:
+    """One memory scored by the delta: its terms, their counts in its own and its context document."""
+
+    terms: np.ndarray
+    own_tf: np.ndarray
+    context_tf: np.ndarray
+    own_length: int
+    context_length: int
+
+
+def _counts(tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return np.unique(np.asarray(tokens, dtype=np.int64), return_counts=True)
+
+
+class LexicalLeg:
+    """BM25 (with the preset's neighbour-text expansion) over the live rows of one generation.
+
+    Parameters
+    ----------
+    params : MemoryParams
+    ids, sessions, live : growing columns of the generation (``.buffer``), optional
+        Memory id, session key and live flag of every row. Without them (a leg tested on its
+        own) row ``i`` has id ``i``, every row is live and all rows form one session.
+    """
+
+    def __init__(self, params: MemoryParams, *, ids: Any = None, sessions: Any = None, live: Any = None) -> None:
         self._bm25_params = params.bm25_params
+        self._window = self._bm25_params.context_window
         self._delta_min_docs = params.bm25_delta_min_docs
         self._delta_fraction = params.bm25_delta_fraction
+        self._columns = (ids, sessions, live)
         stemmer_language = self._bm25_params.stemmer_language
         self._stemmer = Stemmer.Stemmer(stemmer_language) if stemmer_language else None
         self._lock = threading.Lock()
-        self._main: Optional[BM25Index] = None
-        self._main_n = 0
-        #: Rows accounted for: [0, main_n) in bm25s, [main_n, n_seen) in the delta.
+        self._pending_lock = threading.Lock()
+        self._pending_forgets: list[int] = []
+        #: Tokens (global term ids, with repeats) of every row seen, kept for re-expansion and rebuilds.
+        self._tokens: list[np.ndarray] = []
+        self._vocabulary: dict[str, int] = {}
+        self._own_df = np.zeros(0, dtype=np.int64)
+        self._context_df = np.zeros(0, dtype=np.int64)
+        self._own_length = 0
+        self._context_length = 0
+        #: The corpus: live rows in memory-id order (ids and rows side by side).
+        self._order_ids = np.empty(0, dtype=np.int64)
+        self._order_rows = np.empty(0, dtype=np.int64)
+        self._in_corpus = np.zeros(0, dtype=bool)
         self._n_seen = 0
-        # Global statistics (vocabulary, df, total length) over rows [0, statistics_rows).
-        self._reset_statistics()
-        # Delta postings over rows [main_n, n_seen); lengths indexed by row - main_n.
-        self._clear_delta()
+        self._main: Optional[BM25Index] = None
+        self._main_rows = np.empty(0, dtype=np.int64)  # row of each main document
+        self._main_fresh = np.empty(0, dtype=bool)  # main document still equal to the row's document
+        self._main_doc = np.empty(0, dtype=np.int64)  # main document of each row (_NO_DOC: none)
+        self._delta: dict[int, _DeltaDocument] = {}
+        self._delta_flat: Optional[dict[str, np.ndarray]] = None
         #: Number of bm25s builds so far (for tests and diagnostics).
         self.rebuilds = 0
 
-    # ------------------------------------------------------------------ internals
+    # ------------------------------------------------------------------ columns
+    def _ids(self, n: int) -> np.ndarray:
+        column = self._columns[0]
+        return np.arange(n, dtype=np.int64) if column is None else column.buffer[:n]
+
+    def _session_keys(self, n: int) -> np.ndarray:
+        column = self._columns[1]
+        return np.zeros(n, dtype=np.int64) if column is None else column.buffer[:n]
+
+    def _live(self, n: int) -> np.ndarray:
+        column = self._columns[2]
+        return np.ones(n, dtype=bool) if column is None else column.buffer[:n]
+
+    def note_forgotten(self, row: int) -> None:
+        """Record that ``row`` was tombstoned (called by the generation; applied at the next catch-up)."""
+        with self._pending_lock:
+            self._pending_forgets.append(int(row))
+
+    # ------------------------------------------------------------------ tokens and statistics
     def _tokenize(self, texts: Sequence[str], return_ids: bool):
         params = self._bm25_params
         return bm25s.tokenize(
@@ -99,23 +190,10 @@ class LexicalLeg:
             show_progress=False,
         )
 
-    def _reset_statistics(self) -> None:
-        self._vocabulary: dict[str, int] = {}
-        self._document_frequency = np.zeros(0, dtype=np.int64)
-        self._total_length = 0
-        self._statistics_rows = 0
-
-    def _clear_delta(self) -> None:
-        self._delta_rows = np.empty(0, dtype=np.int64)
-        self._delta_terms = np.empty(0, dtype=np.int64)
-        self._delta_tf = np.empty(0, dtype=np.float64)
-        self._delta_lengths = np.empty(0, dtype=np.float64)
-
-    def _absorb(self, texts: Sequence[str], start: int, keep_postings: bool) -> None:
-        """Count rows ``[start, start + len(texts))`` into the statistics (and the delta postings)."""
-        count = len(texts)
-        if count == 0:
-            return
+    def _tokenize_rows(self, texts: Sequence[str]) -> list[np.ndarray]:
+        """Global term ids of each text (new terms join the vocabulary)."""
+        if not texts:
+            return []
         tokenized = self._tokenize(texts, return_ids=True)
         global_of_local = np.empty(len(tokenized.vocab), dtype=np.int64)
         for token, local_id in tokenized.vocab.items():
@@ -127,123 +205,248 @@ class LexicalLeg:
                 global_id = len(self._vocabulary)
                 self._vocabulary[token] = global_id
             global_of_local[local_id] = global_id
-        if len(self._vocabulary) > self._document_frequency.size:
-            grown = np.zeros(max(len(self._vocabulary), 2 * self._document_frequency.size), dtype=np.int64)
-            grown[: self._document_frequency.size] = self._document_frequency
-            self._document_frequency = grown
-        raw_lengths = np.fromiter((len(ids) for ids in tokenized.ids), dtype=np.int64, count=count)
-        lengths = np.zeros(count, dtype=np.int64)
-        if raw_lengths.sum():
-            flat_terms = global_of_local[np.concatenate([np.asarray(ids, dtype=np.int64) for ids in tokenized.ids])]
-            flat_rows = np.repeat(np.arange(start, start + count, dtype=np.int64), raw_lengths)
-            real = flat_terms >= 0
-            flat_terms, flat_rows = flat_terms[real], flat_rows[real]
-            lengths = np.bincount(flat_rows - start, minlength=count).astype(np.int64)
-            width = np.int64(max(len(self._vocabulary), 1))
-            pairs, tf = np.unique(flat_rows * width + flat_terms, return_counts=True)
-            pair_rows, pair_terms = pairs // width, pairs % width
-            np.add.at(self._document_frequency, pair_terms, 1)
-            if keep_postings:
-                self._delta_rows = np.concatenate([self._delta_rows, pair_rows])
-                self._delta_terms = np.concatenate([self._delta_terms, pair_terms])
-                self._delta_tf = np.concatenate([self._delta_tf, tf.astype(np.float64)])
-        self._total_length += int(lengths.sum())
-        if keep_postings:
-            self._delta_lengths = np.concatenate([self._delta_lengths, lengths.astype(np.float64)])
-        self._statistics_rows = start + count
-        self._n_seen = max(self._n_seen, start + count)
+        size = len(self._vocabulary)
+        if size > self._own_df.size:
+            capacity = max(size, 2 * self._own_df.size)
+            for name in ("_own_df", "_context_df"):
+                grown = np.zeros(capacity, dtype=np.int64)
+                old = getattr(self, name)
+                grown[: old.size] = old
+                setattr(self, name, grown)
+        out = []
+        for ids in tokenized.ids:
+            mapped = global_of_local[np.asarray(ids, dtype=np.int64)] if len(ids) else _EMPTY_TOKENS
+            out.append(mapped[mapped >= 0])
+        return out
 
-    def _rebuild(self, texts: Sequence[str], n_rows: int) -> None:
-        """Build the main index over rows ``[0, n_rows)``; the delta empties.
-
-        The global statistics are recounted lazily, only once a new delta needs them, so a bulk
-        load followed by queries tokenizes the corpus once (inside bm25s), not twice.
-        """
-        self._reset_statistics()
-        self._clear_delta()
-        try:
-            self._main = BM25Index(texts[:n_rows], self._bm25_params)
-        except ValueError:
-            # No row holds an indexable token, so bm25s has nothing to index: keep every row in
-            # the delta (its postings are empty) with exact statistics.
-            self._main, self._main_n, self._n_seen = None, 0, 0
-            self._absorb(texts[:n_rows], 0, keep_postings=True)
+    def _count(self, documents: Sequence[Any], sign: int, context: bool) -> None:
+        """Add (sign +1) or remove (-1) documents from the own or context statistics."""
+        lengths = np.fromiter((len(d) for d in documents), dtype=np.int64, count=len(documents))
+        total = int(lengths.sum())
+        if total == 0:
             return
-        self._main_n = self._n_seen = n_rows
-        self.rebuilds += 1
+        df = self._context_df if context else self._own_df
+        terms = np.fromiter(chain.from_iterable(documents), dtype=np.int64, count=total)
+        width = np.int64(max(df.size, 1))
+        pairs = np.repeat(np.arange(lengths.size, dtype=np.int64), lengths) * width + terms
+        pairs.sort()  # a sort and a comparison: much faster than np.unique's hashing on millions of pairs
+        first = np.ones(pairs.size, dtype=bool)
+        first[1:] = pairs[1:] != pairs[:-1]
+        df += sign * np.bincount(pairs[first] % width, minlength=df.size)  # each document counts a term once
+        length = sign * total
+        if context:
+            self._context_length += length
+        else:
+            self._own_length += length
 
+    def _contexts(self, positions: Sequence[int], n_rows: int) -> list[np.ndarray]:
+        """Context documents of the corpus documents at ``positions`` (bm25.py's expansion)."""
+        if not positions:
+            return []
+        rows = self._order_rows
+        sessions = _ByPosition(self._session_keys(n_rows), rows)
+        tokens = _ByPosition(self._tokens, rows)
+        contexts = _context_token_ids(tokens, sessions, self._window, docs=positions)
+        return [np.asarray(c, dtype=np.int64) for c in contexts]
+
+    def _delta_document(self, row: int, context: Optional[np.ndarray]) -> _DeltaDocument:
+        own = self._tokens[row]
+        if context is None:
+            terms, own_tf = _counts(own)
+            return _DeltaDocument(terms, own_tf.astype(np.float64), np.zeros(terms.size), int(own.size), 0)
+        terms, context_tf = _counts(context)
+        own_terms, own_counts = _counts(own)
+        own_tf = np.zeros(terms.size)
+        own_tf[np.searchsorted(terms, own_terms)] = own_counts
+        return _DeltaDocument(terms, own_tf, context_tf.astype(np.float64), int(own.size), int(context.size))
+
+    def _set_delta(self, row: int, document: Optional[_DeltaDocument]) -> None:
+        if document is None:
+            self._delta.pop(row, None)
+        else:
+            self._delta[row] = document
+        self._delta_flat = None
+        if row < self._main_doc.size and self._main_doc[row] != _NO_DOC:
+            self._main_fresh[self._main_doc[row]] = False
+
+    # ------------------------------------------------------------------ catch-up and rebuild
     def _delta_limit(self) -> int:
-        return max(self._delta_min_docs, int(self._delta_fraction * self._main_n))
+        return max(self._delta_min_docs, int(self._delta_fraction * self._main_rows.size))
+
+    def _take_forgets(self) -> list[int]:
+        with self._pending_lock:
+            pending, self._pending_forgets = self._pending_forgets, []
+        seen = self._n_seen
+        return sorted({r for r in pending if r < seen and self._in_corpus[r]})
 
     def catch_up(self, texts: Sequence[str], n_rows: int) -> None:
-        """Account for rows up to ``n_rows`` (caller holds the lock); rebuild if the delta is too big."""
-        if n_rows <= self._n_seen:
+        """Apply the rows up to ``n_rows`` and the forgets noted so far (caller holds the lock)."""
+        forgotten = self._take_forgets()
+        if n_rows <= self._n_seen and not forgotten:
             return
-        if n_rows - self._main_n > self._delta_limit():
-            self._rebuild(texts, n_rows)
+        added = max(n_rows - self._n_seen, 0)
+        if added + len(forgotten) + len(self._delta) > self._delta_limit():
+            self._rebuild(texts, max(n_rows, self._n_seen))
             return
-        if self._statistics_rows < self._main_n:
-            # The statistics of the main index's rows were dropped at its build: count them now,
-            # once (no postings: bm25s scores those rows).
-            self._absorb(texts[: self._main_n], 0, keep_postings=False)
-        self._absorb(texts[self._n_seen : n_rows], self._n_seen, keep_postings=True)
+        start = self._n_seen
+        self._tokens.extend(self._tokenize_rows(texts[start:n_rows]))
+        self._n_seen = max(n_rows, start)
+        if self._in_corpus.size < self._n_seen:
+            grown = np.zeros(max(self._n_seen, 2 * self._in_corpus.size), dtype=bool)
+            grown[: self._in_corpus.size] = self._in_corpus
+            self._in_corpus = grown
+        live = self._live(self._n_seen)
+        arriving = np.asarray([r for r in range(start, self._n_seen) if live[r]], dtype=np.int64)
+        for r in range(start, self._n_seen):
+            if not live[r]:
+                self._tokens[r] = _EMPTY_TOKENS  # forgotten before the leg saw it: never in the corpus
+        ids = self._ids(self._n_seen)
+        window = self._window
 
-    def _delta_scores(self, query: str, eligible: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        if self._delta_rows.size == 0:
+        # 1. Positions whose context document may change, in the corpus order before the change.
+        count = self._order_rows.size
+        forgotten_positions = np.searchsorted(self._order_ids, ids[forgotten]) if forgotten else np.empty(0, np.int64)
+        insertion_points = np.searchsorted(self._order_ids, ids[arriving]) if arriving.size else np.empty(0, np.int64)
+        touched: set[int] = set()
+        if window > 0:
+            for p in forgotten_positions.tolist():
+                touched.update(range(max(p - window, 0), min(p + window + 1, count)))
+            for q in insertion_points.tolist():
+                touched.update(range(max(q - window, 0), min(q + window, count)))
+        touched_positions = sorted(touched)
+        touched_rows = self._order_rows[touched_positions].tolist() if touched_positions else []
+        before = dict(zip(touched_rows, self._contexts(touched_positions, self._n_seen))) if window > 0 else {}
+
+        # 2. Forgotten rows leave the statistics and the corpus.
+        self._count([self._tokens[r] for r in forgotten], -1, context=False)
+        if window > 0:
+            self._count([before[r] for r in forgotten], -1, context=True)
+        for r in forgotten:
+            self._in_corpus[r] = False
+            self._set_delta(r, None)
+            self._tokens[r] = _EMPTY_TOKENS  # never read again: free the memory
+        if forgotten:
+            self._order_ids = np.delete(self._order_ids, forgotten_positions)
+            self._order_rows = np.delete(self._order_rows, forgotten_positions)
+
+        # 3. Arriving rows join the corpus at their id's place.
+        if arriving.size:
+            by_id = np.argsort(ids[arriving], kind="stable")
+            arriving = arriving[by_id]
+            places = np.searchsorted(self._order_ids, ids[arriving])
+            self._order_ids = np.insert(self._order_ids, places, ids[arriving])
+            self._order_rows = np.insert(self._order_rows, places, arriving)
+            self._in_corpus[arriving] = True
+            self._count([self._tokens[r] for r in arriving.tolist()], +1, context=False)
+
+        # 4. Re-expand the touched rows still live, expand the arriving ones.
+        forgotten_set = set(forgotten)
+        kept = [r for r in touched_rows if r not in forgotten_set]
+        changed = kept + arriving.tolist()
+        if window > 0 and changed:
+            positions = np.searchsorted(self._order_ids, ids[np.asarray(changed, dtype=np.int64)]).tolist()
+            after = dict(zip(changed, self._contexts(positions, self._n_seen)))
+            for r in kept:
+                old, new = before[r], after[r]
+                if old.size == new.size and np.array_equal(np.sort(old), np.sort(new)):
+                    continue  # a change next to it that is not in its session
+                self._count([old], -1, context=True)
+                self._count([new], +1, context=True)
+                self._set_delta(r, self._delta_document(r, new))
+            self._count([after[r] for r in arriving.tolist()], +1, context=True)
+            for r in arriving.tolist():
+                self._set_delta(r, self._delta_document(r, after[r]))
+        else:
+            for r in arriving.tolist():
+                self._set_delta(r, self._delta_document(r, None))
+
+    def _rebuild(self, texts: Sequence[str], n_rows: int) -> None:
+        """Build the main index over the live rows of ``[0, n_rows)``; the delta empties."""
+        with self._pending_lock:
+            self._pending_forgets = []
+        self._tokens.extend(self._tokenize_rows(texts[self._n_seen : n_rows]))
+        self._n_seen = n_rows
+        live = self._live(n_rows)
+        rows = np.flatnonzero(live)
+        ids = self._ids(n_rows)
+        order = rows[np.argsort(ids[rows], kind="stable")]
+        for r in np.flatnonzero(~live).tolist():
+            self._tokens[r] = _EMPTY_TOKENS  # forgotten rows are never read again
+        self._order_rows, self._order_ids = order, ids[order].copy()
+        self._in_corpus = np.zeros(n_rows, dtype=bool)
+        self._in_corpus[order] = True
+        own = [self._tokens[r].tolist() for r in order.tolist()]
+        contexts = None
+        if self._window > 0:
+            contexts = _context_token_ids(own, self._session_keys(n_rows)[order], self._window)
+        # The statistics of the corpus as it is now (the delta scores against them).
+        self._own_df[:] = 0
+        self._context_df[:] = 0
+        self._own_length = self._context_length = 0
+        self._count(own, +1, context=False)
+        if contexts is not None:
+            self._count(contexts, +1, context=True)
+        self._delta, self._delta_flat = {}, None
+        self._main_doc = np.full(n_rows, _NO_DOC, dtype=np.int64)
+        if self._own_length == 0:
+            # No live row holds an indexable token: bm25s has nothing to index (no delta either).
+            self._main, self._main_rows, self._main_fresh = None, np.empty(0, np.int64), np.empty(0, bool)
+            return
+        self._main = BM25Index.from_token_ids(own, self._vocabulary, self._bm25_params, context_token_ids=contexts)
+        self._main_rows = order
+        self._main_fresh = np.ones(order.size, dtype=bool)
+        self._main_doc[order] = np.arange(order.size)
+        self.rebuilds += 1
+
+    # ------------------------------------------------------------------ scoring
+    def _flat_delta(self) -> dict[str, np.ndarray]:
+        """The delta's entries as flat arrays (rebuilt after a change, at the next query)."""
+        if self._delta_flat is None:
+            rows = sorted(self._delta)
+            documents = [self._delta[r] for r in rows]
+            sizes = np.asarray([d.terms.size for d in documents], dtype=np.int64)
+            def stack(name: str, dtype) -> np.ndarray:
+                parts = [getattr(d, name) for d in documents]
+                return np.concatenate(parts).astype(dtype) if parts else np.empty(0, dtype=dtype)
+            self._delta_flat = {
+                "rows": np.repeat(np.asarray(rows, dtype=np.int64), sizes),
+                "terms": stack("terms", np.int64),
+                "own_tf": stack("own_tf", np.float64),
+                "context_tf": stack("context_tf", np.float64),
+                "own_length": np.repeat(np.asarray([d.own_length for d in documents], dtype=np.int64), sizes),
+                "context_length": np.repeat(np.asarray([d.context_length for d in documents], dtype=np.int64), sizes),
+            }
+        return self._delta_flat
+
+    def _delta_scores(self, query_terms: list[int], n: int) -> tuple[np.ndarray, np.ndarray]:
+        """Scores of the delta rows below ``n`` sharing a term with the query (exact, current statistics)."""
+        if not self._delta or not query_terms:
             return _empty()
-        tokens = self._tokenize([query], return_ids=False)[0]
-        term_ids = [self._vocabulary[t] for t in tokens if t in self._vocabulary]
-        if not term_ids:
+        flat = self._flat_delta()
+        hit = np.flatnonzero(np.isin(flat["terms"], np.asarray(query_terms, dtype=np.int64)) & (flat["rows"] < n))
+        if hit.size == 0:
             return _empty()
-        terms, multiplicity = np.unique(np.asarray(term_ids, dtype=np.int64), return_counts=True)
-        hit = np.flatnonzero(np.isin(self._delta_terms, terms))
-        rows = self._delta_rows[hit]
-        visible = rows < eligible.size  # an older snapshot does not see the newest rows
-        hit, rows = hit[visible], rows[visible]
-        allowed = eligible[rows]
-        hit, rows = hit[allowed], rows[allowed]
-        if rows.size == 0:
-            return _empty()
-        params = self._bm25_params
-        entry_terms, tf = self._delta_terms[hit], self._delta_tf[hit]
-        n_docs = float(self._statistics_rows)
-        average_length = self._total_length / n_docs if self._total_length else 1.0
-        df = self._document_frequency[entry_terms].astype(np.float64)
-        idf = np.log1p((n_docs - df + 0.5) / (df + 0.5))
-        lengths = self._delta_lengths[rows - self._main_n]
-        saturation = tf / (tf + params.k1 * (1.0 - params.b + params.b * lengths / average_length))
-        weight = multiplicity[np.searchsorted(terms, entry_terms)]
-        unique_rows, inverse = np.unique(rows, return_inverse=True)
-        scores = np.bincount(inverse, weights=idf * saturation * weight).astype(_SCORE_DTYPE)
+        params, n_docs = self._bm25_params, int(self._order_rows.size)
+        terms = flat["terms"][hit]
+        values = entry_scores(params, flat["own_tf"][hit], flat["own_length"][hit], self._own_length / n_docs,
+                              self._own_df[terms], n_docs)
+        if self._window > 0:
+            context = entry_scores(params, flat["context_tf"][hit], flat["context_length"][hit],
+                                   self._context_length / n_docs, self._context_df[terms], n_docs)
+            values = expanded_entry_scores(params, np.where(flat["own_tf"][hit] > 0, values, 0), context)
+        rows, inverse = np.unique(flat["rows"][hit], return_inverse=True)
+        scores = np.zeros(rows.size, dtype=_SCORE_DTYPE)
+        for term in query_terms:  # query order, float32, as bm25s sums its matrix entries
+            matching = terms == term
+            np.add.at(scores, inverse[matching], values[matching])
         positive = scores > 0
-        return top_by_score(unique_rows[positive], scores[positive], k)
-
-    # ------------------------------------------------------------------ public
-    def top(self, texts: Sequence[str], query: str, k: int, eligible: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The ``k`` best rows for ``query`` among ``eligible`` (a bool mask over rows ``[0, n)``).
-
-        Returns int64 rows and float32 BM25 scores, best first (ties: lower row first). Only rows
-        sharing a term with the query are returned.
-        """
-        with self._lock:
-            self.catch_up(texts, eligible.size)
-            main_rows, main_scores = _empty()
-            if self._main is not None:
-                main_mask = eligible[: self._main_n]
-                if main_mask.size < self._main_n:  # an older snapshot than the main index
-                    main_mask = np.concatenate([main_mask, np.zeros(self._main_n - main_mask.size, dtype=bool)])
-                if main_mask.any():
-                    main_rows, main_scores = self._main.top(query, k, subset=main_mask)
-            delta_rows, delta_scores = self._delta_scores(query, eligible, k)
-        if delta_rows.size == 0:
-            return main_rows, main_scores
-        return top_by_score(np.concatenate([main_rows, delta_rows]), np.concatenate([main_scores, delta_scores]), k)
+        return rows[positive], scores[positive]
 
     def scores_of_rows(self, texts: Sequence[str], query: str, eligible: np.ndarray) -> np.ndarray:
         """float32 ``(n,)``: the BM25 score of every eligible row (0 elsewhere and without overlap).
 
-        One ``BM25Index.scores`` over the main index (the package's BM25, unchanged) plus the
-        delta's brute-force scores: the lexical input of the relevance core.
+        ``BM25Index.scores`` of the main index for its rows whose document is unchanged, the delta's
+        exact scores for the others: the lexical input of the relevance core.
         """
         n = eligible.size
         out = np.zeros(n, dtype=_SCORE_DTYPE)
@@ -251,25 +454,45 @@ class LexicalLeg:
             self.catch_up(texts, n)
             if self._main is not None:
                 main = self._main.scores(query)
-                width = min(self._main_n, n)
-                out[:width] = main[:width]
-            delta_rows, delta_scores = self._delta_scores(query, eligible, max(n, 1))
+                keep = self._main_fresh & (self._main_rows < n)
+                out[self._main_rows[keep]] = main[keep]
+            delta_rows, delta_scores = _empty()
+            if self._delta:
+                tokens = self._tokenize([query], return_ids=False)[0]
+                vocabulary = self._vocabulary
+                delta_rows, delta_scores = self._delta_scores([vocabulary[t] for t in tokens if t in vocabulary], n)
         out[delta_rows] = delta_scores
         out[~eligible] = 0.0
         return out
 
+    def top(self, texts: Sequence[str], query: str, k: int, eligible: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The ``k`` best rows for ``query`` among ``eligible`` (a bool mask over rows ``[0, n)``).
+
+        Returns int64 rows and float32 BM25 scores, best first (ties: lower row first). Only rows
+        sharing a term with the query are returned (Lucene scores are positive exactly then).
+        """
+        scores = self.scores_of_rows(texts, query, eligible)
+        rows = np.flatnonzero(scores > 0)
+        return top_by_score(rows, scores[rows], k)
+
     def build_now(self, texts: Sequence[str], n_rows: int) -> None:
-        """Build the main index over rows ``[0, n_rows)`` eagerly (used by compaction)."""
+        """Build the main index over the live rows of ``[0, n_rows)`` eagerly (used by compaction)."""
         with self._lock:
             if n_rows > 0:
                 self._rebuild(texts, n_rows)
 
     @property
     def main_rows(self) -> int:
-        """Rows covered by the bm25s main index."""
-        return self._main_n
+        """Rows (documents) covered by the bm25s main index, stale ones included."""
+        return int(self._main_rows.size)
 
     @property
     def delta_rows(self) -> int:
-        """Rows scored by the delta."""
-        return self._n_seen - self._main_n
+        """Rows scored by the delta (added or re-expanded since the main index was built)."""
+        return len(self._delta)
+
+    @property
+    def corpus_rows(self) -> np.ndarray:
+        """The leg's documents: live rows in memory-id order (the neighbour order of the expansion)."""
+        with self._lock:
+            return self._order_rows.copy()

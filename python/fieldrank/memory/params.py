@@ -37,7 +37,7 @@ entity_weight             1.0      activation per entity a candidate shares with
 cue_entity_weight         1.0      activation per cue entity a candidate carries
 entity_fanout             256      most recent rows read per entity when spreading activation
 rerank_operator           "cfsr"   operator of the ``rerank`` mode: "cfsr" or "cfs"
-bm25_params               default  the ``default`` preset's :class:`~fieldrank.bm25.BM25Params` (lucene)
+bm25_params               default  the ``default`` preset's :class:`~fieldrank.bm25.BM25Params` (lucene, neighbour-text expansion)
 relevance_params          default  the ``default`` preset's :class:`~fieldrank.temporal.TemporalParams`
 bm25_delta_min_docs       1024     the BM25 delta may hold this many documents ...
 bm25_delta_fraction       0.125    ... or this share of the main index, whichever is larger
@@ -74,10 +74,7 @@ def _default_relevance() -> tuple[TemporalParams, BM25Params]:
     """
     config = default_config()
     legs = [leg for leg in config.legs if leg.kind == "temporal"]
-    # The store's BM25 delta of recent additions has no neighbour-text expansion yet, so the
-    # store takes the preset's BM25 without it (see MemoryParams.bm25_params).
-    bm25 = replace(config.bm25, context_window=0)
-    return (legs[0].params() if legs else TemporalParams()), bm25
+    return (legs[0].params() if legs else TemporalParams()), config.bm25
 
 
 DEFAULT_RELEVANCE_PARAMS, DEFAULT_BM25_PARAMS = _default_relevance()
@@ -267,12 +264,6 @@ class MemoryParams:
             msg = (
                 f"MemoryParams.bm25_params.method must be {SUPPORTED_BM25_METHOD!r} (the BM25 delta of "
                 f"recent additions is scored with that variant), got {self.bm25_params.method!r}"
-            )
-            raise ValueError(msg)
-        if self.bm25_params.context_window != 0:
-            msg = (
-                "MemoryParams.bm25_params.context_window must be 0: the store's BM25 delta of recent "
-                f"additions has no neighbour-text expansion yet, got {self.bm25_params.context_window}"
             )
             raise ValueError(msg)
 
