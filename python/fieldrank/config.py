@@ -70,8 +70,6 @@ Keys left out of a leg or of ``[bm25]`` take their defaults; unknown keys are er
 from __future__ import annotations
 
 import functools
-import math
-import numbers
 import os
 import sys
 from collections.abc import Mapping
@@ -81,6 +79,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Optional, Union
 
 from . import _core
+from . import _validation as _v
 from .bm25 import DEFAULT_PARAMS, BM25Params
 from .temporal import TemporalParams
 
@@ -139,37 +138,6 @@ _BM25_OPTIONAL_FIELDS = ("stopwords", "stemmer_language")
 
 
 # ------------------------------------------------------------------ field checks
-def _int_field(owner: str, name: str, value: object, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        msg = f"{owner}.{name} must be an int, got {type(value).__name__} {value!r}"
-        raise TypeError(msg)
-    if value < minimum:
-        msg = f"{owner}.{name} must be >= {minimum}, got {value}"
-        raise ValueError(msg)
-    return int(value)
-
-
-def _real_field(owner: str, name: str, value: object, *, low: float = -math.inf, high: float = math.inf,
-                low_open: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        msg = f"{owner}.{name} must be a real number, got {type(value).__name__} {value!r}"
-        raise TypeError(msg)
-    v = float(value)
-    too_low = v <= low if low_open else v < low
-    if not math.isfinite(v) or too_low or v > high:
-        bracket = "(" if low_open else "["
-        msg = f"{owner}.{name} must be finite and in {bracket}{low}, {high}], got {value!r}"
-        raise ValueError(msg)
-    return v
-
-
-def _bool_field(owner: str, name: str, value: object) -> bool:
-    if not isinstance(value, bool):
-        msg = f"{owner}.{name} must be a bool, got {type(value).__name__} {value!r}"
-        raise TypeError(msg)
-    return value
-
-
 def _name_field(owner: str, value: object) -> str:
     if not isinstance(value, str) or not value.strip():
         msg = f"{owner}.name must be a non-empty str, got {value!r}"
@@ -191,14 +159,14 @@ class _LegBase:
 
     def _check_common(self) -> str:
         owner = type(self).__name__
-        _set(self, "depth", _int_field(owner, "depth", self.depth, 1))
-        _set(self, "weight", _real_field(owner, "weight", self.weight, low=0.0))
+        _set(self, "depth", _v.integer(self.depth, f"{owner}.depth", low=1))
+        _set(self, "weight", _v.real(self.weight, f"{owner}.weight", low=0.0))
         _set(self, "name", _name_field(owner, self.name))
         return owner
 
     def _check_pool(self, owner: str) -> None:
         """``p`` >= ``depth``, ``pool`` in :data:`POOL_MODES`, ``union_p`` only with a union pool."""
-        _set(self, "p", _int_field(owner, "p", self.p, 1))
+        _set(self, "p", _v.integer(self.p, f"{owner}.p", low=1))
         if self.p < self.depth:
             msg = f"{owner}.p (pool size {self.p}) must be >= depth ({self.depth})"
             raise ValueError(msg)
@@ -211,7 +179,7 @@ class _LegBase:
             if pool != POOL_UNION:
                 msg = f"{owner}.union_p is only used with pool={POOL_UNION!r}, got pool={pool!r}"
                 raise ValueError(msg)
-            _set(self, "union_p", _int_field(owner, "union_p", union_p, 1))
+            _set(self, "union_p", _v.integer(union_p, f"{owner}.union_p", low=1))
 
     def to_dict(self) -> dict[str, Any]:
         """The leg as a TOML/JSON-ready dict: ``kind`` first, ``None`` fields left out."""
@@ -302,11 +270,11 @@ class CFSRLeg(_LegBase):
     def __post_init__(self) -> None:
         owner = self._check_common()
         self._check_pool(owner)
-        _set(self, "w", _real_field(owner, "w", self.w, low=0.0, high=1.0))
-        _set(self, "lam", _real_field(owner, "lam", self.lam, low=0.0))
-        _set(self, "iters", _int_field(owner, "iters", self.iters, 1))
-        _set(self, "tol", _real_field(owner, "tol", self.tol, low=0.0))
-        _bool_field(owner, "fista", self.fista)
+        _set(self, "w", _v.real(self.w, f"{owner}.w", low=0.0, high=1.0))
+        _set(self, "lam", _v.real(self.lam, f"{owner}.lam", low=0.0))
+        _set(self, "iters", _v.integer(self.iters, f"{owner}.iters", low=1))
+        _set(self, "tol", _v.real(self.tol, f"{owner}.tol", low=0.0))
+        _set(self, "fista", _v.flag(self.fista, f"{owner}.fista"))
 
     @property
     def needs_text(self) -> bool:  # type: ignore[override]
@@ -338,9 +306,9 @@ class CFSLeg(_LegBase):
     def __post_init__(self) -> None:
         owner = self._check_common()
         self._check_pool(owner)
-        _set(self, "sigma", _real_field(owner, "sigma", self.sigma, low=0.0, low_open=True))
-        _set(self, "beta", _real_field(owner, "beta", self.beta, low=0.0))
-        _set(self, "eps", _real_field(owner, "eps", self.eps, low=0.0, low_open=True))
+        _set(self, "sigma", _v.real(self.sigma, f"{owner}.sigma", low=0.0, low_open=True))
+        _set(self, "beta", _v.real(self.beta, f"{owner}.beta", low=0.0))
+        _set(self, "eps", _v.real(self.eps, f"{owner}.eps", low=0.0, low_open=True))
 
     @property
     def needs_text(self) -> bool:  # type: ignore[override]
@@ -365,7 +333,7 @@ class MMRLeg(_LegBase):
     def __post_init__(self) -> None:
         owner = self._check_common()
         self._check_pool(owner)
-        _set(self, "mu", _real_field(owner, "mu", self.mu, low=0.0, high=1.0))
+        _set(self, "mu", _v.real(self.mu, f"{owner}.mu", low=0.0, high=1.0))
 
     def operator_kwargs(self) -> dict[str, Any]:
         return {"mu": self.mu}
@@ -386,10 +354,10 @@ class RingLeg(_LegBase):
 
     def __post_init__(self) -> None:
         owner = self._check_common()
-        _set(self, "alpha", _real_field(owner, "alpha", self.alpha, low=0.0, high=1.0))
-        _set(self, "laps", _int_field(owner, "laps", self.laps, 1))
-        _set(self, "seed", _int_field(owner, "seed", self.seed, 0))
-        _bool_field(owner, "ablation", self.ablation)
+        _set(self, "alpha", _v.real(self.alpha, f"{owner}.alpha", low=0.0, high=1.0))
+        _set(self, "laps", _v.integer(self.laps, f"{owner}.laps", low=1))
+        _set(self, "seed", _v.integer(self.seed, f"{owner}.seed", low=0))
+        _set(self, "ablation", _v.flag(self.ablation, f"{owner}.ablation"))
 
     @property
     def pool_depth(self) -> int:
@@ -556,8 +524,8 @@ class RetrieverConfig:
             msg = f"{owner}.legs must have at least one weight > 0, got weights {[leg.weight for leg in legs]}"
             raise ValueError(msg)
         _set(self, "legs", legs)
-        _set(self, "k", _int_field(owner, "k", self.k, 1))
-        _set(self, "k0", _real_field(owner, "k0", self.k0, low=0.0))
+        _set(self, "k", _v.integer(self.k, f"{owner}.k", low=1))
+        _set(self, "k0", _v.real(self.k0, f"{owner}.k0", low=0.0))
         if not isinstance(self.bm25, BM25Params):
             msg = f"{owner}.bm25 must be a BM25Params, got {type(self.bm25).__name__}"
             raise TypeError(msg)

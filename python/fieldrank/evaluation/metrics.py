@@ -34,6 +34,8 @@ from typing import Any, Final, Union
 
 import numpy as np
 
+from .. import _validation as _v
+
 __all__ = [
     "DEFAULT_K",
     "METRIC_NAMES",
@@ -66,13 +68,7 @@ RankingLike = Union[Sequence[Hashable], np.ndarray]
 
 # --------------------------------------------------------------------------- helpers
 def _check_k(k: int) -> int:
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
-        msg = f"k must be an int, got {type(k).__name__}"
-        raise TypeError(msg)
-    if k < 1:
-        msg = f"k must be >= 1, got {k}"
-        raise ValueError(msg)
-    return int(k)
+    return _v.integer(k, "k", low=1)
 
 
 def _as_id_list(ranking: RankingLike) -> list[Any]:
