@@ -76,7 +76,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from importlib import resources
 from pathlib import Path
-from typing import Any, ClassVar, Optional, Union
+from typing import Any, Callable, ClassVar, Optional, Union
 
 from . import _core
 from . import _validation as _v
@@ -149,6 +149,10 @@ def _set(obj: object, name: str, value: object) -> None:
     object.__setattr__(obj, name, value)
 
 
+#: field -> (check from _validation, its keyword bounds)
+_FieldChecks = dict[str, tuple[Callable[..., Any], dict[str, Any]]]
+
+
 class _LegBase:
     """Shared validation and serialisation of the leg dataclasses."""
 
@@ -157,12 +161,24 @@ class _LegBase:
     needs_vector: ClassVar[bool] = True
     needs_text: ClassVar[bool] = False
 
-    def _check_common(self) -> str:
+    #: The kind's operator parameters and their checks, in order: field -> (check, its bounds). Every
+    #: leg also checks depth, weight and name, and ``p`` / ``pool`` / ``union_p`` where it has them.
+    field_checks: ClassVar[_FieldChecks] = {}
+
+    def __post_init__(self) -> None:
         owner = type(self).__name__
         _set(self, "depth", _v.integer(self.depth, f"{owner}.depth", low=1))
         _set(self, "weight", _v.real(self.weight, f"{owner}.weight", low=0.0))
         _set(self, "name", _name_field(owner, self.name))
-        return owner
+        if hasattr(self, "p"):
+            self._check_pool(owner)
+        for name, (check, bounds) in self.field_checks.items():
+            _set(self, name, check(getattr(self, name), f"{owner}.{name}", **bounds))
+
+    def operator_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of the leg's operator (``fieldrank.<kind>_pool`` / ``_batch``) besides
+        ``k``: the fields of :attr:`field_checks`, which are the operator's parameters."""
+        return {name: getattr(self, name) for name in self.field_checks}
 
     def _check_pool(self, owner: str) -> None:
         """``p`` >= ``depth``, ``pool`` in :data:`POOL_MODES`, ``union_p`` only with a union pool."""
@@ -210,9 +226,6 @@ class CosineLeg(_LegBase):
     weight: float = DEFAULT_WEIGHT
     name: str = "cosine"
 
-    def __post_init__(self) -> None:
-        self._check_common()
-
 
 @dataclass(frozen=True)
 class BM25Leg(_LegBase):
@@ -228,9 +241,6 @@ class BM25Leg(_LegBase):
     depth: int = _D["k"]
     weight: float = DEFAULT_WEIGHT
     name: str = "bm25"
-
-    def __post_init__(self) -> None:
-        self._check_common()
 
 
 @dataclass(frozen=True)
@@ -267,22 +277,14 @@ class CFSRLeg(_LegBase):
     union_p: Optional[int] = None
     name: str = "cfsr"
 
-    def __post_init__(self) -> None:
-        owner = self._check_common()
-        self._check_pool(owner)
-        _set(self, "w", _v.real(self.w, f"{owner}.w", low=0.0, high=1.0))
-        _set(self, "lam", _v.real(self.lam, f"{owner}.lam", low=0.0))
-        _set(self, "iters", _v.integer(self.iters, f"{owner}.iters", low=1))
-        _set(self, "tol", _v.real(self.tol, f"{owner}.tol", low=0.0))
-        _set(self, "fista", _v.flag(self.fista, f"{owner}.fista"))
+    field_checks: ClassVar[_FieldChecks] = {
+        "w": (_v.real, {"low": 0.0, "high": 1.0}), "lam": (_v.real, {"low": 0.0}), "iters": (_v.integer, {"low": 1}),
+        "tol": (_v.real, {"low": 0.0}), "fista": (_v.flag, {}),
+    }
 
     @property
     def needs_text(self) -> bool:  # type: ignore[override]
         return self.pool == POOL_UNION
-
-    def operator_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments of :func:`fieldrank.cfsr_pool` / ``cfsr_batch`` (besides ``k``)."""
-        return {"w": self.w, "lam": self.lam, "iters": self.iters, "tol": self.tol, "fista": self.fista}
 
 
 @dataclass(frozen=True)
@@ -303,20 +305,14 @@ class CFSLeg(_LegBase):
     union_p: Optional[int] = None
     name: str = "cfs"
 
-    def __post_init__(self) -> None:
-        owner = self._check_common()
-        self._check_pool(owner)
-        _set(self, "sigma", _v.real(self.sigma, f"{owner}.sigma", low=0.0, low_open=True))
-        _set(self, "beta", _v.real(self.beta, f"{owner}.beta", low=0.0))
-        _set(self, "eps", _v.real(self.eps, f"{owner}.eps", low=0.0, low_open=True))
+    field_checks: ClassVar[_FieldChecks] = {
+        "sigma": (_v.real, {"low": 0.0, "low_open": True}), "beta": (_v.real, {"low": 0.0}),
+        "eps": (_v.real, {"low": 0.0, "low_open": True}),
+    }
 
     @property
     def needs_text(self) -> bool:  # type: ignore[override]
         return self.pool == POOL_UNION
-
-    def operator_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments of :func:`fieldrank.cfs_pool` / ``cfs_batch`` (besides ``k``)."""
-        return {"sigma": self.sigma, "beta": self.beta, "eps": self.eps}
 
 
 @dataclass(frozen=True)
@@ -330,13 +326,9 @@ class MMRLeg(_LegBase):
     mu: float = _D["mu"]
     name: str = "mmr"
 
-    def __post_init__(self) -> None:
-        owner = self._check_common()
-        self._check_pool(owner)
-        _set(self, "mu", _v.real(self.mu, f"{owner}.mu", low=0.0, high=1.0))
-
-    def operator_kwargs(self) -> dict[str, Any]:
-        return {"mu": self.mu}
+    field_checks: ClassVar[_FieldChecks] = {
+        "mu": (_v.real, {"low": 0.0, "high": 1.0}),
+    }
 
 
 @dataclass(frozen=True)
@@ -352,20 +344,15 @@ class RingLeg(_LegBase):
     ablation: bool = False
     name: str = "ring"
 
-    def __post_init__(self) -> None:
-        owner = self._check_common()
-        _set(self, "alpha", _v.real(self.alpha, f"{owner}.alpha", low=0.0, high=1.0))
-        _set(self, "laps", _v.integer(self.laps, f"{owner}.laps", low=1))
-        _set(self, "seed", _v.integer(self.seed, f"{owner}.seed", low=0))
-        _set(self, "ablation", _v.flag(self.ablation, f"{owner}.ablation"))
+    field_checks: ClassVar[_FieldChecks] = {
+        "alpha": (_v.real, {"low": 0.0, "high": 1.0}), "laps": (_v.integer, {"low": 1}),
+        "seed": (_v.integer, {"low": 0}), "ablation": (_v.flag, {}),
+    }
 
     @property
     def pool_depth(self) -> int:
         """Size of the prefilter pool the operator reranks."""
         return self.depth * _D["ring_pool_factor"]
-
-    def operator_kwargs(self) -> dict[str, Any]:
-        return {"alpha": self.alpha, "laps": self.laps, "seed": self.seed, "ablation": self.ablation}
 
 
 @dataclass(frozen=True)
@@ -395,7 +382,8 @@ class TemporalLeg(_LegBase):
     name: str = "temporal"
 
     def __post_init__(self) -> None:
-        owner = self._check_common()
+        super().__post_init__()
+        owner = type(self).__name__
         try:
             params = self.params()
         except (ValueError, TypeError) as exc:

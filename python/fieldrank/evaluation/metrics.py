@@ -207,14 +207,7 @@ def ideal_dcg_at_k(n_gold: int, k: int = DEFAULT_K) -> float:
 def ndcg_at_k(ranking: RankingLike, gold: GoldLike, k: int = DEFAULT_K) -> float:
     """Normalised DCG at ``k``: ``DCG@k / IDCG@k`` with IDCG over ``min(|gold|, k)`` items.
 
-    Parameters
-    ----------
-    ranking : sequence of hashable or 1-D numpy array
-        Ids, best first; only the first ``k`` count. May be shorter than ``k``.
-    gold : collection of hashable or numpy array
-        Relevant ids, at least one.
-    k : int, default 10
-        Cut-off.
+    Arguments and errors as :func:`dcg_at_k`.
 
     Returns
     -------
@@ -228,14 +221,7 @@ def ndcg_at_k(ranking: RankingLike, gold: GoldLike, k: int = DEFAULT_K) -> float
 def recall_at_k(ranking: RankingLike, gold: GoldLike, k: int = DEFAULT_K) -> float:
     """Share of the gold ids that appear in the top ``k``.
 
-    Parameters
-    ----------
-    ranking : sequence of hashable or 1-D numpy array
-        Ids, best first; only the first ``k`` count. May be shorter than ``k``.
-    gold : collection of hashable or numpy array
-        Relevant ids, at least one.
-    k : int, default 10
-        Cut-off.
+    Arguments and errors as :func:`dcg_at_k`.
 
     Returns
     -------
@@ -251,14 +237,7 @@ def recall_at_k(ranking: RankingLike, gold: GoldLike, k: int = DEFAULT_K) -> flo
 def hit_at_k(ranking: RankingLike, gold: GoldLike, k: int = DEFAULT_K) -> float:
     """1.0 when any gold id appears in the top ``k``, else 0.0.
 
-    Parameters
-    ----------
-    ranking : sequence of hashable or 1-D numpy array
-        Ids, best first; only the first ``k`` count. May be shorter than ``k``.
-    gold : collection of hashable or numpy array
-        Relevant ids, at least one.
-    k : int, default 10
-        Cut-off.
+    Arguments and errors as :func:`dcg_at_k`.
 
     Returns
     -------
