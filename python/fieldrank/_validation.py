@@ -31,9 +31,10 @@ second; the name is what the caller calls the field (``"k"``, ``"BM25Params.k1"`
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
-from typing import Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -373,6 +374,22 @@ def non_negative_real(value: object, name: str) -> float:
     return v
 
 
+def one_of(value: object, name: str, options: Sequence[Any]) -> Any:
+    """``value`` if it is one of ``options`` (the one tuple that lists them), else ``ValueError``."""
+    if value not in options:
+        msg = f"{name} must be one of {tuple(options)}, got {value!r}"
+        raise ValueError(msg)
+    return value
+
+
+def instance_of(value: object, name: str, cls: type) -> Any:
+    """``value`` if it is a ``cls``, else ``TypeError`` naming both types."""
+    if not isinstance(value, cls):
+        msg = f"{name} must be a {cls.__name__}, got {type(value).__name__}"
+        raise TypeError(msg)
+    return value
+
+
 def flag(value: object, name: str) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         msg = f"{name} must be a bool, got {type(value).__name__}"
@@ -671,3 +688,14 @@ def unit_rows(E: np.ndarray, normalize: bool) -> np.ndarray:
     the saved index's corpus check)."""
     check_rows_finite_nonzero(E, "embeddings")
     return unit_or_normalised(E, normalize, "embeddings", "pass normalize=True to normalise them once")
+
+
+def from_fields(cls: type, data: Mapping[str, Any]) -> Any:
+    """``cls(**data)`` for a dataclass, refusing unknown keys by name (the ``from_dict`` of the
+    parameter dataclasses: ``ValueError`` listing the unknown and the known fields)."""
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        msg = f"unknown {cls.__name__} field(s) {unknown}; expected a subset of {sorted(known)}"
+        raise ValueError(msg)
+    return cls(**data)

@@ -64,7 +64,7 @@ import os
 import re
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Union
 
@@ -287,9 +287,7 @@ class BM25Params:
         k1 = _v.real(self.k1, "BM25Params.k1", low=0.0, low_open=True)
         b = _v.real(self.b, "BM25Params.b", low=B_MIN, high=B_MAX)
         delta = _v.real(self.delta, "BM25Params.delta", low=0.0)
-        if self.method not in BM25_METHODS:
-            msg = f"BM25Params.method must be one of {BM25_METHODS}, got {self.method!r}"
-            raise ValueError(msg)
+        _v.one_of(self.method, "BM25Params.method", BM25_METHODS)
         window = _v.integer(self.context_window, "BM25Params.context_window", low=0, note=" (0: no expansion)")
         context_weight = _v.real(self.context_weight, "BM25Params.context_weight", low=0.0, low_open=True)
         object.__setattr__(self, "lowercase", _v.flag(self.lowercase, "BM25Params.lowercase"))
@@ -348,12 +346,7 @@ class BM25Params:
         if not isinstance(data, dict):
             msg = f"BM25 params must be a JSON object, got {type(data).__name__}"
             raise ValueError(msg)
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            msg = f"unknown BM25Params field(s) {unknown}; expected a subset of {sorted(known)}"
-            raise ValueError(msg)
-        return cls(**data)
+        return _v.from_fields(cls, data)
 
 
 #: The default parameters (k1 = 1.5, b = 0.75, lucene, English stop words and stemmer).
@@ -489,9 +482,7 @@ class BM25Index:
 
     def __init__(self, texts: Sequence[str], params: BM25Params = DEFAULT_PARAMS, *,
                  sessions: SessionsLike | None = None) -> None:
-        if not isinstance(params, BM25Params):
-            msg = f"params must be a BM25Params, got {type(params).__name__}"
-            raise TypeError(msg)
+        _v.instance_of(params, "params", BM25Params)
         docs = _check_texts(texts, "texts")
         if not docs:
             msg = "texts must contain at least one document, got 0"

@@ -186,10 +186,7 @@ class _LegBase:
         if self.p < self.depth:
             msg = f"{owner}.p (pool size {self.p}) must be >= depth ({self.depth})"
             raise ValueError(msg)
-        pool = getattr(self, "pool", POOL_DENSE)
-        if pool not in POOL_MODES:
-            msg = f"{owner}.pool must be one of {POOL_MODES}, got {pool!r}"
-            raise ValueError(msg)
+        pool = _v.one_of(getattr(self, "pool", POOL_DENSE), f"{owner}.pool", POOL_MODES)
         union_p = getattr(self, "union_p", None)
         if union_p is not None:
             if pool != POOL_UNION:
@@ -514,9 +511,7 @@ class RetrieverConfig:
         _set(self, "legs", legs)
         _set(self, "k", _v.integer(self.k, f"{owner}.k", low=1))
         _set(self, "k0", _v.real(self.k0, f"{owner}.k0", low=0.0))
-        if not isinstance(self.bm25, BM25Params):
-            msg = f"{owner}.bm25 must be a BM25Params, got {type(self.bm25).__name__}"
-            raise TypeError(msg)
+        _v.instance_of(self.bm25, f"{owner}.bm25", BM25Params)
         _set(self, "name", _name_field(owner, self.name))
 
     # ---------------------------------------------------------------- derived views

@@ -928,9 +928,7 @@ def _question_features(texts: Optional[list[str]], timeline: _temporal.Timeline,
 
 
 def _check_bm25_index(index: object, n_docs: int, config: RetrieverConfig) -> None:
-    if not isinstance(index, BM25Index):
-        msg = f"bm25_index must be a BM25Index, got {type(index).__name__}"
-        raise TypeError(msg)
+    _v.instance_of(index, "bm25_index", BM25Index)
     if len(index) != n_docs:
         msg = f"bm25_index must index the {n_docs} texts, got an index of {len(index)} documents"
         raise ValueError(msg)

@@ -215,12 +215,8 @@ class MemoryParams:
         for name in _OPEN_UNIT_INTERVAL_FIELDS:
             check(name, _v.real, low=0.0, high=1.0, low_open=True)
         check("retrieval_half_life_days", _v.real, low=0.0, low_open=True)
-        if self.rerank_operator not in RERANK_OPERATORS:
-            msg = f"MemoryParams.rerank_operator must be one of {RERANK_OPERATORS}, got {self.rerank_operator!r}"
-            raise ValueError(msg)
-        if not isinstance(self.bm25_params, BM25Params):
-            msg = f"MemoryParams.bm25_params must be a BM25Params, got {type(self.bm25_params).__name__}"
-            raise TypeError(msg)
+        _v.one_of(self.rerank_operator, "MemoryParams.rerank_operator", RERANK_OPERATORS)
+        _v.instance_of(self.bm25_params, "MemoryParams.bm25_params", BM25Params)
         if not isinstance(self.relevance_params, TemporalParams):
             msg = ("MemoryParams.relevance_params must be a fieldrank.temporal.TemporalParams, got "
                    f"{type(self.relevance_params).__name__}")

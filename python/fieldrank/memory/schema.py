@@ -208,10 +208,7 @@ def check_storage_strength(value: object, name: str = "storage_strength") -> flo
 
 
 def check_tier(value: object, name: str = "tier") -> str:
-    if value not in TIERS:
-        msg = f"{name} must be one of {TIERS}, got {value!r}"
-        raise ValueError(msg)
-    return str(value)
+    return str(_v.one_of(value, name, TIERS))
 
 
 def check_labels(value: object, name: str) -> tuple[str, ...]:
@@ -246,10 +243,7 @@ def check_positive_int(value: object, name: str) -> int:
 
 
 def check_mode(value: object) -> str:
-    if value not in MODES:
-        msg = f"mode must be one of {MODES}, got {value!r}"
-        raise ValueError(msg)
-    return str(value)
+    return str(_v.one_of(value, "mode", MODES))
 
 
 def check_tier_mask(value: object) -> Optional[frozenset[str]]:
