@@ -113,14 +113,19 @@ def joined_scores(emb, split, window, self_repeat, params, decay=1.0):
     return S
 
 
-@experiment
-def expansion_by_hand(emb, split):
-    """Neighbour-text expansion built by joining texts (before the index option existed)."""
+def _expansion_baseline(emb, split):
+    """The bench, the BM25 parameters, the unexpanded scores and the printed reference row."""
     bn = rs.bench(emb, split)
     p = BM25Params(**BM)
     S0 = bm25_scores(emb, split, p, False)
     log(HEADER)
-    ref = row(bn, "default leg (no expansion)", leg_top(bn, emb, S0))
+    return bn, p, S0, row(bn, "default leg (no expansion)", leg_top(bn, emb, S0))
+
+
+@experiment
+def expansion_by_hand(emb, split):
+    """Neighbour-text expansion built by joining texts (before the index option existed)."""
+    bn, p, S0, ref = _expansion_baseline(emb, split)
     for window, rep in [(1, 1), (1, 2), (1, 3), (1, 4), (2, 3), (2, 4)]:
         S = joined_scores(emb, split, window, rep, p)
         row(bn, f"join ±{window}, self x{rep}", leg_top(bn, emb, S), ref)
@@ -133,11 +138,7 @@ def expansion_by_hand(emb, split):
 @experiment
 def expansion_more(emb, split):
     """The summed form over windows, weights, BM25 k1/b of the context index, context without self."""
-    bn = rs.bench(emb, split)
-    p = BM25Params(**BM)
-    S0 = bm25_scores(emb, split, p, False)
-    log(HEADER)
-    ref = row(bn, "default leg (no expansion)", leg_top(bn, emb, S0))
+    bn, p, S0, ref = _expansion_baseline(emb, split)
     for window in (2, 3, 4):
         S = joined_scores(emb, split, window, 1, p)
         for beta in ((0.75, 1.0, 1.5) if window == 2 else (1.0,)):
