@@ -60,6 +60,16 @@ def row(bn, name, top, ref=None):
     return m
 
 
+def _question_scores(bn, idx):
+    """(B, nmax) scores of each question over its own conversation's turns (-inf past its end)."""
+    S = np.full((bn.B, bn.nmax), -np.inf, np.float32)
+    queries = [str(q) for q in bn.data.questions.question[bn.rows]]
+    for i in range(bn.B):
+        s = bn.start[i]
+        S[i, : bn.n[i]] = idx.scores(queries[i])[s: s + bn.n[i]]
+    return S
+
+
 @functools.lru_cache(maxsize=None)
 def bm25_scores(emb: str, split: str, params: BM25Params, session_key: bool = True) -> np.ndarray:
     """(B, nmax) BM25 scores of an index built with ``params`` (sessions from the LoCoMo timeline)."""
@@ -68,12 +78,7 @@ def bm25_scores(emb: str, split: str, params: BM25Params, session_key: bool = Tr
     texts = [str(t) for t in d.turns.embed_text]
     sessions = rs.timeline(emb).session if session_key else None
     idx = _index(tuple(texts), params, None if sessions is None else tuple(sessions.tolist()))
-    S = np.full((bn.B, bn.nmax), -np.inf, np.float32)
-    queries = [str(q) for q in d.questions.question[bn.rows]]
-    for i in range(bn.B):
-        s = bn.start[i]
-        S[i, : bn.n[i]] = idx.scores(queries[i])[s: s + bn.n[i]]
-    return S
+    return _question_scores(bn, idx)
 
 
 @functools.lru_cache(maxsize=None)
@@ -105,12 +110,7 @@ def joined_scores(emb, split, window, self_repeat, params, decay=1.0):
                     parts.extend([texts[j]] * max(1, round(decay ** (dist - 1) * 2)) if decay != 1.0 else [texts[j]])
         docs.append(" ".join(parts))
     idx = BM25Index(docs, params)
-    S = np.full((bn.B, bn.nmax), -np.inf, np.float32)
-    queries = [str(q) for q in d.questions.question[bn.rows]]
-    for i in range(bn.B):
-        s = bn.start[i]
-        S[i, : bn.n[i]] = idx.scores(queries[i])[s: s + bn.n[i]]
-    return S
+    return _question_scores(bn, idx)
 
 
 def _expansion_baseline(emb, split):
