@@ -137,6 +137,11 @@ def evaluate(bn: Bench, top: np.ndarray, k: int = K) -> dict[str, np.ndarray]:
     return {"ndcg": ndcg, "recall": h.sum(1) / bn.n_gold, "hit": h.any(1).astype(float), "ndcg5": ndcg5}
 
 
+def summary_of_scores(bn: Bench, S: np.ndarray) -> dict[str, float]:
+    """:func:`summary` of the top-10 by the scores ``S`` (one row per question)."""
+    return summary(bn, evaluate(bn, top_from_scores(S, 10)))
+
+
 def summary(bn: Bench, m: dict[str, np.ndarray]) -> dict[str, float]:
     out = {"ndcg": m["ndcg"].mean(), "recall": m["recall"].mean()}
     for c in CATS:
@@ -533,11 +538,11 @@ def fusion_variants(emb, split):
         Sb = np.where(bn.valid, S, np.nan)
         for a in [0.3, 0.4, 0.5, 0.6, 0.7, 0.8]:
             F = a * znorm(Sb, bn.valid) + (1 - a) * znorm(bn.cos, bn.valid)
-            log(fmt_row(f"[{bname}] score blend {a}*z(bm25) + {1 - a:.1f}*z(cos)", summary(bn, evaluate(bn, top_from_scores(F, 10)))))
+            log(fmt_row(f"[{bname}] score blend {a}*z(bm25) + {1 - a:.1f}*z(cos)", summary_of_scores(bn, F)))
         for a in [0.5, 0.6, 0.7]:
             F = a * minmax(Sb, bn.valid) + (1 - a) * minmax(bn.cos, bn.valid)
             log(fmt_row(f"[{bname}] score blend {a}*minmax(bm25) + {1 - a:.1f}*minmax(cos)",
-                        summary(bn, evaluate(bn, top_from_scores(F, 10)))))
+                        summary_of_scores(bn, F)))
 
 
 @experiment
@@ -564,14 +569,14 @@ def neighbour_variants(emb, split):
         return np.where(ok & np.isfinite(out), np.maximum(out, 0), 0)
 
     prev, nxt = shifted(-1), shifted(1)
-    log(fmt_row("blend only", summary(bn, evaluate(bn, top_from_scores(B0, 10)))))
+    log(fmt_row("blend only", summary_of_scores(bn, B0)))
     for g in [0.3, 0.5, 0.7, 1.0]:
         for name, sup in [("previous turn", prev), ("next turn", nxt), ("mean(prev, next)", (prev + nxt) / 2),
                           ("max(prev, next)", np.maximum(prev, nxt))]:
-            log(fmt_row(f"gamma={g} {name}", summary(bn, evaluate(bn, top_from_scores(B0 + g * sup, 10)))))
+            log(fmt_row(f"gamma={g} {name}", summary_of_scores(bn, B0 + g * sup)))
         p = tl.TemporalParams(alpha=0.5, gamma=g, radius=2, decay=0.5, tau=0.0, delta=0.0)
         log(fmt_row(f"gamma={g} max(±1, 0.5·±2)  [the leg, radius 2]",
-                    summary(bn, evaluate(bn, top_from_scores(temporal_leg_scores(bn, emb, S, p), 10)))))
+                    summary_of_scores(bn, temporal_leg_scores(bn, emb, S, p))))
 
 
 @experiment
@@ -585,7 +590,7 @@ def temporal_priors(emb, split):
     intent = tl.time_intent(list(bn.data.questions.question[bn.rows]))
     log(f"questions with time intent: {intent.sum()} of {bn.B}; temporal category: {(bn.cat == 2).sum()}, "
         f"of them with intent: {(intent & (bn.cat == 2)).sum()}")
-    log(fmt_row("blend + neighbours", summary(bn, evaluate(bn, top_from_scores(F, 10)))))
+    log(fmt_row("blend + neighbours", summary_of_scores(bn, F)))
     pos = np.zeros((bn.B, bn.nmax), int)
     T = bn.data.turns
     turn_pos = np.array([int(x.split(":")[1]) for x in T.dia_id])
@@ -594,14 +599,14 @@ def temporal_priors(emb, split):
     for v in [0.5, 1.0]:
         opening = np.where(intent[:, None] & (pos <= 2), v, 0.0)
         log(fmt_row(f"+ {v} for session-opening turns (pos<=2) of time questions [not kept]",
-                    summary(bn, evaluate(bn, top_from_scores(F + opening, 10)))))
+                    summary_of_scores(bn, F + opening)))
     for tau in [0.5, 1.0, 1.5]:
         p = tl.TemporalParams(alpha=0.5, gamma=0.5, radius=2, tau=tau, delta=0.0)
-        log(fmt_row(f"+ time cues tau={tau}", summary(bn, evaluate(bn, top_from_scores(temporal_leg_scores(bn, emb, S, p), 10)))))
+        log(fmt_row(f"+ time cues tau={tau}", summary_of_scores(bn, temporal_leg_scores(bn, emb, S, p))))
     for delta in [0.5, 1.0, 1.5, 2.0, 3.0]:
         p = tl.TemporalParams(alpha=0.5, gamma=0.5, radius=2, tau=1.0, delta=delta)
         log(fmt_row(f"+ time cues tau=1 + session dates delta={delta}",
-                    summary(bn, evaluate(bn, top_from_scores(temporal_leg_scores(bn, emb, S, p), 10)))))
+                    summary_of_scores(bn, temporal_leg_scores(bn, emb, S, p))))
 
 
 @experiment
@@ -627,7 +632,7 @@ def cfsr_with_leg(emb, split):
             A[i, res.ids] = res.scores
         for rho in [0.25, 0.5, 1.0, 2.0]:
             log(fmt_row(f"leg score + {rho}·ã (CFS-R coefficient, P={pd}+{pl}lex)",
-                        summary(bn, evaluate(bn, top_from_scores(F + rho * A, 10)))))
+                        summary_of_scores(bn, F + rho * A)))
 
 
 @experiment
@@ -650,7 +655,7 @@ def no_timeline(emb, split):
     try:
         for name, tline in variants.items():
             timeline = lambda e, t=tline: t  # noqa: E731
-            log(fmt_row(name, summary(bn, evaluate(bn, top_from_scores(temporal_leg_scores(bn, emb, S, CHOSEN), 10)))))
+            log(fmt_row(name, summary_of_scores(bn, temporal_leg_scores(bn, emb, S, CHOSEN))))
     finally:
         timeline = saved
 

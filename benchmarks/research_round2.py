@@ -60,6 +60,16 @@ def row(bn, name, top, ref=None):
     return m
 
 
+def _question_scores(bn, idx):
+    """(B, nmax) scores of each question over its own conversation's turns (-inf past its end)."""
+    S = np.full((bn.B, bn.nmax), -np.inf, np.float32)
+    queries = [str(q) for q in bn.data.questions.question[bn.rows]]
+    for i in range(bn.B):
+        s = bn.start[i]
+        S[i, : bn.n[i]] = idx.scores(queries[i])[s: s + bn.n[i]]
+    return S
+
+
 @functools.lru_cache(maxsize=None)
 def bm25_scores(emb: str, split: str, params: BM25Params, session_key: bool = True) -> np.ndarray:
     """(B, nmax) BM25 scores of an index built with ``params`` (sessions from the LoCoMo timeline)."""
@@ -68,12 +78,7 @@ def bm25_scores(emb: str, split: str, params: BM25Params, session_key: bool = Tr
     texts = [str(t) for t in d.turns.embed_text]
     sessions = rs.timeline(emb).session if session_key else None
     idx = _index(tuple(texts), params, None if sessions is None else tuple(sessions.tolist()))
-    S = np.full((bn.B, bn.nmax), -np.inf, np.float32)
-    queries = [str(q) for q in d.questions.question[bn.rows]]
-    for i in range(bn.B):
-        s = bn.start[i]
-        S[i, : bn.n[i]] = idx.scores(queries[i])[s: s + bn.n[i]]
-    return S
+    return _question_scores(bn, idx)
 
 
 @functools.lru_cache(maxsize=None)
@@ -105,22 +110,22 @@ def joined_scores(emb, split, window, self_repeat, params, decay=1.0):
                     parts.extend([texts[j]] * max(1, round(decay ** (dist - 1) * 2)) if decay != 1.0 else [texts[j]])
         docs.append(" ".join(parts))
     idx = BM25Index(docs, params)
-    S = np.full((bn.B, bn.nmax), -np.inf, np.float32)
-    queries = [str(q) for q in d.questions.question[bn.rows]]
-    for i in range(bn.B):
-        s = bn.start[i]
-        S[i, : bn.n[i]] = idx.scores(queries[i])[s: s + bn.n[i]]
-    return S
+    return _question_scores(bn, idx)
+
+
+def _expansion_baseline(emb, split):
+    """The bench, the BM25 parameters, the unexpanded scores and the printed reference row."""
+    bn = rs.bench(emb, split)
+    p = BM25Params(**BM)
+    S0 = bm25_scores(emb, split, p, False)
+    log(HEADER)
+    return bn, p, S0, row(bn, "default leg (no expansion)", leg_top(bn, emb, S0))
 
 
 @experiment
 def expansion_by_hand(emb, split):
     """Neighbour-text expansion built by joining texts (before the index option existed)."""
-    bn = rs.bench(emb, split)
-    p = BM25Params(**BM)
-    S0 = bm25_scores(emb, split, p, False)
-    log(HEADER)
-    ref = row(bn, "default leg (no expansion)", leg_top(bn, emb, S0))
+    bn, p, S0, ref = _expansion_baseline(emb, split)
     for window, rep in [(1, 1), (1, 2), (1, 3), (1, 4), (2, 3), (2, 4)]:
         S = joined_scores(emb, split, window, rep, p)
         row(bn, f"join ±{window}, self x{rep}", leg_top(bn, emb, S), ref)
@@ -133,11 +138,7 @@ def expansion_by_hand(emb, split):
 @experiment
 def expansion_more(emb, split):
     """The summed form over windows, weights, BM25 k1/b of the context index, context without self."""
-    bn = rs.bench(emb, split)
-    p = BM25Params(**BM)
-    S0 = bm25_scores(emb, split, p, False)
-    log(HEADER)
-    ref = row(bn, "default leg (no expansion)", leg_top(bn, emb, S0))
+    bn, p, S0, ref = _expansion_baseline(emb, split)
     for window in (2, 3, 4):
         S = joined_scores(emb, split, window, 1, p)
         for beta in ((0.75, 1.0, 1.5) if window == 2 else (1.0,)):

@@ -6,6 +6,7 @@ fixtures and the hypothesis profiles.
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import numpy as np
@@ -30,3 +31,13 @@ def unit_rows(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
     X = rng.standard_normal((n, d)).astype(np.float32)
     X /= np.linalg.norm(X, axis=1, keepdims=True)
     return X
+
+
+def run_sql(path: Path, statement: str, *params) -> None:
+    """Apply one SQL statement to a store file and commit (tests that tamper with saved stores)."""
+    connection = sqlite3.connect(path)
+    try:
+        connection.execute(statement, params)
+        connection.commit()
+    finally:
+        connection.close()

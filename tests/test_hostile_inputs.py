@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import signal
-import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -25,6 +24,7 @@ from fieldrank.memory.schema import MEMORY_ID_LIMIT, RECALL_COUNT_RANGE
 from fieldrank.persistence import IndexFormatError
 
 from tests.helpers import SEED, unit_rows
+from tests.helpers import run_sql as _sql
 
 # ----------------------------------------------------------------- threads that cannot start
 
@@ -77,15 +77,6 @@ def test_batch_whose_threads_cannot_start_returns_the_same_result(tmp_path):
 _DIM = 8
 
 
-def _sql(path, statement, *params):
-    connection = sqlite3.connect(path)
-    try:
-        connection.execute(statement, params)
-        connection.commit()
-    finally:
-        connection.close()
-
-
 @pytest.fixture
 def store_path(tmp_path):
     """A small store file: 6 memories with tags, and co-recall links after a recall."""
@@ -112,38 +103,35 @@ def _exercise(store):
     store.forget(new)
 
 
-# (SQL applied to the file, table, column, memory id or None): every one must be refused on open.
-_TAMPERINGS = {
-    "tags nested list": ("UPDATE memories SET tags = '[[1]]' WHERE id = 1", "memories", "tags", 1),
-    "tags a number": ("UPDATE memories SET tags = '5' WHERE id = 1", "memories", "tags", 1),
-    "tags not JSON": ("UPDATE memories SET tags = '[a' WHERE id = 2", "memories", "tags", 2),
-    "tags a JSON string": ("UPDATE memories SET tags = '\"abc\"' WHERE id = 2", "memories", "tags", 2),
-    "tags with null": ("UPDATE memories SET tags = '[1, null]' WHERE id = 3", "memories", "tags", 3),
-    "tags deeply nested": ("UPDATE memories SET tags = ? WHERE id = 3", "memories", "tags", 3),
-    "entities a dict": ("UPDATE memories SET entities = '{}' WHERE id = 0", "memories", "entities", 0),
-    "embedding as TEXT": ("UPDATE memories SET embedding = 'abcdefghabcdefghabcdefghabcdefgh' WHERE id = 3",
-                          "memories", "embedding", 3),
-    "embedding NaN": ("UPDATE memories SET embedding = ? WHERE id = 4", "memories", "embedding", 4),
-    "text as BLOB": ("UPDATE memories SET text = CAST('hello' AS BLOB) WHERE id = 1", "memories", "text", 1),
-    "text bad UTF-8": ("UPDATE memories SET text = CAST(X'68ff' AS TEXT) WHERE id = 5", "memories", "text", 5),
-    "tenant surrogate": ("UPDATE memories SET tenant = CAST(X'eda080' AS TEXT) WHERE id = 2",
-                         "memories", "tenant", 2),
-    "tags bad UTF-8": ("UPDATE memories SET tags = CAST(X'5b22ff225d' AS TEXT) WHERE id = 0",
-                       "memories", "tags", 0),
-    "tenant empty": ("UPDATE memories SET tenant = '' WHERE id = 1", "memories", "tenant", 1),
-    "tier unknown": ("UPDATE memories SET tier = 'root' WHERE id = 2", "memories", "tier", 2),
-    "importance text": ("UPDATE memories SET importance = 'high' WHERE id = 0", "memories", "importance", 0),
-    "importance inf": ("UPDATE memories SET importance = 9e999 WHERE id = 0", "memories", "importance", 0),
-    "created_at -inf": ("UPDATE memories SET created_at = -9e999 WHERE id = 0", "memories", "created_at", 0),
-    "storage below 1": ("UPDATE memories SET storage_strength = 0.5 WHERE id = 1",
-                        "memories", "storage_strength", 1),
-    "valence 2": ("UPDATE memories SET valence = 2 WHERE id = 1", "memories", "valence", 1),
-    "recall_count 2**60": ("UPDATE memories SET recall_count = 1152921504606846976 WHERE id = 1",
-                           "memories", "recall_count", 1),
-    "recall_count float": ("UPDATE memories SET recall_count = 1.5 WHERE id = 1", "memories", "recall_count", 1),
-    "recall_count negative": ("UPDATE memories SET recall_count = -1 WHERE id = 1",
-                              "memories", "recall_count", 1),
-    "tombstone 7": ("UPDATE memories SET tombstone = 7 WHERE id = 1", "memories", "tombstone", 1),
+# One cell of the memories table set by SQL: (column, SQL value, memory id).
+_CELL_TAMPERINGS = {
+    "tags nested list": ("tags", "'[[1]]'", 1),
+    "tags a number": ("tags", "'5'", 1),
+    "tags not JSON": ("tags", "'[a'", 2),
+    "tags a JSON string": ("tags", "'\"abc\"'", 2),
+    "tags with null": ("tags", "'[1, null]'", 3),
+    "tags deeply nested": ("tags", "?", 3),
+    "entities a dict": ("entities", "'{}'", 0),
+    "embedding as TEXT": ("embedding", "'abcdefghabcdefghabcdefghabcdefgh'", 3),
+    "embedding NaN": ("embedding", "?", 4),
+    "text as BLOB": ("text", "CAST('hello' AS BLOB)", 1),
+    "text bad UTF-8": ("text", "CAST(X'68ff' AS TEXT)", 5),
+    "tenant surrogate": ("tenant", "CAST(X'eda080' AS TEXT)", 2),
+    "tags bad UTF-8": ("tags", "CAST(X'5b22ff225d' AS TEXT)", 0),
+    "tenant empty": ("tenant", "''", 1),
+    "tier unknown": ("tier", "'root'", 2),
+    "importance text": ("importance", "'high'", 0),
+    "importance inf": ("importance", "9e999", 0),
+    "created_at -inf": ("created_at", "-9e999", 0),
+    "storage below 1": ("storage_strength", "0.5", 1),
+    "valence 2": ("valence", "2", 1),
+    "recall_count 2**60": ("recall_count", "1152921504606846976", 1),
+    "recall_count float": ("recall_count", "1.5", 1),
+    "recall_count negative": ("recall_count", "-1", 1),
+    "tombstone 7": ("tombstone", "7", 1),
+}
+# Any other change (SQL applied to the file, table, column, memory id or None).
+_OTHER_TAMPERINGS = {
     "id at int64 max": ("UPDATE memories SET id = 9223372036854775807 WHERE id = 5", "memories", "id", None),
     "link weight inf": ("UPDATE links SET weight = 9e999", "links", "weight", None),
     "link weight 1e308": ("UPDATE links SET weight = 1e308", "links", "weight", None),
@@ -153,12 +141,18 @@ _TAMPERINGS = {
     "meta dim huge": ("UPDATE meta SET value = '99999999999999999999' WHERE key = 'dim'", "meta", "value", None),
     "meta next_id 1e20": ("UPDATE meta SET value = '1e20' WHERE key = 'next_id'", "meta", "value", None),
     "meta next_id past ids": ("UPDATE meta SET value = '99999999999999999999' WHERE key = 'next_id'",
-                              "meta", "value", None),
+        "meta", "value", None),
     "meta next_id missing": ("DELETE FROM meta WHERE key = 'next_id'", "meta", "value", None),
     "meta next_id bad UTF-8": ("UPDATE meta SET value = CAST(X'31ff' AS TEXT) WHERE key = 'next_id'",
-                               "meta", "value", None),
+        "meta", "value", None),
     "column dropped": ("ALTER TABLE memories DROP COLUMN valence", "memories", "valence", None),
     "links dropped": ("DROP TABLE links", "links", None, None),
+}
+# Every one must be refused on open.
+_TAMPERINGS = {
+    **{name: (f"UPDATE memories SET {column} = {value} WHERE id = {row}", "memories", column, row)
+       for name, (column, value, row) in _CELL_TAMPERINGS.items()},
+    **_OTHER_TAMPERINGS,
 }
 
 

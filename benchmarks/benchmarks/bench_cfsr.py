@@ -7,7 +7,7 @@ import numpy as np
 import fieldrank
 import fieldrank.reference as ref
 
-from .common import D_GRID, N_GRID, P, queries, reference_fits, require, unit_rows
+from .common import D_GRID, N_GRID, P, corpus_and_queries, corpus_and_query, prefilter_pool, reference_fits
 
 
 class CfsrPool:
@@ -15,10 +15,8 @@ class CfsrPool:
     param_names = ["P", "d", "k"]
 
     def setup(self, pool, d, k):
-        E = unit_rows(20 * pool, d)
-        self.q = queries(E, 1)[0]
-        top = fieldrank.prefilter(E, self.q, pool)
-        self.ids, self.C = top.ids, E[top.ids]
+        self.q, top, self.C = prefilter_pool(pool, d)
+        self.ids = top.ids
 
     def time_cfsr_pool(self, pool, d, k):
         fieldrank.cfsr_pool(self.ids, self.C, self.q, k)
@@ -41,9 +39,7 @@ class Cfsr:
     param_names = ["N", "d", "k"]
 
     def setup(self, N, d, k):
-        require(N, d)
-        self.E = unit_rows(N, d)
-        self.q = queries(self.E, 1)[0]
+        self.E, self.q = corpus_and_query(N, d)
 
     def time_cfsr(self, N, d, k):
         fieldrank.cfsr(self.E, self.q, k)
@@ -65,9 +61,7 @@ class CfsrBatch:
     batch = 32
 
     def setup(self, N, d, threads):
-        require(N, d)
-        self.E = unit_rows(N, d)
-        self.Q = queries(self.E, self.batch)
+        self.E, self.Q = corpus_and_queries(N, d, self.batch)
 
     def time_cfsr_batch(self, N, d, threads):
         fieldrank.cfsr_batch(self.E, self.Q, n_threads=threads)

@@ -7,7 +7,7 @@ import numpy as np
 import fieldrank
 import fieldrank.reference as ref
 
-from .common import D_GRID, N_GRID, P, queries, reference_fits, require, unit_rows
+from .common import D_GRID, N_GRID, P, corpus_and_queries, corpus_and_query, prefilter_pool, reference_fits
 
 
 class GreedyPool:
@@ -15,10 +15,8 @@ class GreedyPool:
     param_names = ["P", "d", "k"]
 
     def setup(self, pool, d, k):
-        E = unit_rows(20 * pool, d)
-        self.q = queries(E, 1)[0]
-        top = fieldrank.prefilter(E, self.q, pool)
-        self.ids, self.C, self.sims = top.ids, E[top.ids], top.scores
+        self.q, top, self.C = prefilter_pool(pool, d)
+        self.ids, self.sims = top.ids, top.scores
 
     def time_cfs_pool(self, pool, d, k):
         fieldrank.cfs_pool(self.ids, self.C, self.q, k)
@@ -57,9 +55,7 @@ class GreedyCorpus:
     param_names = ["N", "d"]
 
     def setup(self, N, d):
-        require(N, d)
-        self.E = unit_rows(N, d)
-        self.q = queries(self.E, 1)[0]
+        self.E, self.q = corpus_and_query(N, d)
 
     def time_cfs(self, N, d):
         fieldrank.cfs(self.E, self.q)
@@ -101,9 +97,7 @@ class GreedyBatch:
     batch = 32
 
     def setup(self, N, threads):
-        require(N, 384)
-        self.E = unit_rows(N, 384)
-        self.Q = queries(self.E, self.batch)
+        self.E, self.Q = corpus_and_queries(N, 384, self.batch)
 
     def time_cfs_batch(self, N, threads):
         fieldrank.cfs_batch(self.E, self.Q, n_threads=threads)

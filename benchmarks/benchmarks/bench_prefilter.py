@@ -7,7 +7,7 @@ import numpy as np
 import fieldrank
 import fieldrank.reference as ref
 
-from .common import D_GRID, N_GRID, P, queries, reference_fits, require, unit_rows
+from .common import D_GRID, N_GRID, P, corpus_and_queries, corpus_and_query, queries, reference_fits, require, unit_rows
 
 
 def numpy_top(E, q, p):
@@ -21,9 +21,7 @@ class Prefilter:
     param_names = ["N", "d", "p"]
 
     def setup(self, N, d, p):
-        require(N, d)
-        self.E = unit_rows(N, d)
-        self.q = queries(self.E, 1)[0]
+        self.E, self.q = corpus_and_query(N, d)
 
     def time_prefilter(self, N, d, p):
         fieldrank.prefilter(self.E, self.q, p)
@@ -57,9 +55,7 @@ class PrefilterBatch:
     batch = 16
 
     def setup(self, N, d, threads):
-        require(N, d)
-        self.E = unit_rows(N, d)
-        self.Q = queries(self.E, self.batch)
+        self.E, self.Q = corpus_and_queries(N, d, self.batch)
 
     def time_prefilter_batch(self, N, d, threads):
         fieldrank.prefilter_batch(self.E, self.Q, P, n_threads=threads)

@@ -9,7 +9,7 @@ import numpy as np
 import fieldrank
 import fieldrank.reference as ref
 
-from .common import D_GRID, N_GRID, P, queries, reference_fits, require, unit_rows
+from .common import D_GRID, N_GRID, P, corpus_and_query, queries, reference_fits, require, unit_rows
 
 PRECISIONS = ["fp32", "bf16", "int8"]
 LOCOMO = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo" / "emb"
@@ -20,9 +20,7 @@ class QuantizedPrefilter:
     param_names = ["N", "d", "precision"]
 
     def setup(self, N, d, precision):
-        require(N, d)
-        self.E = unit_rows(N, d)
-        self.q = queries(self.E, 1)[0]
+        self.E, self.q = corpus_and_query(N, d)
         self.QC = None if precision == "fp32" else fieldrank.quantize(self.E, precision)
 
     def time_prefilter(self, N, d, precision):

@@ -49,3 +49,27 @@ def reference_fits(*shape: int) -> None:
 def queries(E: np.ndarray, count: int, seed: int = SEED + 1) -> np.ndarray:
     """Queries near corpus rows (a real query has close neighbours), unit length."""
     return queries_near(E, count, seed)
+
+
+def corpus_and_query(N: int, d: int) -> tuple[np.ndarray, np.ndarray]:
+    """A unit corpus of N rows (skipped past the budget) and one query near it."""
+    require(N, d)
+    E = unit_rows(N, d)
+    return E, queries(E, 1)[0]
+
+
+def corpus_and_queries(N: int, d: int, batch: int) -> tuple[np.ndarray, np.ndarray]:
+    """A unit corpus of N rows (skipped past the budget) and ``batch`` queries near it."""
+    require(N, d)
+    E = unit_rows(N, d)
+    return E, queries(E, batch)
+
+
+def prefilter_pool(size: int, d: int):
+    """(query, prefilter ranking, pool vectors) of a pool of ``size`` from a corpus 20x larger."""
+    import fieldrank
+
+    E = unit_rows(20 * size, d)
+    q = queries(E, 1)[0]
+    top = fieldrank.prefilter(E, q, size)
+    return q, top, E[top.ids]

@@ -11,13 +11,6 @@ using namespace pybind11::literals;
 // Native work never touches a Python object, so every kernel call drops the GIL.
 using release_gil = py::call_guard<py::gil_scoped_release>;
 
-void register_info(py::module_& m);
-void register_results(py::module_& m);
-void register_prefilter(py::module_& m);
-void register_cfsr(py::module_& m);
-void register_cfs(py::module_& m);
-void register_mmr(py::module_& m);
-void register_ring(py::module_& m);
-void register_rrf(py::module_& m);
-void register_quantized(py::module_& m);
-void register_temporal(py::module_& m);
+// The register_<area>(m) declarations and register_all(m), which calls each in turn, are generated
+// by CMakeLists.txt from the file names cpp/bindings/register_<area>.cpp (registrations.hpp in
+// the build tree): adding a binding file is all it takes to register it.

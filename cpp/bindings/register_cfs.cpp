@@ -25,5 +25,7 @@ void register_cfs(py::module_& m) {
         [](const IdRef& ids, const MatrixRef& C, const VectorRef& q, Index k, double sigma, double beta, double eps,
            const OptionalVector& sims) { return cfs_pool(ids, C, q, k, CfsParams{sigma, beta, eps}, sims); },
         "ids"_a.noconvert(), "C"_a.noconvert(), "q"_a.noconvert(), "k"_a, "sigma"_a, "beta"_a, "eps"_a,
-        "sims"_a.noconvert() = py::none(), release_gil(), "CFS over a caller's pool.");
+        "sims"_a.noconvert() = py::none(), release_gil(),
+        "CFS over a caller's pool: ids (P,) int64 unique, C (P, d) float32 C-order, optional sims (P,) float32 "
+        "cosines. Returns NativeRanking of min(k, P).");
 }

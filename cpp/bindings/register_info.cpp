@@ -3,6 +3,8 @@
 #include <fieldrank/probe.hpp>
 #include <fieldrank/simd.hpp>
 
+#include <pybind11/typing.h>
+
 #include "common.hpp"
 
 #ifndef FIELDRANK_COMPILER
@@ -25,16 +27,23 @@ void register_info(py::module_& m) {
     }
     m.attr("DEFAULTS") = table;
 
-    py::dict info;
-    info["compiler"] = FIELDRANK_COMPILER;
-    info["cxx_flags"] = FIELDRANK_CXX_FLAGS;
-    info["build_type"] = FIELDRANK_BUILD_TYPE;
-    info["eigen_version"] = std::to_string(EIGEN_WORLD_VERSION) + "." + std::to_string(EIGEN_MAJOR_VERSION) + "." +
-                            std::to_string(EIGEN_MINOR_VERSION);
-    std::string flags;  // one "variant: flags" line per compiled kernel variant
-    for (const auto& line : fieldrank::simd::variant_flags()) flags += (flags.empty() ? "" : "\n") + line;
-    info["variant_flags"] = flags;
-    m.attr("BUILD_INFO") = info;
+    // A function, not a module attribute: the stub generator writes an attribute's value into
+    // _core.pyi, and this one differs between machines (compiler, flags).
+    m.def(
+        "build_info",
+        [] {
+            py::typing::Dict<py::str, py::str> info;
+            info["compiler"] = FIELDRANK_COMPILER;
+            info["cxx_flags"] = FIELDRANK_CXX_FLAGS;
+            info["build_type"] = FIELDRANK_BUILD_TYPE;
+            info["eigen_version"] = std::to_string(EIGEN_WORLD_VERSION) + "." + std::to_string(EIGEN_MAJOR_VERSION) +
+                                    "." + std::to_string(EIGEN_MINOR_VERSION);
+            std::string flags;  // one "variant: flags" line per compiled kernel variant
+            for (const auto& line : fieldrank::simd::variant_flags()) flags += (flags.empty() ? "" : "\n") + line;
+            info["variant_flags"] = flags;
+            return info;
+        },
+        "Compiler, flags of every kernel variant, build type and Eigen version of this binary.");
 
     // The kernel variant is chosen here, at import: the best one this CPU runs, or FIELDRANK_KERNEL.
     fieldrank::simd::initialize_kernels();

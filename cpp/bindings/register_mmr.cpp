@@ -11,5 +11,6 @@ void register_mmr(py::module_& m) {
           "subset"_a.noconvert() = py::none(), "n_threads"_a = 0, release_gil(),
           "mmr for every row of Q (B, d) float32. Returns NativeBatchRanking.");
     m.def("mmr_pool", &mmr_pool, "ids"_a.noconvert(), "C"_a.noconvert(), "q"_a.noconvert(), "k"_a, "mu"_a,
-          "sims"_a.noconvert() = py::none(), release_gil(), "MMR over a caller's pool.");
+          "sims"_a.noconvert() = py::none(), release_gil(), "MMR over a caller's pool: ids (P,) int64 unique, C (P, d) float32 C-order, optional sims (P,) float32 "
+          "cosines. Returns NativeRanking of min(k, P).");
 }

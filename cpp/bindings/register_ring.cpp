@@ -29,6 +29,7 @@ void register_ring(py::module_& m) {
             return ring_pool(ids, C, q, k, RingParams{alpha, laps, seed, ablation}, sims);
         },
         "ids"_a.noconvert(), "C"_a.noconvert(), "q"_a.noconvert(), "k"_a, "alpha"_a, "laps"_a, "seed"_a,
-        "ablation"_a, "sims"_a.noconvert() = py::none(), release_gil(), "Ring over a caller's pool.");
-    m.def("tie_key", &tie_key, "seed"_a, "lap"_a, "id"_a, "Ring's seeded tie draw for (seed, lap, id).");
+        "ablation"_a, "sims"_a.noconvert() = py::none(), release_gil(), "Ring over a caller's whole pool: ids (P,) int64 unique, C (P, d) float32 C-order, optional sims (P,) "
+        "float32 cosines. Returns NativeRanking of min(k, P).");
+    m.def("tie_key", &tie_key, "seed"_a, "lap"_a, "id"_a, "Ring's seeded tie draw for (seed, lap, id): splitmix64, a uint64.");
 }

@@ -25,7 +25,7 @@ def build_info() -> dict:
     ``fieldrank._core.set_kernel_variant(name)``. ``variant_flags`` lists each compiled variant's
     compiler flags; ``cxx_flags`` are the flags of everything else.
     """
-    info = dict(_core.BUILD_INFO)
+    info = dict(_core.build_info())
     info["variant_flags"] = info["variant_flags"].splitlines()
     info["kernel_variant"] = _core.kernel_variant()
     info["compiled_kernel_variants"] = list(_core.compiled_kernel_variants())

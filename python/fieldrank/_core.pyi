@@ -1,329 +1,212 @@
-"""Type stubs of the native core ``fieldrank._core`` (C++17/Eigen through pybind11).
-
-Arrays are taken without conversion (``.noconvert()``): float32 or int64, C-contiguous, of the
-stated rank; anything else raises ``TypeError``. Use the validated wrappers in
-:mod:`fieldrank` for conversion and argument checks. Every function here releases the GIL.
-``tests/test_stubs.py`` checks these names, argument names, defaults and types against the
-binary's own signatures, so the two cannot drift.
+# Generated from the compiled fieldrank._core by pybind11-stubgen (python tools/gen_stubs.py): do not edit.
+# Change the bindings in cpp/bindings/, rebuild, and rerun the command.
 """
+fieldrank native core: prefilter, CFS-R, CFS, MMR, Ring, weighted RRF, the reduced-precision scans and the temporal leg (C++17/Eigen, the GIL released in every kernel call).
 
-from collections.abc import Sequence
-from typing import Optional, Union
-
-import numpy as np
-import numpy.typing as npt
-
-_F32Matrix = npt.NDArray[np.float32]  # (rows, d) float32, C-contiguous
-_F32Vector = npt.NDArray[np.float32]  # (d,) float32, contiguous
-_I64Vector = npt.NDArray[np.int64]  # (n,) int64, contiguous
-_I64Matrix = npt.NDArray[np.int64]  # (B, m) int64
-_F64Vector = npt.NDArray[np.float64]
-_U16Matrix = npt.NDArray[np.uint16]  # (N, d) bf16 bit patterns, C-contiguous
-_I8Matrix = npt.NDArray[np.int8]  # (N, d) int8 codes, C-contiguous
-_I32Vector = npt.NDArray[np.int32]  # (N,) int32
-_F64Matrix = npt.NDArray[np.float64]  # (B, N) float64, C-contiguous
-_U8Vector = npt.NDArray[np.uint8]  # (N,) 0/1 flags
-
-DEFAULTS: dict[str, Union[int, float]]
-"""The one table of defaults (``cpp/include/fieldrank/defaults.hpp``); ``fieldrank.DEFAULTS`` copies it."""
-
-BUILD_INFO: dict[str, str]
-"""Compiler, flags, build type and Eigen version of this binary."""
-
+Arrays are taken without conversion (.noconvert()): float32 or int64 as annotated, C-contiguous where flagged, of the stated rank; anything else raises TypeError. Parameters are not checked here beyond sizes and ids: call the validated wrappers in fieldrank (fieldrank.operators), which convert once and check every argument. This stub is generated: python tools/gen_stubs.py.
+"""
+from __future__ import annotations
+import collections.abc
+import numpy
+import numpy.typing
+import typing
+__all__: list[str] = ['DEFAULTS', 'NativeBatchRanking', 'NativeBatchReconstruction', 'NativeFusedRanking', 'NativeRanking', 'NativeReconstruction', 'NativeTemporalRanking', 'build_info', 'cfs', 'cfs_batch', 'cfs_pool', 'cfsr', 'cfsr_batch', 'cfsr_pool', 'compiled_kernel_variants', 'cpu_features', 'hardware_threads', 'kernel_variant', 'mmr', 'mmr_batch', 'mmr_pool', 'prefilter', 'prefilter_batch', 'prefilter_bf16', 'prefilter_bf16_batch', 'prefilter_int8', 'prefilter_int8_batch', 'prefilter_pool', 'quantize_bf16', 'quantize_int8', 'read_probe', 'ring', 'ring_batch', 'ring_pool', 'rrf', 'rrf_batch', 'set_kernel_variant', 'supported_kernel_variants', 'temporal_batch', 'tie_key']
 class NativeRanking:
-    """ids (int64) best first and their float32 scores."""
-
-    @property
-    def ids(self) -> _I64Vector: ...
-    @property
-    def scores(self) -> _F32Vector: ...
-
-class NativeReconstruction:
-    """ids, float32 scores and CFS-R coefficients."""
-
-    @property
-    def ids(self) -> _I64Vector: ...
-    @property
-    def scores(self) -> _F32Vector: ...
-    @property
-    def coef(self) -> _F32Vector: ...
-
-class NativeBatchRanking:
-    """(B, m) ids and scores, one row per query."""
-
-    @property
-    def ids(self) -> _I64Matrix: ...
-    @property
-    def scores(self) -> _F32Matrix: ...
-
-class NativeBatchReconstruction:
-    """(B, m) ids, scores and coefficients."""
-
-    @property
-    def ids(self) -> _I64Matrix: ...
-    @property
-    def scores(self) -> _F32Matrix: ...
-    @property
-    def coef(self) -> _F32Matrix: ...
-
-class NativeFusedRanking:
-    """Fused ids and their float64 RRF scores."""
-
-    @property
-    def ids(self) -> _I64Vector: ...
-    @property
-    def scores(self) -> _F64Vector: ...
-
-def hardware_threads(n_threads: int = 0) -> int:
-    """Threads a call with this n_threads uses (0 or less: all cores)."""
-
-def tie_key(seed: int, lap: int, id: int) -> int:
-    """Ring's seeded tie draw for (seed, lap, id): splitmix64, a uint64."""
-
-# Prefilter (SPEC §1)
-
-def prefilter(E: _F32Matrix, q: _F32Vector, p: int, subset: Optional[_I64Vector] = None) -> NativeRanking: ...
-def prefilter_batch(
-    E: _F32Matrix, Q: _F32Matrix, p: int, subset: Optional[_I64Vector] = None, n_threads: int = 0
-) -> NativeBatchRanking: ...
-def prefilter_pool(ids: _I64Vector, C: _F32Matrix, q: _F32Vector, p: int) -> NativeRanking: ...
-
-# CFS-R (SPEC §2)
-
-def cfsr(
-    E: _F32Matrix,
-    q: _F32Vector,
-    k: int,
-    p: int,
-    w: float,
-    lam: float,
-    iters: int,
-    tol: float,
-    fista: bool,
-    subset: Optional[_I64Vector] = None,
-) -> NativeReconstruction: ...
-def cfsr_batch(
-    E: _F32Matrix,
-    Q: _F32Matrix,
-    k: int,
-    p: int,
-    w: float,
-    lam: float,
-    iters: int,
-    tol: float,
-    fista: bool,
-    subset: Optional[_I64Vector] = None,
-    n_threads: int = 0,
-) -> NativeBatchReconstruction: ...
-def cfsr_pool(
-    ids: _I64Vector,
-    C: _F32Matrix,
-    q: _F32Vector,
-    k: int,
-    w: float,
-    lam: float,
-    iters: int,
-    tol: float,
-    fista: bool,
-    sims: Optional[_F32Vector] = None,
-) -> NativeReconstruction: ...
-
-# CFS (SPEC §3)
-
-def cfs(
-    E: _F32Matrix,
-    q: _F32Vector,
-    k: int,
-    p: int,
-    sigma: float,
-    beta: float,
-    eps: float,
-    subset: Optional[_I64Vector] = None,
-) -> NativeRanking: ...
-def cfs_batch(
-    E: _F32Matrix,
-    Q: _F32Matrix,
-    k: int,
-    p: int,
-    sigma: float,
-    beta: float,
-    eps: float,
-    subset: Optional[_I64Vector] = None,
-    n_threads: int = 0,
-) -> NativeBatchRanking: ...
-def cfs_pool(
-    ids: _I64Vector,
-    C: _F32Matrix,
-    q: _F32Vector,
-    k: int,
-    sigma: float,
-    beta: float,
-    eps: float,
-    sims: Optional[_F32Vector] = None,
-) -> NativeRanking: ...
-
-# MMR (SPEC §4)
-
-def mmr(
-    E: _F32Matrix, q: _F32Vector, k: int, p: int, mu: float, subset: Optional[_I64Vector] = None
-) -> NativeRanking: ...
-def mmr_batch(
-    E: _F32Matrix,
-    Q: _F32Matrix,
-    k: int,
-    p: int,
-    mu: float,
-    subset: Optional[_I64Vector] = None,
-    n_threads: int = 0,
-) -> NativeBatchRanking: ...
-def mmr_pool(
-    ids: _I64Vector, C: _F32Matrix, q: _F32Vector, k: int, mu: float, sims: Optional[_F32Vector] = None
-) -> NativeRanking: ...
-
-# Ring (SPEC §5)
-
-def ring(
-    E: _F32Matrix,
-    q: _F32Vector,
-    k: int,
-    alpha: float,
-    laps: int,
-    seed: int,
-    ablation: bool,
-    subset: Optional[_I64Vector] = None,
-) -> NativeRanking: ...
-def ring_batch(
-    E: _F32Matrix,
-    Q: _F32Matrix,
-    k: int,
-    alpha: float,
-    laps: int,
-    seed: int,
-    ablation: bool,
-    subset: Optional[_I64Vector] = None,
-    n_threads: int = 0,
-) -> NativeBatchRanking: ...
-def ring_pool(
-    ids: _I64Vector,
-    C: _F32Matrix,
-    q: _F32Vector,
-    k: int,
-    alpha: float,
-    laps: int,
-    seed: int,
-    ablation: bool,
-    sims: Optional[_F32Vector] = None,
-) -> NativeRanking: ...
-
-# Weighted RRF (SPEC §6)
-
-def rrf(rankings: Sequence[_I64Vector], weights: Sequence[float], k: int, k0: float) -> NativeFusedRanking: ...
-def rrf_batch(
-    rankings: Sequence[Sequence[_I64Vector]], weights: Sequence[float], k: int, k0: float, n_threads: int = 0
-) -> list[NativeFusedRanking]: ...
-
-# The temporal leg (python/fieldrank/temporal.py)
-class NativeTemporalRanking:
-    """(B, m) ids and float64 scores of the temporal leg."""
-
-    @property
-    def ids(self) -> _I64Matrix: ...
-    @property
-    def scores(self) -> npt.NDArray[np.float64]: ...
-
-def temporal_batch(
-    E: _F32Matrix,
-    Q: _F32Matrix,
-    session: _I64Vector,
-    alpha: float,
-    gamma: float,
-    radius: int,
-    decay: float,
-    tau: float,
-    delta: float,
-    before_days: int,
-    after_days: int,
-    k: int,
-    lexical32: Optional[_F32Matrix] = None,
-    lexical64: Optional[_F64Matrix] = None,
-    rows: Optional[_I64Vector] = None,
-    cue: Optional[_U8Vector] = None,
-    day: Optional[_I64Vector] = None,
-    intent: Optional[_U8Vector] = None,
-    window_offsets: Optional[_I64Vector] = None,
-    window_days: Optional[_I64Vector] = None,
-    check_rows: bool = True,
-    n_threads: int = 0,
-    row_order: bool = False,
-) -> NativeTemporalRanking:
-    """The time-aware leg for every row of Q over E (rows: sorted unique subset, None: all).
-
-    row_order=True: (B, n) scores of every row in the order of rows, ids empty, k unused.
     """
-
-# Reduced-precision prefilter (python/fieldrank/quantized.py)
-
-def quantize_bf16(E: _F32Matrix, codes: _U16Matrix) -> None:
-    """Writes the bf16 copy of E (round to nearest even) into codes (same shape, uint16)."""
-
-def quantize_int8(E: _F32Matrix, codes: _I8Matrix, scale: _F32Vector, sums: _I32Vector) -> None:
-    """Writes the int8 copy of E into codes (same shape), scale (N,) and sums (N,) (row ≈ codes · scale)."""
-
-def prefilter_bf16(
-    codes: _U16Matrix,
-    E: _F32Matrix,
-    q: _F32Vector,
-    p: int,
-    rescore_factor: int,
-    subset: Optional[_I64Vector] = None,
-) -> NativeRanking: ...
-def prefilter_bf16_batch(
-    codes: _U16Matrix,
-    E: _F32Matrix,
-    Q: _F32Matrix,
-    p: int,
-    rescore_factor: int,
-    subset: Optional[_I64Vector] = None,
-    n_threads: int = 0,
-) -> NativeBatchRanking: ...
-def prefilter_int8(
-    codes: _I8Matrix,
-    scale: _F32Vector,
-    sums: _I32Vector,
-    E: _F32Matrix,
-    q: _F32Vector,
-    p: int,
-    rescore_factor: int,
-    subset: Optional[_I64Vector] = None,
-) -> NativeRanking: ...
-def prefilter_int8_batch(
-    codes: _I8Matrix,
-    scale: _F32Vector,
-    sums: _I32Vector,
-    E: _F32Matrix,
-    Q: _F32Matrix,
-    p: int,
-    rescore_factor: int,
-    subset: Optional[_I64Vector] = None,
-    n_threads: int = 0,
-) -> NativeBatchRanking: ...
-
-# SIMD kernel variants (cpp/include/fieldrank/simd.hpp) and the read-bandwidth probe
-
-def kernel_variant() -> str:
-    """Name of the kernel variant in use (portable, avx2, avx512 or avx512_bf16)."""
-
-def set_kernel_variant(variant: str) -> None:
-    """Switch the variant for every later call; ValueError if unknown or not runnable on this CPU."""
-
+    ids (int64) best first and their float32 scores.
+    """
+    @property
+    def ids(self) -> typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"]:
+        ...
+    @property
+    def scores(self) -> typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, 1]"]:
+        ...
+class NativeReconstruction:
+    """
+    ids, float32 scores and CFS-R coefficients.
+    """
+    @property
+    def coef(self) -> typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, 1]"]:
+        ...
+    @property
+    def ids(self) -> typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"]:
+        ...
+    @property
+    def scores(self) -> typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, 1]"]:
+        ...
+class NativeBatchRanking:
+    """
+    (B, m) ids and scores, one row per query.
+    """
+    @property
+    def ids(self) -> typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, n]"]:
+        ...
+    @property
+    def scores(self) -> typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, n]"]:
+        ...
+class NativeBatchReconstruction:
+    """
+    (B, m) ids, scores and coefficients.
+    """
+    @property
+    def coef(self) -> typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, n]"]:
+        ...
+    @property
+    def ids(self) -> typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, n]"]:
+        ...
+    @property
+    def scores(self) -> typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, n]"]:
+        ...
+class NativeFusedRanking:
+    """
+    Fused ids and their float64 RRF scores.
+    """
+    @property
+    def ids(self) -> typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"]:
+        ...
+    @property
+    def scores(self) -> typing.Annotated[numpy.typing.NDArray[numpy.float64], "[m, 1]"]:
+        ...
+class NativeTemporalRanking:
+    """
+    (B, m) ids and float64 scores of the temporal leg.
+    """
+    @property
+    def ids(self) -> typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, n]"]:
+        ...
+    @property
+    def scores(self) -> typing.Annotated[numpy.typing.NDArray[numpy.float64], "[m, n]"]:
+        ...
+def build_info() -> dict[str, str]:
+    """
+    Compiler, flags of every kernel variant, build type and Eigen version of this binary.
+    """
+def cfs(E: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, n]", "flags.c_contiguous"], q: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, 1]"], k: typing.SupportsInt | typing.SupportsIndex, p: typing.SupportsInt | typing.SupportsIndex, sigma: typing.SupportsFloat | typing.SupportsIndex, beta: typing.SupportsFloat | typing.SupportsIndex, eps: typing.SupportsFloat | typing.SupportsIndex, subset: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"] | None = None) -> NativeRanking:
+    """
+    CFS greedy picks over the prefilter top-p of E (N, d) float32. Returns NativeRanking.
+    """
+def cfs_batch(E: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, n]", "flags.c_contiguous"], Q: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, n]", "flags.c_contiguous"], k: typing.SupportsInt | typing.SupportsIndex, p: typing.SupportsInt | typing.SupportsIndex, sigma: typing.SupportsFloat | typing.SupportsIndex, beta: typing.SupportsFloat | typing.SupportsIndex, eps: typing.SupportsFloat | typing.SupportsIndex, subset: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"] | None = None, n_threads: typing.SupportsInt | typing.SupportsIndex = 0) -> NativeBatchRanking:
+    """
+    cfs for every row of Q (B, d) float32. Returns NativeBatchRanking.
+    """
+def cfs_pool(ids: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"], C: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, n]", "flags.c_contiguous"], q: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, 1]"], k: typing.SupportsInt | typing.SupportsIndex, sigma: typing.SupportsFloat | typing.SupportsIndex, beta: typing.SupportsFloat | typing.SupportsIndex, eps: typing.SupportsFloat | typing.SupportsIndex, sims: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, 1]"] | None = None) -> NativeRanking:
+    """
+    CFS over a caller's pool: ids (P,) int64 unique, C (P, d) float32 C-order, optional sims (P,) float32 cosines. Returns NativeRanking of min(k, P).
+    """
+def cfsr(E: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, n]", "flags.c_contiguous"], q: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, 1]"], k: typing.SupportsInt | typing.SupportsIndex, p: typing.SupportsInt | typing.SupportsIndex, w: typing.SupportsFloat | typing.SupportsIndex, lam: typing.SupportsFloat | typing.SupportsIndex, iters: typing.SupportsInt | typing.SupportsIndex, tol: typing.SupportsFloat | typing.SupportsIndex, fista: bool, subset: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"] | None = None) -> NativeReconstruction:
+    """
+    CFS-R over the prefilter top-p of E (N, d) float32 for q (d,) float32. Returns NativeReconstruction of min(k, p, n) ids, blended scores and coefficients.
+    """
+def cfsr_batch(E: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, n]", "flags.c_contiguous"], Q: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, n]", "flags.c_contiguous"], k: typing.SupportsInt | typing.SupportsIndex, p: typing.SupportsInt | typing.SupportsIndex, w: typing.SupportsFloat | typing.SupportsIndex, lam: typing.SupportsFloat | typing.SupportsIndex, iters: typing.SupportsInt | typing.SupportsIndex, tol: typing.SupportsFloat | typing.SupportsIndex, fista: bool, subset: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"] | None = None, n_threads: typing.SupportsInt | typing.SupportsIndex = 0) -> NativeBatchReconstruction:
+    """
+    cfsr for every row of Q (B, d) float32. Returns NativeBatchReconstruction.
+    """
+def cfsr_pool(ids: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"], C: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, n]", "flags.c_contiguous"], q: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, 1]"], k: typing.SupportsInt | typing.SupportsIndex, w: typing.SupportsFloat | typing.SupportsIndex, lam: typing.SupportsFloat | typing.SupportsIndex, iters: typing.SupportsInt | typing.SupportsIndex, tol: typing.SupportsFloat | typing.SupportsIndex, fista: bool, sims: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, 1]"] | None = None) -> NativeReconstruction:
+    """
+    CFS-R over a caller's pool: ids (P,) int64, C (P, d) float32, optional sims (P,) float32.
+    """
 def compiled_kernel_variants() -> list[str]:
-    """Kernel variants in this build, portable first."""
-
-def supported_kernel_variants() -> list[str]:
-    """Kernel variants this build contains and this CPU runs, best last."""
-
+    """
+    Kernel variants in this build.
+    """
 def cpu_features() -> str:
-    """CPU features the dispatcher detected (CPUID and XGETBV)."""
-
-def read_probe(x: _F32Vector, n_threads: int = 1) -> float:
-    """Sum of x read once by n_threads threads; time it for the machine's read bandwidth."""
+    """
+    CPU features the dispatcher detected.
+    """
+def hardware_threads(n_threads: typing.SupportsInt | typing.SupportsIndex = 0) -> int:
+    """
+    Threads a call with this n_threads uses (0 or less: all cores).
+    """
+def kernel_variant() -> str:
+    """
+    Name of the kernel variant in use.
+    """
+def mmr(E: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, n]", "flags.c_contiguous"], q: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, 1]"], k: typing.SupportsInt | typing.SupportsIndex, p: typing.SupportsInt | typing.SupportsIndex, mu: typing.SupportsFloat | typing.SupportsIndex, subset: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"] | None = None) -> NativeRanking:
+    """
+    MMR greedy picks over the prefilter top-p of E (N, d) float32. Returns NativeRanking.
+    """
+def mmr_batch(E: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, n]", "flags.c_contiguous"], Q: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, n]", "flags.c_contiguous"], k: typing.SupportsInt | typing.SupportsIndex, p: typing.SupportsInt | typing.SupportsIndex, mu: typing.SupportsFloat | typing.SupportsIndex, subset: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"] | None = None, n_threads: typing.SupportsInt | typing.SupportsIndex = 0) -> NativeBatchRanking:
+    """
+    mmr for every row of Q (B, d) float32. Returns NativeBatchRanking.
+    """
+def mmr_pool(ids: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"], C: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, n]", "flags.c_contiguous"], q: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, 1]"], k: typing.SupportsInt | typing.SupportsIndex, mu: typing.SupportsFloat | typing.SupportsIndex, sims: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, 1]"] | None = None) -> NativeRanking:
+    """
+    MMR over a caller's pool: ids (P,) int64 unique, C (P, d) float32 C-order, optional sims (P,) float32 cosines. Returns NativeRanking of min(k, P).
+    """
+def prefilter(E: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, n]", "flags.c_contiguous"], q: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, 1]"], p: typing.SupportsInt | typing.SupportsIndex, subset: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"] | None = None) -> NativeRanking:
+    """
+    Top-p rows of E (N, d) float32 C-order by dot product with q (d,) float32; subset (n,) int64 restricts the rows. Returns NativeRanking.
+    """
+def prefilter_batch(E: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, n]", "flags.c_contiguous"], Q: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, n]", "flags.c_contiguous"], p: typing.SupportsInt | typing.SupportsIndex, subset: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"] | None = None, n_threads: typing.SupportsInt | typing.SupportsIndex = 0) -> NativeBatchRanking:
+    """
+    prefilter for every row of Q (B, d) float32 C-order. Returns NativeBatchRanking of (B, min(p, n)).
+    """
+def prefilter_bf16(codes: typing.Annotated[numpy.typing.NDArray[numpy.uint16], "[m, n]", "flags.c_contiguous"], E: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, n]", "flags.c_contiguous"], q: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, 1]"], p: typing.SupportsInt | typing.SupportsIndex, rescore_factor: typing.SupportsInt | typing.SupportsIndex, subset: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"] | None = None) -> NativeRanking:
+    """
+    Top-(rescore_factor·p) rows by the bf16 codes, rescored exactly from E; returns NativeRanking of min(p, n).
+    """
+def prefilter_bf16_batch(codes: typing.Annotated[numpy.typing.NDArray[numpy.uint16], "[m, n]", "flags.c_contiguous"], E: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, n]", "flags.c_contiguous"], Q: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, n]", "flags.c_contiguous"], p: typing.SupportsInt | typing.SupportsIndex, rescore_factor: typing.SupportsInt | typing.SupportsIndex, subset: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"] | None = None, n_threads: typing.SupportsInt | typing.SupportsIndex = 0) -> NativeBatchRanking:
+    """
+    prefilter_bf16 for every row of Q (B, d) float32. Returns NativeBatchRanking.
+    """
+def prefilter_int8(codes: typing.Annotated[numpy.typing.NDArray[numpy.int8], "[m, n]", "flags.c_contiguous"], scale: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, 1]"], sums: typing.Annotated[numpy.typing.NDArray[numpy.int32], "[m, 1]"], E: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, n]", "flags.c_contiguous"], q: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, 1]"], p: typing.SupportsInt | typing.SupportsIndex, rescore_factor: typing.SupportsInt | typing.SupportsIndex, subset: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"] | None = None) -> NativeRanking:
+    """
+    Top-(rescore_factor·p) rows by the int8 codes, rescored exactly from E; returns NativeRanking of min(p, n).
+    """
+def prefilter_int8_batch(codes: typing.Annotated[numpy.typing.NDArray[numpy.int8], "[m, n]", "flags.c_contiguous"], scale: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, 1]"], sums: typing.Annotated[numpy.typing.NDArray[numpy.int32], "[m, 1]"], E: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, n]", "flags.c_contiguous"], Q: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, n]", "flags.c_contiguous"], p: typing.SupportsInt | typing.SupportsIndex, rescore_factor: typing.SupportsInt | typing.SupportsIndex, subset: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"] | None = None, n_threads: typing.SupportsInt | typing.SupportsIndex = 0) -> NativeBatchRanking:
+    """
+    prefilter_int8 for every row of Q (B, d) float32. Returns NativeBatchRanking.
+    """
+def prefilter_pool(ids: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"], C: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, n]", "flags.c_contiguous"], q: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, 1]"], p: typing.SupportsInt | typing.SupportsIndex) -> NativeRanking:
+    """
+    Top-p of a caller's pool: ids (P,) int64 unique, C (P, d) float32 C-order.
+    """
+def quantize_bf16(E: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, n]", "flags.c_contiguous"], codes: typing.Annotated[numpy.typing.NDArray[numpy.uint16], "[m, n]", "flags.writeable", "flags.c_contiguous"]) -> None:
+    """
+    Writes the bf16 copy of E (N, d) float32 (round to nearest even) into codes (N, d) uint16.
+    """
+def quantize_int8(E: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, n]", "flags.c_contiguous"], codes: typing.Annotated[numpy.typing.NDArray[numpy.int8], "[m, n]", "flags.writeable", "flags.c_contiguous"], scale: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, 1]", "flags.writeable"], sums: typing.Annotated[numpy.typing.NDArray[numpy.int32], "[m, 1]", "flags.writeable"]) -> None:
+    """
+    Writes the int8 copy of E (N, d) float32 into codes (N, d) int8, scale (N,) float32 and sums (N,) int32 (row ≈ codes · scale).
+    """
+def read_probe(x: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, 1]"], n_threads: typing.SupportsInt | typing.SupportsIndex = 1) -> float:
+    """
+    Sum of x (float32, contiguous) read once by n_threads threads: time it for the read bandwidth.
+    """
+def ring(E: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, n]", "flags.c_contiguous"], q: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, 1]"], k: typing.SupportsInt | typing.SupportsIndex, alpha: typing.SupportsFloat | typing.SupportsIndex, laps: typing.SupportsInt | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex, ablation: bool, subset: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"] | None = None) -> NativeRanking:
+    """
+    Ring survival laps over the prefilter top-(2k) of E (N, d) float32. Returns NativeRanking of min(k, n).
+    """
+def ring_batch(E: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, n]", "flags.c_contiguous"], Q: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, n]", "flags.c_contiguous"], k: typing.SupportsInt | typing.SupportsIndex, alpha: typing.SupportsFloat | typing.SupportsIndex, laps: typing.SupportsInt | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex, ablation: bool, subset: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"] | None = None, n_threads: typing.SupportsInt | typing.SupportsIndex = 0) -> NativeBatchRanking:
+    """
+    ring for every row of Q (B, d) float32. Returns NativeBatchRanking.
+    """
+def ring_pool(ids: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"], C: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, n]", "flags.c_contiguous"], q: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, 1]"], k: typing.SupportsInt | typing.SupportsIndex, alpha: typing.SupportsFloat | typing.SupportsIndex, laps: typing.SupportsInt | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex, ablation: bool, sims: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, 1]"] | None = None) -> NativeRanking:
+    """
+    Ring over a caller's whole pool: ids (P,) int64 unique, C (P, d) float32 C-order, optional sims (P,) float32 cosines. Returns NativeRanking of min(k, P).
+    """
+def rrf(rankings: collections.abc.Sequence[typing.Annotated[numpy.typing.ArrayLike, numpy.int64, "[m, 1]"]], weights: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], k: typing.SupportsInt | typing.SupportsIndex, k0: typing.SupportsFloat | typing.SupportsIndex) -> NativeFusedRanking:
+    """
+    Weighted RRF of int64 id rankings (best first). Returns NativeFusedRanking of up to k ids.
+    """
+def rrf_batch(rankings: collections.abc.Sequence[collections.abc.Sequence[typing.Annotated[numpy.typing.ArrayLike, numpy.int64, "[m, 1]"]]], weights: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], k: typing.SupportsInt | typing.SupportsIndex, k0: typing.SupportsFloat | typing.SupportsIndex, n_threads: typing.SupportsInt | typing.SupportsIndex = 0) -> list[NativeFusedRanking]:
+    """
+    rrf for every query's list of rankings. Returns a list of NativeFusedRanking.
+    """
+def set_kernel_variant(variant: str) -> None:
+    """
+    Switch the kernel variant for every later call (ValueError if unknown or not runnable here).
+    """
+def supported_kernel_variants() -> list[str]:
+    """
+    Kernel variants this build contains and this CPU can run, best last.
+    """
+def temporal_batch(E: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, n]", "flags.c_contiguous"], Q: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, n]", "flags.c_contiguous"], session: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"], alpha: typing.SupportsFloat | typing.SupportsIndex, gamma: typing.SupportsFloat | typing.SupportsIndex, radius: typing.SupportsInt | typing.SupportsIndex, decay: typing.SupportsFloat | typing.SupportsIndex, tau: typing.SupportsFloat | typing.SupportsIndex, delta: typing.SupportsFloat | typing.SupportsIndex, before_days: typing.SupportsInt | typing.SupportsIndex, after_days: typing.SupportsInt | typing.SupportsIndex, k: typing.SupportsInt | typing.SupportsIndex, lexical32: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, n]", "flags.c_contiguous"] | None = None, lexical64: typing.Annotated[numpy.typing.NDArray[numpy.float64], "[m, n]", "flags.c_contiguous"] | None = None, rows: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"] | None = None, cue: typing.Annotated[numpy.typing.NDArray[numpy.uint8], "[m, 1]"] | None = None, day: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"] | None = None, intent: typing.Annotated[numpy.typing.NDArray[numpy.uint8], "[m, 1]"] | None = None, window_offsets: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"] | None = None, window_days: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"] | None = None, check_rows: bool = True, n_threads: typing.SupportsInt | typing.SupportsIndex = 0, row_order: bool = False) -> NativeTemporalRanking:
+    """
+    The time-aware leg for every row of Q (B, d) float32 over E (N, d) float32 (fieldrank.temporal), session (N,) int64 keys, the leg's parameters and k; lexical (B, N) float32 or float64 scores (one of lexical32 / lexical64; none when alpha == 0), rows (n,) sorted unique int64 (None: all N), cue (N,) uint8, day (N,) int64 session days (INT64_MIN: none), intent (B,) uint8, window_offsets (B + 1,) int64 into window_days (2W,) int64 inclusive (start, end) day pairs. check_rows=False skips the per-row finite / norm check for a corpus validated once. Returns NativeTemporalRanking of (B, min(k, n)); row_order=True: scores (B, n) of every row in the order of rows (all N when None), ids empty, k unused.
+    """
+def tie_key(seed: typing.SupportsInt | typing.SupportsIndex, lap: typing.SupportsInt | typing.SupportsIndex, id: typing.SupportsInt | typing.SupportsIndex) -> int:
+    """
+    Ring's seeded tie draw for (seed, lap, id): splitmix64, a uint64.
+    """
+DEFAULTS: dict = {'w': 0.9, 'lam': 0.005, 'p': 150, 'iters': 80, 'cfsr_k': 50, 'tol': 0.0, 'sigma': 0.4, 'beta': 0.2, 'eps': 1e-06, 'cfs_k': 50, 'k0': 60.0, 'k': 10, 'mu': 0.5, 'mmr_k': 10, 'alpha': 0.3, 'laps': 3, 'ring_k': 10, 'ring_pool_factor': 2, 'seed': 0, 'ring_ablation_bump': 0.02, 'lambda_max_rel_tol': 1e-06, 'lambda_max_max_steps': 64, 'min_row_norm_sq': 1e-24, 'unit_norm_atol': 0.001, 'parallel_min_batch': 2, 'quantized_rescore_factor': 4, 'int8_max_dim': 16384}

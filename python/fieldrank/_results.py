@@ -6,7 +6,19 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["Ranking", "Reconstruction", "SearchHit"]
+__all__ = ["OPERATOR_NAMES", "Ranking", "Reconstruction", "SearchHit"]
+
+#: The operators that :mod:`fieldrank.operators` (native) and :mod:`fieldrank.reference` (numpy)
+#: both define with the same signatures: written once, each module's ``__all__`` starts with it.
+OPERATOR_NAMES = (
+    "prefilter", "prefilter_batch", "prefilter_pool",
+    "cfsr", "cfsr_batch", "cfsr_pool",
+    "cfs", "cfs_batch", "cfs_pool",
+    "mmr", "mmr_batch", "mmr_pool",
+    "ring", "ring_batch", "ring_pool",
+    "rrf", "rrf_batch",
+    "quantize", "prefilter_quantized", "prefilter_quantized_batch",
+)
 
 
 class Ranking(NamedTuple):

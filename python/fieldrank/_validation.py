@@ -1,20 +1,40 @@
-"""The one place that converts or rejects input for the operators.
+"""The one validation module: every layer's input checks, all ``(value, name)``, one policy.
 
-Both :mod:`fieldrank` (native) and :mod:`fieldrank.reference` call these functions, so the two
-modules accept and reject exactly the same input with the same messages. Rules:
+The operators (:mod:`fieldrank`, :mod:`fieldrank.reference`), the legs and the retriever
+(``bm25``, ``temporal``, ``config``, ``hybrid``), the memory store (``memory.params``,
+``memory.schema``) and the harness call these functions, so that they accept and refuse the
+same input with the same messages. Every check takes the value first and the name to print
+second; the name is what the caller calls the field (``"k"``, ``"BM25Params.k1"``,
+``"CFSLeg.sigma"``). The policy:
 
-* arrays must be real float32; float64, integer, bool, object or complex arrays raise
-  ``TypeError`` (no silent down-cast);
-* F-order or strided float32 arrays are copied once into C order (the native ``_core`` rejects
-  them, so this is the only copy the wrappers ever make);
-* shapes, values and parameters that are out of range raise ``ValueError`` naming the argument,
-  what was expected and what was given.
+* **dtypes, one rule per layer.** The operators take real float32 arrays only: float64,
+  integer, bool, object or complex arrays raise ``TypeError`` (no silent down-cast of a caller's
+  array; :func:`float32_array`). The layers that keep their own copy of the vectors
+  (``HybridRetriever``, the memory store) convert any floating dtype (float16/float64) to
+  float32 once, at ingest, and refuse integer, bool, complex and object arrays with
+  ``TypeError`` (:func:`floating_array`). Python lists and tuples of numbers are converted in
+  both. F-order or strided float32 arrays are copied once into C order (the native ``_core``
+  rejects them, so this is the only copy the wrappers make).
+* **scalars.** An int parameter must be an integer (Python or numpy): bool and
+  integer-valued floats (``3.0``) are ``TypeError``. A real parameter is any real number
+  (Python or numpy, ints included, bool excluded), converted to float; NaN and infinities are
+  ``ValueError``. The operators' real parameters must also fit float32 and their counts int64,
+  because the kernels compute in those types (:func:`positive_int`, :func:`positive_real`, …);
+  every other layer uses :func:`integer` and :func:`real` with the bounds of its field.
+* **subsets.** Integer ids (array, list, tuple, range) or a boolean mask of shape (N,), in
+  every operator, the retriever and the BM25 leg (:func:`subset`, :func:`subset_mask`). Ids must
+  be in range and unique. An empty subset (no ids, or a mask with no True entry) is a
+  ``ValueError`` everywhere: it is a caller's bug, never answered with an empty result.
+* **errors.** Wrong types raise ``TypeError``; shapes, values and parameters out of range raise
+  ``ValueError`` naming the argument, what was expected and what was given.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import numbers
-from typing import Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -57,6 +77,33 @@ def float32_array(x: object, name: str, ndim: int) -> np.ndarray:
         msg = f"{name} must be a {ndim}-D array, got {x.ndim}-D with shape {x.shape}"
         raise ValueError(msg)
     return native_layout(x)
+
+
+def check_floating_dtype(x: np.ndarray, name: str) -> None:
+    """``TypeError`` unless ``x`` has a floating dtype (the owning layers' rule, :func:`floating_array`)."""
+    if x.dtype.kind != "f":
+        msg = f"{name} must have a floating dtype (float32, or float16/float64 converted once), got {x.dtype}"
+        raise TypeError(msg)
+
+
+def floating_array(x: object, name: str, ndim: int) -> np.ndarray:
+    """The owning layers' conversion: ``x`` as C-ordered float32, converted once from any floating dtype.
+
+    For the layers that keep their own copy of the vectors (``HybridRetriever``, the memory
+    store): float16 and float64 arrays are converted to float32 here; Python lists and tuples of
+    numbers are taken as numbers. Integer, bool, complex and object arrays are refused
+    (``TypeError``): an embedding is never an integer array, and one is most likely ids passed by
+    mistake. The operators do not convert (:func:`float32_array`).
+    """
+    if isinstance(x, (list, tuple)):
+        x = np.asarray(x)
+        if x.dtype.kind in "iu":
+            x = x.astype(np.float32)
+    if isinstance(x, np.ndarray):
+        check_floating_dtype(x, name)
+    if isinstance(x, np.ndarray) and x.dtype != np.float32:
+        x = x.astype(np.float32)
+    return float32_array(x, name, ndim)
 
 
 def native_layout(x: np.ndarray) -> np.ndarray:
@@ -207,10 +254,51 @@ INT64_MAX = int(np.iinfo(np.int64).max)
 
 
 def _integer(value: object, name: str) -> int:
+    # Integral: Python and numpy integers; never bool, and never an integer-valued float (3.0).
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         msg = f"{name} must be an int, got {type(value).__name__}"
         raise TypeError(msg)
     return int(value)
+
+
+def integer(value: object, name: str, *, low: Optional[int] = None, low_open: bool = False, note: str = "") -> int:
+    """``value`` as a Python int, ``>= low`` (``> low`` with ``low_open``); ``note`` explains the bound.
+
+    The scalar check of every layer above the operators (configurations, BM25 and memory
+    parameters, the store, the harness): ``TypeError`` for a non-integer (bool and 3.0 included),
+    ``ValueError`` below the bound, both naming ``name``.
+    """
+    v = _integer(value, name)
+    if low is not None and (v <= low if low_open else v < low):
+        msg = f"{name} must be {'>' if low_open else '>='} {low}{note}, got {value}"
+        raise ValueError(msg)
+    return v
+
+
+def _bounds_text(low: float, high: float, low_open: bool, high_open: bool) -> str:
+    if math.isfinite(low) and math.isfinite(high):
+        return f" and in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+    if math.isfinite(low):
+        return f" and {'>' if low_open else '>='} {low:g}"
+    if math.isfinite(high):
+        return f" and {'<' if high_open else '<='} {high:g}"
+    return ""
+
+
+def real(value: object, name: str, *, low: float = -math.inf, high: float = math.inf, low_open: bool = False,
+         high_open: bool = False, note: str = "") -> float:
+    """``value`` as a finite Python float within the bounds (open with ``low_open`` / ``high_open``).
+
+    ``TypeError`` unless a real number (Python or numpy; bool excluded), ``ValueError`` if NaN,
+    infinite or out of bounds; the message names ``name`` and the bounds.
+    """
+    v = _real(value, name)
+    too_low = v <= low if low_open else v < low
+    too_high = v >= high if high_open else v > high
+    if not math.isfinite(v) or too_low or too_high:
+        msg = f"{name} must be finite{_bounds_text(low, high, low_open, high_open)}{note}, got {value!r}"
+        raise ValueError(msg)
+    return v
 
 
 def _check_int64(v: int, name: str, what: str) -> None:
@@ -286,6 +374,22 @@ def non_negative_real(value: object, name: str) -> float:
     return v
 
 
+def one_of(value: object, name: str, options: Sequence[Any]) -> Any:
+    """``value`` if it is one of ``options`` (the one tuple that lists them), else ``ValueError``."""
+    if value not in options:
+        msg = f"{name} must be one of {tuple(options)}, got {value!r}"
+        raise ValueError(msg)
+    return value
+
+
+def instance_of(value: object, name: str, cls: type) -> Any:
+    """``value`` if it is a ``cls``, else ``TypeError`` naming both types."""
+    if not isinstance(value, cls):
+        msg = f"{name} must be a {cls.__name__}, got {type(value).__name__}"
+        raise TypeError(msg)
+    return value
+
+
 def flag(value: object, name: str) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         msg = f"{name} must be a bool, got {type(value).__name__}"
@@ -356,6 +460,18 @@ def subset(x: object, n_rows: int, name: str = "subset", *, sort: bool = False) 
         msg = f"{name} ids must be unique, got {repeat} more than once"
         raise ValueError(msg)
     return ids
+
+
+def subset_mask(x: object, n_rows: int, name: str = "subset") -> Optional[np.ndarray]:
+    """:func:`subset` (same rules, same messages) as a boolean mask of shape (n_rows,), for the
+    legs that filter by mask (BM25). A valid mask is returned as it is, not copied."""
+    if x is None:
+        return None
+    if isinstance(x, np.ndarray) and x.dtype == np.bool_ and x.shape == (n_rows,) and bool(x.any()):
+        return x
+    mask = np.zeros(n_rows, dtype=bool)
+    mask[subset(x, n_rows, name)] = True
+    return mask
 
 
 def pool(ids: object, C: object, q: object, sims: object = None):
@@ -572,3 +688,14 @@ def unit_rows(E: np.ndarray, normalize: bool) -> np.ndarray:
     the saved index's corpus check)."""
     check_rows_finite_nonzero(E, "embeddings")
     return unit_or_normalised(E, normalize, "embeddings", "pass normalize=True to normalise them once")
+
+
+def from_fields(cls: type, data: Mapping[str, Any]) -> Any:
+    """``cls(**data)`` for a dataclass, refusing unknown keys by name (the ``from_dict`` of the
+    parameter dataclasses: ``ValueError`` listing the unknown and the known fields)."""
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        msg = f"unknown {cls.__name__} field(s) {unknown}; expected a subset of {sorted(known)}"
+        raise ValueError(msg)
+    return cls(**data)

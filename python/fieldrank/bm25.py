@@ -60,20 +60,19 @@ with ``allow_pickle=False`` (nothing is unpickled) and validates the parameters.
 from __future__ import annotations
 
 import json
-import math
-import numbers
-import operator
 import os
 import re
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Optional, Union
 
 import bm25s
 import numpy as np
 import Stemmer
+
+from . import _validation as _v
 
 __all__ = [
     "BM25_METHODS",
@@ -235,14 +234,6 @@ def _check_loaded(directory: Path, retriever: Any, n_docs: int) -> None:
             raise BM25FormatError(msg)
 
 
-def _check_real(name: str, value: object) -> float:
-    """Return ``value`` as float; ``TypeError`` unless it is a real number (bool excluded)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        msg = f"BM25Params.{name} must be a real number, got {type(value).__name__}"
-        raise TypeError(msg)
-    return float(value)
-
-
 @dataclass(frozen=True)
 class BM25Params:
     """Parameters of the BM25 leg (scoring variant and tokenizer).
@@ -293,42 +284,20 @@ class BM25Params:
     context_weight: float = DEFAULT_CONTEXT_WEIGHT
 
     def __post_init__(self) -> None:
-        k1 = _check_real("k1", self.k1)
-        if not (math.isfinite(k1) and k1 > 0):
-            msg = f"BM25Params.k1 must be finite and > 0, got {self.k1!r}"
-            raise ValueError(msg)
-        b = _check_real("b", self.b)
-        if not (B_MIN <= b <= B_MAX):
-            msg = f"BM25Params.b must be in [{B_MIN}, {B_MAX}], got {self.b!r}"
-            raise ValueError(msg)
-        delta = _check_real("delta", self.delta)
-        if not (math.isfinite(delta) and delta >= 0):
-            msg = f"BM25Params.delta must be finite and >= 0, got {self.delta!r}"
-            raise ValueError(msg)
-        if self.method not in BM25_METHODS:
-            msg = f"BM25Params.method must be one of {BM25_METHODS}, got {self.method!r}"
-            raise ValueError(msg)
-        window = self.context_window
-        if isinstance(window, bool) or not isinstance(window, numbers.Integral):
-            msg = f"BM25Params.context_window must be an int, got {type(window).__name__}"
-            raise TypeError(msg)
-        if window < 0:
-            msg = f"BM25Params.context_window must be >= 0 (0: no expansion), got {window}"
-            raise ValueError(msg)
-        context_weight = _check_real("context_weight", self.context_weight)
-        if not (math.isfinite(context_weight) and context_weight > 0):
-            msg = f"BM25Params.context_weight must be finite and > 0, got {self.context_weight!r}"
-            raise ValueError(msg)
-        if not isinstance(self.lowercase, bool):
-            msg = f"BM25Params.lowercase must be a bool, got {type(self.lowercase).__name__}"
-            raise TypeError(msg)
+        k1 = _v.real(self.k1, "BM25Params.k1", low=0.0, low_open=True)
+        b = _v.real(self.b, "BM25Params.b", low=B_MIN, high=B_MAX)
+        delta = _v.real(self.delta, "BM25Params.delta", low=0.0)
+        _v.one_of(self.method, "BM25Params.method", BM25_METHODS)
+        window = _v.integer(self.context_window, "BM25Params.context_window", low=0, note=" (0: no expansion)")
+        context_weight = _v.real(self.context_weight, "BM25Params.context_weight", low=0.0, low_open=True)
+        object.__setattr__(self, "lowercase", _v.flag(self.lowercase, "BM25Params.lowercase"))
         self._check_stopwords()
         self._check_stemmer_language()
         # Store plain floats so that equality, hashing and JSON round trips are exact.
         object.__setattr__(self, "k1", k1)
         object.__setattr__(self, "b", b)
         object.__setattr__(self, "delta", delta)
-        object.__setattr__(self, "context_window", int(window))
+        object.__setattr__(self, "context_window", window)
         object.__setattr__(self, "context_weight", context_weight)
 
     def _check_stopwords(self) -> None:
@@ -377,12 +346,7 @@ class BM25Params:
         if not isinstance(data, dict):
             msg = f"BM25 params must be a JSON object, got {type(data).__name__}"
             raise ValueError(msg)
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            msg = f"unknown BM25Params field(s) {unknown}; expected a subset of {sorted(known)}"
-            raise ValueError(msg)
-        return cls(**data)
+        return _v.from_fields(cls, data)
 
 
 #: The default parameters (k1 = 1.5, b = 0.75, lucene, English stop words and stemmer).
@@ -390,18 +354,7 @@ DEFAULT_PARAMS = BM25Params()
 
 
 def _check_k(k: object) -> int:
-    if isinstance(k, bool):
-        msg = f"k must be a positive integer, got {k!r}"
-        raise TypeError(msg)
-    try:
-        k_int = operator.index(k)  # type: ignore[arg-type]
-    except TypeError:
-        msg = f"k must be a positive integer, got {type(k).__name__}"
-        raise TypeError(msg) from None
-    if k_int <= 0:
-        msg = f"k must be > 0, got {k_int}"
-        raise ValueError(msg)
-    return k_int
+    return _v.integer(k, "k", low=0, low_open=True)
 
 
 def _check_query(query: object, name: str = "query") -> str:
@@ -567,9 +520,7 @@ class BM25Index:
 
     def __init__(self, texts: Sequence[str], params: BM25Params = DEFAULT_PARAMS, *,
                  sessions: SessionsLike | None = None) -> None:
-        if not isinstance(params, BM25Params):
-            msg = f"params must be a BM25Params, got {type(params).__name__}"
-            raise TypeError(msg)
+        _v.instance_of(params, "params", BM25Params)
         docs = _check_texts(texts, "texts")
         if not docs:
             msg = "texts must contain at least one document, got 0"
@@ -720,37 +671,7 @@ class BM25Index:
 
     def _subset_mask(self, subset: SubsetLike | None, name: str = "subset") -> np.ndarray | None:
         """Validate ``subset`` and return it as a boolean mask of length N (None: all)."""
-        if subset is None:
-            return None
-        arr = np.asarray(subset)
-        n = self._n_docs
-        if arr.dtype == np.bool_:
-            if arr.shape != (n,):
-                msg = f"{name} as a boolean mask must have shape ({n},), got {arr.shape}"
-                raise ValueError(msg)
-            return arr
-        if arr.size == 0:
-            return np.zeros(n, dtype=bool)
-        if not np.issubdtype(arr.dtype, np.integer):
-            msg = (
-                f"{name} must hold integer document ids or be a boolean mask, "
-                f"got dtype {arr.dtype}"
-            )
-            raise TypeError(msg)
-        if arr.ndim != 1:
-            msg = f"{name} ids must be 1-D, got shape {arr.shape}"
-            raise ValueError(msg)
-        lo, hi = int(arr.min()), int(arr.max())
-        if lo < 0 or hi >= n:
-            msg = f"{name} ids must be in [0, {n}), got values in [{lo}, {hi}]"
-            raise ValueError(msg)
-        mask = np.zeros(n, dtype=bool)
-        mask[arr] = True
-        n_unique = int(np.count_nonzero(mask))
-        if n_unique != arr.size:
-            msg = f"{name} ids must be unique, got {arr.size} ids of which {n_unique} distinct"
-            raise ValueError(msg)
-        return mask
+        return _v.subset_mask(subset, self._n_docs, name)
 
     def _rank(self, token_ids: np.ndarray, k: int, mask: np.ndarray | None) -> IdsScores:
         """The single-query ranking shared by :meth:`top` and :meth:`top_batch`."""
@@ -885,9 +806,7 @@ class BM25Index:
         """
         k = _check_k(k)
         batch = _check_texts(queries, "queries")
-        if isinstance(n_threads, bool) or not isinstance(n_threads, numbers.Integral):
-            msg = f"n_threads must be an int, got {type(n_threads).__name__}"
-            raise TypeError(msg)
+        _v.integer(n_threads, "n_threads")
         if subset is not None and subsets is not None:
             msg = "pass either subset (shared) or subsets (one per query), not both"
             raise ValueError(msg)

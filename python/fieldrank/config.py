@@ -70,17 +70,16 @@ Keys left out of a leg or of ``[bm25]`` take their defaults; unknown keys are er
 from __future__ import annotations
 
 import functools
-import math
-import numbers
 import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from importlib import resources
 from pathlib import Path
-from typing import Any, ClassVar, Optional, Union
+from typing import Any, Callable, ClassVar, Optional, Union
 
 from . import _core
+from . import _validation as _v
 from .bm25 import DEFAULT_PARAMS, BM25Params
 from .temporal import TemporalParams
 
@@ -139,37 +138,6 @@ _BM25_OPTIONAL_FIELDS = ("stopwords", "stemmer_language")
 
 
 # ------------------------------------------------------------------ field checks
-def _int_field(owner: str, name: str, value: object, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        msg = f"{owner}.{name} must be an int, got {type(value).__name__} {value!r}"
-        raise TypeError(msg)
-    if value < minimum:
-        msg = f"{owner}.{name} must be >= {minimum}, got {value}"
-        raise ValueError(msg)
-    return int(value)
-
-
-def _real_field(owner: str, name: str, value: object, *, low: float = -math.inf, high: float = math.inf,
-                low_open: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        msg = f"{owner}.{name} must be a real number, got {type(value).__name__} {value!r}"
-        raise TypeError(msg)
-    v = float(value)
-    too_low = v <= low if low_open else v < low
-    if not math.isfinite(v) or too_low or v > high:
-        bracket = "(" if low_open else "["
-        msg = f"{owner}.{name} must be finite and in {bracket}{low}, {high}], got {value!r}"
-        raise ValueError(msg)
-    return v
-
-
-def _bool_field(owner: str, name: str, value: object) -> bool:
-    if not isinstance(value, bool):
-        msg = f"{owner}.{name} must be a bool, got {type(value).__name__} {value!r}"
-        raise TypeError(msg)
-    return value
-
-
 def _name_field(owner: str, value: object) -> str:
     if not isinstance(value, str) or not value.strip():
         msg = f"{owner}.name must be a non-empty str, got {value!r}"
@@ -181,6 +149,10 @@ def _set(obj: object, name: str, value: object) -> None:
     object.__setattr__(obj, name, value)
 
 
+#: field -> (check from _validation, its keyword bounds)
+_FieldChecks = dict[str, tuple[Callable[..., Any], dict[str, Any]]]
+
+
 class _LegBase:
     """Shared validation and serialisation of the leg dataclasses."""
 
@@ -189,29 +161,38 @@ class _LegBase:
     needs_vector: ClassVar[bool] = True
     needs_text: ClassVar[bool] = False
 
-    def _check_common(self) -> str:
+    #: The kind's operator parameters and their checks, in order: field -> (check, its bounds). Every
+    #: leg also checks depth, weight and name, and ``p`` / ``pool`` / ``union_p`` where it has them.
+    field_checks: ClassVar[_FieldChecks] = {}
+
+    def __post_init__(self) -> None:
         owner = type(self).__name__
-        _set(self, "depth", _int_field(owner, "depth", self.depth, 1))
-        _set(self, "weight", _real_field(owner, "weight", self.weight, low=0.0))
+        _set(self, "depth", _v.integer(self.depth, f"{owner}.depth", low=1))
+        _set(self, "weight", _v.real(self.weight, f"{owner}.weight", low=0.0))
         _set(self, "name", _name_field(owner, self.name))
-        return owner
+        if hasattr(self, "p"):
+            self._check_pool(owner)
+        for name, (check, bounds) in self.field_checks.items():
+            _set(self, name, check(getattr(self, name), f"{owner}.{name}", **bounds))
+
+    def operator_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of the leg's operator (``fieldrank.<kind>_pool`` / ``_batch``) besides
+        ``k``: the fields of :attr:`field_checks`, which are the operator's parameters."""
+        return {name: getattr(self, name) for name in self.field_checks}
 
     def _check_pool(self, owner: str) -> None:
         """``p`` >= ``depth``, ``pool`` in :data:`POOL_MODES`, ``union_p`` only with a union pool."""
-        _set(self, "p", _int_field(owner, "p", self.p, 1))
+        _set(self, "p", _v.integer(self.p, f"{owner}.p", low=1))
         if self.p < self.depth:
             msg = f"{owner}.p (pool size {self.p}) must be >= depth ({self.depth})"
             raise ValueError(msg)
-        pool = getattr(self, "pool", POOL_DENSE)
-        if pool not in POOL_MODES:
-            msg = f"{owner}.pool must be one of {POOL_MODES}, got {pool!r}"
-            raise ValueError(msg)
+        pool = _v.one_of(getattr(self, "pool", POOL_DENSE), f"{owner}.pool", POOL_MODES)
         union_p = getattr(self, "union_p", None)
         if union_p is not None:
             if pool != POOL_UNION:
                 msg = f"{owner}.union_p is only used with pool={POOL_UNION!r}, got pool={pool!r}"
                 raise ValueError(msg)
-            _set(self, "union_p", _int_field(owner, "union_p", union_p, 1))
+            _set(self, "union_p", _v.integer(union_p, f"{owner}.union_p", low=1))
 
     def to_dict(self) -> dict[str, Any]:
         """The leg as a TOML/JSON-ready dict: ``kind`` first, ``None`` fields left out."""
@@ -242,9 +223,6 @@ class CosineLeg(_LegBase):
     weight: float = DEFAULT_WEIGHT
     name: str = "cosine"
 
-    def __post_init__(self) -> None:
-        self._check_common()
-
 
 @dataclass(frozen=True)
 class BM25Leg(_LegBase):
@@ -260,9 +238,6 @@ class BM25Leg(_LegBase):
     depth: int = _D["k"]
     weight: float = DEFAULT_WEIGHT
     name: str = "bm25"
-
-    def __post_init__(self) -> None:
-        self._check_common()
 
 
 @dataclass(frozen=True)
@@ -299,22 +274,14 @@ class CFSRLeg(_LegBase):
     union_p: Optional[int] = None
     name: str = "cfsr"
 
-    def __post_init__(self) -> None:
-        owner = self._check_common()
-        self._check_pool(owner)
-        _set(self, "w", _real_field(owner, "w", self.w, low=0.0, high=1.0))
-        _set(self, "lam", _real_field(owner, "lam", self.lam, low=0.0))
-        _set(self, "iters", _int_field(owner, "iters", self.iters, 1))
-        _set(self, "tol", _real_field(owner, "tol", self.tol, low=0.0))
-        _bool_field(owner, "fista", self.fista)
+    field_checks: ClassVar[_FieldChecks] = {
+        "w": (_v.real, {"low": 0.0, "high": 1.0}), "lam": (_v.real, {"low": 0.0}), "iters": (_v.integer, {"low": 1}),
+        "tol": (_v.real, {"low": 0.0}), "fista": (_v.flag, {}),
+    }
 
     @property
     def needs_text(self) -> bool:  # type: ignore[override]
         return self.pool == POOL_UNION
-
-    def operator_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments of :func:`fieldrank.cfsr_pool` / ``cfsr_batch`` (besides ``k``)."""
-        return {"w": self.w, "lam": self.lam, "iters": self.iters, "tol": self.tol, "fista": self.fista}
 
 
 @dataclass(frozen=True)
@@ -335,20 +302,14 @@ class CFSLeg(_LegBase):
     union_p: Optional[int] = None
     name: str = "cfs"
 
-    def __post_init__(self) -> None:
-        owner = self._check_common()
-        self._check_pool(owner)
-        _set(self, "sigma", _real_field(owner, "sigma", self.sigma, low=0.0, low_open=True))
-        _set(self, "beta", _real_field(owner, "beta", self.beta, low=0.0))
-        _set(self, "eps", _real_field(owner, "eps", self.eps, low=0.0, low_open=True))
+    field_checks: ClassVar[_FieldChecks] = {
+        "sigma": (_v.real, {"low": 0.0, "low_open": True}), "beta": (_v.real, {"low": 0.0}),
+        "eps": (_v.real, {"low": 0.0, "low_open": True}),
+    }
 
     @property
     def needs_text(self) -> bool:  # type: ignore[override]
         return self.pool == POOL_UNION
-
-    def operator_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments of :func:`fieldrank.cfs_pool` / ``cfs_batch`` (besides ``k``)."""
-        return {"sigma": self.sigma, "beta": self.beta, "eps": self.eps}
 
 
 @dataclass(frozen=True)
@@ -362,13 +323,9 @@ class MMRLeg(_LegBase):
     mu: float = _D["mu"]
     name: str = "mmr"
 
-    def __post_init__(self) -> None:
-        owner = self._check_common()
-        self._check_pool(owner)
-        _set(self, "mu", _real_field(owner, "mu", self.mu, low=0.0, high=1.0))
-
-    def operator_kwargs(self) -> dict[str, Any]:
-        return {"mu": self.mu}
+    field_checks: ClassVar[_FieldChecks] = {
+        "mu": (_v.real, {"low": 0.0, "high": 1.0}),
+    }
 
 
 @dataclass(frozen=True)
@@ -384,20 +341,15 @@ class RingLeg(_LegBase):
     ablation: bool = False
     name: str = "ring"
 
-    def __post_init__(self) -> None:
-        owner = self._check_common()
-        _set(self, "alpha", _real_field(owner, "alpha", self.alpha, low=0.0, high=1.0))
-        _set(self, "laps", _int_field(owner, "laps", self.laps, 1))
-        _set(self, "seed", _int_field(owner, "seed", self.seed, 0))
-        _bool_field(owner, "ablation", self.ablation)
+    field_checks: ClassVar[_FieldChecks] = {
+        "alpha": (_v.real, {"low": 0.0, "high": 1.0}), "laps": (_v.integer, {"low": 1}),
+        "seed": (_v.integer, {"low": 0}), "ablation": (_v.flag, {}),
+    }
 
     @property
     def pool_depth(self) -> int:
         """Size of the prefilter pool the operator reranks."""
         return self.depth * _D["ring_pool_factor"]
-
-    def operator_kwargs(self) -> dict[str, Any]:
-        return {"alpha": self.alpha, "laps": self.laps, "seed": self.seed, "ablation": self.ablation}
 
 
 @dataclass(frozen=True)
@@ -427,7 +379,8 @@ class TemporalLeg(_LegBase):
     name: str = "temporal"
 
     def __post_init__(self) -> None:
-        owner = self._check_common()
+        super().__post_init__()
+        owner = type(self).__name__
         try:
             params = self.params()
         except (ValueError, TypeError) as exc:
@@ -556,11 +509,9 @@ class RetrieverConfig:
             msg = f"{owner}.legs must have at least one weight > 0, got weights {[leg.weight for leg in legs]}"
             raise ValueError(msg)
         _set(self, "legs", legs)
-        _set(self, "k", _int_field(owner, "k", self.k, 1))
-        _set(self, "k0", _real_field(owner, "k0", self.k0, low=0.0))
-        if not isinstance(self.bm25, BM25Params):
-            msg = f"{owner}.bm25 must be a BM25Params, got {type(self.bm25).__name__}"
-            raise TypeError(msg)
+        _set(self, "k", _v.integer(self.k, f"{owner}.k", low=1))
+        _set(self, "k0", _v.real(self.k0, f"{owner}.k0", low=0.0))
+        _v.instance_of(self.bm25, f"{owner}.bm25", BM25Params)
         _set(self, "name", _name_field(owner, self.name))
 
     # ---------------------------------------------------------------- derived views

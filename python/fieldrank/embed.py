@@ -29,6 +29,8 @@ from typing import Any, Optional, Protocol, Union, runtime_checkable
 
 import numpy as np
 
+from . import _validation as _v
+
 __all__ = [
     "DEFAULT_BATCH_SIZE", "EMBEDDER_FILE", "PROGRESS_MIN_TEXTS", "Embedder", "SentenceTransformerEmbedder",
     "check_embedded", "check_embedder", "embed_documents", "embed_queries", "embed_query", "load_embedder_spec",
@@ -106,16 +108,6 @@ def _texts(texts: object) -> list[str]:
     return list(texts)
 
 
-def _positive_int(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        msg = f"{name} must be an int, got {type(value).__name__}"
-        raise TypeError(msg)
-    if value < 1:
-        msg = f"{name} must be >= 1, got {value}"
-        raise ValueError(msg)
-    return int(value)
-
-
 class SentenceTransformerEmbedder:
     """An :class:`Embedder` backed by a ``sentence_transformers.SentenceTransformer``.
 
@@ -161,7 +153,7 @@ class SentenceTransformerEmbedder:
             if not isinstance(value, str):
                 msg = f"{name} must be a str, got {type(value).__name__}"
                 raise TypeError(msg)
-        self._batch_size = _positive_int(batch_size, "batch_size")
+        self._batch_size = _v.integer(batch_size, "batch_size", low=1)
         self._model_name = os.fspath(model)
         self._device = device
         self._query_prefix = query_prefix
@@ -206,7 +198,7 @@ class SentenceTransformerEmbedder:
     def _encode(self, texts: Sequence[str], prefix: str, batch_size: Optional[int],
                 progress: Optional[bool]) -> np.ndarray:
         items = _texts(texts)
-        size = self._batch_size if batch_size is None else _positive_int(batch_size, "batch_size")
+        size = self._batch_size if batch_size is None else _v.integer(batch_size, "batch_size", low=1)
         show = self._progress if progress is None else bool(progress)
         if show is None:
             show = len(items) >= PROGRESS_MIN_TEXTS and sys.stderr.isatty()

@@ -298,14 +298,6 @@ def _check_text(text: object, name: str) -> str:
     return text
 
 
-def _as_float32(x: object, name: str, ndim: int) -> np.ndarray:
-    """``x`` as a C-ordered float32 array, converting other real floating dtypes once."""
-    arr = np.asarray(x) if not isinstance(x, np.ndarray) else x
-    if arr.dtype != np.float32 and arr.dtype.kind == "f":
-        arr = arr.astype(np.float32)
-    return _v.float32_array(arr, name, ndim)
-
-
 class HybridRetriever:
     """Texts and their embeddings, answering queries with a weighted-RRF stack.
 
@@ -366,7 +358,7 @@ class HybridRetriever:
                 msg = "pass the documents' embeddings, or an embedder= that makes them from the texts"
                 raise ValueError(msg)
             embeddings = _embed.embed_documents(self._embedder, docs)
-        E = _v.corpus(_as_float32(embeddings, "embeddings", 2), "embeddings")
+        E = _v.corpus(_v.floating_array(embeddings, "embeddings", 2), "embeddings")
         if E.shape[0] != len(docs):
             msg = f"embeddings must have one row per text: expected {len(docs)} rows, got shape {E.shape}"
             raise ValueError(msg)
@@ -529,7 +521,7 @@ class HybridRetriever:
     # float32-range and unit checks); the layers below trust it, as they trust the corpus.
     def _query_vector(self, vector: object, name: str = "vector") -> np.ndarray:
         """One query vector as a (1, d) float32 batch of one, unit norm (or normalised)."""
-        q = _as_float32(vector, name, 1)
+        q = _v.floating_array(vector, name, 1)
         if q.shape[0] != self.dim:
             _v.query(q, self.dim, name, "embeddings")  # raises the shared message
         q64 = q.astype(np.float64)
@@ -546,7 +538,7 @@ class HybridRetriever:
         return q[None, :]
 
     def _query_matrix(self, vectors: object, name: str = "vectors") -> np.ndarray:
-        Q = _as_float32(vectors, name, 2)
+        Q = _v.floating_array(vectors, name, 2)
         if Q.shape[1] != self.dim:
             _v.queries(Q, self.dim, name, "embeddings")  # raises the shared message
         norms_sq = np.einsum("ij,ij->i", Q, Q, dtype=np.float64)
@@ -936,9 +928,7 @@ def _question_features(texts: Optional[list[str]], timeline: _temporal.Timeline,
 
 
 def _check_bm25_index(index: object, n_docs: int, config: RetrieverConfig) -> None:
-    if not isinstance(index, BM25Index):
-        msg = f"bm25_index must be a BM25Index, got {type(index).__name__}"
-        raise TypeError(msg)
+    _v.instance_of(index, "bm25_index", BM25Index)
     if len(index) != n_docs:
         msg = f"bm25_index must index the {n_docs} texts, got an index of {len(index)} documents"
         raise ValueError(msg)

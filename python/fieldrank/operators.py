@@ -13,18 +13,10 @@ import numpy as np
 
 from . import _core
 from . import _validation as _v
-from ._results import Ranking, Reconstruction
+from ._results import OPERATOR_NAMES, Ranking, Reconstruction
 from .quantized import prefilter_quantized, prefilter_quantized_batch, quantize  # reduced-precision prefilter
 
-__all__ = [
-    "prefilter", "prefilter_batch", "prefilter_pool",
-    "cfsr", "cfsr_batch", "cfsr_pool",
-    "cfs", "cfs_batch", "cfs_pool",
-    "mmr", "mmr_batch", "mmr_pool",
-    "ring", "ring_batch", "ring_pool",
-    "rrf", "rrf_batch",
-    "quantize", "prefilter_quantized", "prefilter_quantized_batch",
-]
+__all__ = list(OPERATOR_NAMES)
 
 _D = _core.DEFAULTS
 

@@ -91,10 +91,7 @@ def _kind(kind: object) -> str:
     if not isinstance(kind, str):
         msg = f"kind must be a str, one of {KINDS}, got {type(kind).__name__}"
         raise TypeError(msg)
-    if kind not in KINDS:
-        msg = f"kind must be one of {KINDS}, got {kind!r}"
-        raise ValueError(msg)
-    return kind
+    return _v.one_of(kind, "kind", KINDS)
 
 
 def _corpus(QC: object) -> QuantizedCorpus:

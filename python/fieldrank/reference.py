@@ -15,21 +15,13 @@ import numpy as np
 from . import _core
 from . import _validation as _v
 from . import quantized as _q
-from ._results import Ranking, Reconstruction
+from ._results import OPERATOR_NAMES, Ranking, Reconstruction
 from .quantized import QuantizedCorpus
 from .temporal import DAY as _DAY
 from .temporal import TemporalParams, Timeline, check_leg_call, question_features
 
-__all__ = [
-    "prefilter", "prefilter_batch", "prefilter_pool",
-    "cfsr", "cfsr_batch", "cfsr_pool",
-    "cfs", "cfs_batch", "cfs_pool",
-    "mmr", "mmr_batch", "mmr_pool",
-    "ring", "ring_batch", "ring_pool",
-    "rrf", "rrf_batch", "tie_key",
-    "quantize", "prefilter_quantized", "prefilter_quantized_batch",
-    "temporal", "temporal_batch", "temporal_scores", "neighbour_support",
-]
+# The native operators' names, then the reference's own: tie_key and the time-aware leg.
+__all__ = [*OPERATOR_NAMES, "tie_key", "temporal", "temporal_batch", "temporal_scores", "neighbour_support"]
 
 _D = _core.DEFAULTS
 _MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)

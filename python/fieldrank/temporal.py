@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import calendar
 import re
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from typing import Any, Optional, Sequence
 
 import numpy as np
@@ -258,12 +258,7 @@ class TemporalParams:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "TemporalParams":
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            msg = f"unknown TemporalParams field(s) {unknown}; expected a subset of {sorted(known)}"
-            raise ValueError(msg)
-        return cls(**data)
+        return _v.from_fields(cls, data)
 
 
 @dataclass(frozen=True)
@@ -386,9 +381,7 @@ def check_leg_call(E: np.ndarray, Q: np.ndarray, lexical: Optional[np.ndarray], 
     if not isinstance(timeline, Timeline) or len(timeline) != E.shape[0]:
         msg = f"timeline must be a Timeline with one entry per row of E ({E.shape[0]})"
         raise ValueError(msg)
-    if not isinstance(params, TemporalParams):
-        msg = f"params must be a TemporalParams, got {type(params).__name__}"
-        raise TypeError(msg)
+    _v.instance_of(params, "params", TemporalParams)
     B = Q.shape[0]
     if params.alpha > 0.0:
         if lexical is None:

@@ -276,7 +276,7 @@ def test_subset_never_leaks(index: BM25Index, queries: list[str]) -> None:
         max_examples=HYPOTHESIS_EXAMPLES, deadline=None, derandomize=True, database=None
     )
     @hypothesis.given(
-        members=st.lists(st.integers(0, n - 1), unique=True, max_size=n),
+        members=st.lists(st.integers(0, n - 1), unique=True, min_size=1, max_size=n),  # empty: refused
         query=st.sampled_from(queries),
         k=st.integers(1, n + 1),
         as_mask=st.booleans(),
@@ -292,9 +292,15 @@ def test_subset_never_leaks(index: BM25Index, queries: list[str]) -> None:
     check()
 
 
-def test_empty_subset_gives_empty(index: BM25Index) -> None:
-    assert index.top("cat", K, subset=np.empty(0, dtype=np.int64))[0].size == 0
-    assert index.top("cat", K, subset=np.zeros(len(index), dtype=bool))[0].size == 0
+def test_empty_subset_is_refused(index: BM25Index) -> None:
+    """One policy with the operators and the retriever (_validation.subset): an empty subset is a
+    caller's bug, refused with ValueError (it used to return an empty ranking here)."""
+    with pytest.raises(ValueError, match="subset must hold at least one id"):
+        index.top("cat", K, subset=np.empty(0, dtype=np.int64))
+    with pytest.raises(ValueError, match="subset as a boolean mask selects no rows"):
+        index.top("cat", K, subset=np.zeros(len(index), dtype=bool))
+    with pytest.raises(ValueError, match=r"subsets\[0\] must hold at least one id"):
+        index.top_batch(["cat"], K, subsets=[[]])
 
 
 @pytest.mark.parametrize(
@@ -336,6 +342,8 @@ def test_batch_with_subsets_equals_single(
         _assert_ranking_equal(got, index.top(query, K, subset=shared))
 
     per_query = [rng.random(len(index)) < rng.random() for _ in queries]
+    for mask in per_query:
+        mask[rng.integers(len(index))] = True  # an empty subset is refused (_validation.subset)
     per_query[0] = None
     batch = index.top_batch(queries, K, subsets=per_query, n_threads=n_threads)
     for got, query, subset in zip(batch, queries, per_query):

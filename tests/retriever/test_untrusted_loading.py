@@ -24,6 +24,7 @@ import pytest
 
 from fieldrank.bm25 import BM25Index
 
+from tests.helpers import run_sql as _sql
 from tests.helpers import unit_rows
 
 TEXTS = [
@@ -378,15 +379,6 @@ def _open_and_recall(path: Path):
     MemoryStore = _memory_store()
     with MemoryStore(path) as store:
         return store.recall("Caroline", np.ones(8))
-
-
-def _sql(path: Path, statement: str, *params) -> None:
-    connection = sqlite3.connect(path)
-    try:
-        connection.execute(statement, params)
-        connection.commit()
-    finally:
-        connection.close()
 
 
 def test_store_round_trip(store_file):

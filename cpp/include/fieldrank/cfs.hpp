@@ -43,26 +43,17 @@ inline Index best_unpicked(const VectorXf& value, const std::vector<char>& picke
     return best_unpicked(value, picked, ids, value.size());
 }
 
-// Vectors are zero-padded to a multiple of 16 so that the field update runs over whole vectors.
-inline Ranking cfs_on_pool(const Pool& pool, Index k, const CfsParams& params) {
+// The greedy loop CFS and MMR share: take the best unpicked candidate by `value` (ties to the
+// lower id), then score the picked row against the pool (one kernel column per pick, O(P·d)) and
+// let `update(column, t)` fold it into `value`. Vectors are zero-padded to a multiple of 16
+// (`value` included) so that the updates run over whole vectors.
+template <typename Update>
+Ranking greedy_picks(const Pool& pool, Index k, VectorXf& value, Update&& update) {
     const simd::KernelTable& kernels = simd::kernels();
     const Index n = pool.ids.size();
     const Index d = pool.dim();
-    const Index ld = detail::pad16(n);
     const Index m = std::min(k, n);
-    const float eps = static_cast<float>(params.eps);
-    const float beta = static_cast<float>(params.beta);
-    // Past float32 (sigma below ~4e-20) the kernel is the sigma -> 0 limit: 1 at distance 0, else 0;
-    // an inf here would make 0·inf = NaN for a duplicate.
-    const float inv_two_sigma_sq = static_cast<float>(
-        std::min(1.0 / (2.0 * params.sigma * params.sigma), static_cast<double>(std::numeric_limits<float>::max())));
-    // log element by element (std::log): Eigen's vectorised log rounds packet lanes and the
-    // scalar tail differently, and duplicate candidates must get bit-identical values.
-    VectorXf base = VectorXf::Zero(ld);
-    for (Index i = 0; i < n; ++i) base[i] = std::log(std::max(pool.sims[i], eps));
-    VectorXf field = VectorXf::Zero(ld);
-    VectorXf value = base;
-    VectorXf column = VectorXf::Zero(ld);
+    VectorXf column = VectorXf::Zero(detail::pad16(n));
     std::vector<char> picked(static_cast<std::size_t>(n), 0);
     Ranking out;
     out.ids.resize(m);
@@ -73,12 +64,32 @@ inline Ranking cfs_on_pool(const Pool& pool, Index k, const CfsParams& params) {
         out.ids[t] = pool.ids[pick];
         out.scores[t] = value[pick];
         if (t + 1 == m) break;
-        // One kernel column per pick keeps the summed field current at O(P·d).
-        kernels.score_f32(pool.rows(), pool.stride(), pool.row_ids(), n, d, pool.row(pick), d, 1, column.data(), ld,
-                          nullptr);
-        kernels.cfs_update(column.data(), base.data(), ld, inv_two_sigma_sq, beta, field.data(), value.data());
+        kernels.score_f32(pool.rows(), pool.stride(), pool.row_ids(), n, d, pool.row(pick), d, 1, column.data(),
+                          column.size(), nullptr);
+        update(column.data(), t);
     }
     return out;
+}
+
+inline Ranking cfs_on_pool(const Pool& pool, Index k, const CfsParams& params) {
+    const simd::KernelTable& kernels = simd::kernels();
+    const Index n = pool.ids.size();
+    const Index ld = detail::pad16(n);
+    const float eps = static_cast<float>(params.eps);
+    const float beta = static_cast<float>(params.beta);
+    // Past float32 (sigma below ~4e-20) the kernel is the sigma -> 0 limit: 1 at distance 0, else 0;
+    // an inf here would make 0·inf = NaN for a duplicate.
+    const float inv_two_sigma_sq = static_cast<float>(
+        std::min(1.0 / (2.0 * params.sigma * params.sigma), static_cast<double>(std::numeric_limits<float>::max())));
+    // log element by element (std::log): Eigen's vectorised log rounds packet lanes and the
+    // scalar tail differently, and duplicate candidates must get bit-identical values.
+    VectorXf base = VectorXf::Zero(ld);
+    for (Index i = 0; i < n; ++i) base[i] = std::log(std::max(pool.sims[i], eps));
+    VectorXf field = VectorXf::Zero(ld);  // the summed Gaussian field of the picks so far
+    VectorXf value = base;
+    return greedy_picks(pool, k, value, [&](const float* column, Index) {
+        kernels.cfs_update(column, base.data(), ld, inv_two_sigma_sq, beta, field.data(), value.data());
+    });
 }
 
 inline Ranking cfs(const MatrixRef& E, const VectorRef& q, Index k, Index p, const CfsParams& params,

@@ -24,32 +24,16 @@ inline void check_mmr_params(Index k, double mu) {
 // non-negative; a candidate anti-correlated with every pick can score above an earlier pick.
 inline Ranking mmr_on_pool(const Pool& pool, Index k, double mu) {
     const simd::KernelTable& kernels = simd::kernels();
-    const Index n = pool.ids.size();
-    const Index d = pool.dim();
-    const Index ld = detail::pad16(n);
-    const Index m = std::min(k, n);
+    const Index ld = detail::pad16(pool.ids.size());
     const float relevance = static_cast<float>(mu);
     const float redundancy = 1.0f - relevance;
     VectorXf sims = VectorXf::Zero(ld);
-    sims.head(n) = pool.sims;
+    sims.head(pool.ids.size()) = pool.sims;
     VectorXf max_sim = VectorXf::Zero(ld);  // the max term is 0 while nothing is picked
     VectorXf value = relevance * sims;
-    VectorXf column = VectorXf::Zero(ld);
-    std::vector<char> picked(static_cast<std::size_t>(n), 0);
-    Ranking out;
-    out.ids.resize(m);
-    out.scores.resize(m);
-    for (Index t = 0; t < m; ++t) {
-        const Index pick = best_unpicked(value, picked, pool.ids, n);
-        picked[static_cast<std::size_t>(pick)] = 1;
-        out.ids[t] = pool.ids[pick];
-        out.scores[t] = value[pick];
-        if (t + 1 == m) break;
-        kernels.score_f32(pool.rows(), pool.stride(), pool.row_ids(), n, d, pool.row(pick), d, 1, column.data(), ld,
-                          nullptr);
-        kernels.mmr_update(column.data(), sims.data(), ld, relevance, redundancy, t == 0, max_sim.data(), value.data());
-    }
-    return out;
+    return greedy_picks(pool, k, value, [&](const float* column, Index t) {
+        kernels.mmr_update(column, sims.data(), ld, relevance, redundancy, t == 0, max_sim.data(), value.data());
+    });
 }
 
 inline Ranking mmr(const MatrixRef& E, const VectorRef& q, Index k, Index p, double mu,

@@ -34,6 +34,8 @@ from typing import Any, Final, Union
 
 import numpy as np
 
+from .. import _validation as _v
+
 __all__ = [
     "DEFAULT_K",
     "METRIC_NAMES",
@@ -66,13 +68,7 @@ RankingLike = Union[Sequence[Hashable], np.ndarray]
 
 # --------------------------------------------------------------------------- helpers
 def _check_k(k: int) -> int:
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
-        msg = f"k must be an int, got {type(k).__name__}"
-        raise TypeError(msg)
-    if k < 1:
-        msg = f"k must be >= 1, got {k}"
-        raise ValueError(msg)
-    return int(k)
+    return _v.integer(k, "k", low=1)
 
 
 def _as_id_list(ranking: RankingLike) -> list[Any]:
@@ -211,14 +207,7 @@ def ideal_dcg_at_k(n_gold: int, k: int = DEFAULT_K) -> float:
 def ndcg_at_k(ranking: RankingLike, gold: GoldLike, k: int = DEFAULT_K) -> float:
     """Normalised DCG at ``k``: ``DCG@k / IDCG@k`` with IDCG over ``min(|gold|, k)`` items.
 
-    Parameters
-    ----------
-    ranking : sequence of hashable or 1-D numpy array
-        Ids, best first; only the first ``k`` count. May be shorter than ``k``.
-    gold : collection of hashable or numpy array
-        Relevant ids, at least one.
-    k : int, default 10
-        Cut-off.
+    Arguments and errors as :func:`dcg_at_k`.
 
     Returns
     -------
@@ -232,14 +221,7 @@ def ndcg_at_k(ranking: RankingLike, gold: GoldLike, k: int = DEFAULT_K) -> float
 def recall_at_k(ranking: RankingLike, gold: GoldLike, k: int = DEFAULT_K) -> float:
     """Share of the gold ids that appear in the top ``k``.
 
-    Parameters
-    ----------
-    ranking : sequence of hashable or 1-D numpy array
-        Ids, best first; only the first ``k`` count. May be shorter than ``k``.
-    gold : collection of hashable or numpy array
-        Relevant ids, at least one.
-    k : int, default 10
-        Cut-off.
+    Arguments and errors as :func:`dcg_at_k`.
 
     Returns
     -------
@@ -255,14 +237,7 @@ def recall_at_k(ranking: RankingLike, gold: GoldLike, k: int = DEFAULT_K) -> flo
 def hit_at_k(ranking: RankingLike, gold: GoldLike, k: int = DEFAULT_K) -> float:
     """1.0 when any gold id appears in the top ``k``, else 0.0.
 
-    Parameters
-    ----------
-    ranking : sequence of hashable or 1-D numpy array
-        Ids, best first; only the first ``k`` count. May be shorter than ``k``.
-    gold : collection of hashable or numpy array
-        Relevant ids, at least one.
-    k : int, default 10
-        Cut-off.
+    Arguments and errors as :func:`dcg_at_k`.
 
     Returns
     -------

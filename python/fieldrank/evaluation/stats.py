@@ -29,6 +29,8 @@ from typing import Final, NamedTuple, Union
 
 import numpy as np
 
+from .. import _validation as _v
+
 __all__ = [
     "DEFAULT_CONFIDENCE",
     "DEFAULT_SEED",
@@ -130,12 +132,7 @@ def _as_values(values: np.ndarray, name: str) -> tuple[np.ndarray, bool]:
 
 
 def _check_resampling(n_resamples: int, confidence: float, enforce_minimum: bool) -> None:
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)):
-        msg = f"n_resamples must be an int, got {type(n_resamples).__name__}"
-        raise TypeError(msg)
-    if n_resamples < 1:
-        msg = f"n_resamples must be >= 1, got {n_resamples}"
-        raise ValueError(msg)
+    _v.integer(n_resamples, "n_resamples", low=1)
     if enforce_minimum and n_resamples < MIN_BOOTSTRAP_RESAMPLES:
         msg = (
             f"n_resamples={n_resamples} is below the protocol minimum of "
@@ -143,9 +140,7 @@ def _check_resampling(n_resamples: int, confidence: float, enforce_minimum: bool
             "non-reportable estimate"
         )
         raise ValueError(msg)
-    if not 0.0 < confidence < 1.0:
-        msg = f"confidence must be in (0, 1), got {confidence}"
-        raise ValueError(msg)
+    _v.real(confidence, "confidence", low=0.0, high=1.0, low_open=True, high_open=True)
 
 
 def _unwrap(array: np.ndarray, was_vector: bool) -> Number:
@@ -257,15 +252,10 @@ def paired_bootstrap(
     a, b : numpy.ndarray
         Per-question scores of two methods on the same questions in the same order,
         shape ``(n,)`` or ``(n, m)`` (``m`` comparisons on the same resamples).
-    n_resamples : int, default 2000
-        Number of resamples; at least :data:`MIN_BOOTSTRAP_RESAMPLES` unless
-        ``enforce_minimum=False``.
+    n_resamples, seed, enforce_minimum
+        As :func:`bootstrap_ci`.
     confidence : float, default 0.95
         Two-sided coverage of the percentile interval of the difference.
-    seed : int, default 0
-        Seed for ``numpy.random.default_rng``.
-    enforce_minimum : bool, default True
-        Refuse ``n_resamples`` below the protocol minimum.
 
     Returns
     -------

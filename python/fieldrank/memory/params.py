@@ -56,11 +56,10 @@ another entity than the cue's, and a valence mismatch at most 1).
 
 from __future__ import annotations
 
-import math
-import numbers
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from .. import _validation as _v
 from ..bm25 import BM25Params
 from ..config import default_config
 from ..temporal import TemporalParams
@@ -151,24 +150,6 @@ _OPEN_UNIT_INTERVAL_FIELDS = ("sim_floor", "importance_floor")
 _POSITIVE_INT_FIELDS = ("entity_fanout", "bm25_delta_min_docs")
 
 
-def _real(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        msg = f"MemoryParams.{name} must be a real number, got {type(value).__name__}"
-        raise TypeError(msg)
-    number = float(value)
-    if not math.isfinite(number):
-        msg = f"MemoryParams.{name} must be finite, got {value!r}"
-        raise ValueError(msg)
-    return number
-
-
-def _integer(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        msg = f"MemoryParams.{name} must be an int, got {type(value).__name__}"
-        raise TypeError(msg)
-    return int(value)
-
-
 @dataclass(frozen=True)
 class MemoryParams:
     """Quotas, fused-score weights, strength dynamics and index policy of a :class:`MemoryStore`.
@@ -215,47 +196,24 @@ class MemoryParams:
     bm25_delta_fraction: float = DEFAULT_BM25_DELTA_FRACTION
 
     def __post_init__(self) -> None:
+        def check(name: str, check_field: Any, **bounds: Any) -> None:
+            object.__setattr__(self, name, check_field(getattr(self, name), f"MemoryParams.{name}", **bounds))
+
         for name in _QUOTA_FIELDS:
-            value = _integer(name, getattr(self, name))
-            if value < 0:
-                msg = f"MemoryParams.{name} must be >= 0 (0 switches the generator off), got {value}"
-                raise ValueError(msg)
+            check(name, _v.integer, low=0, note=" (0 switches the generator off)")
         for name in _POSITIVE_INT_FIELDS:
-            value = _integer(name, getattr(self, name))
-            if value <= 0:
-                msg = f"MemoryParams.{name} must be > 0, got {value}"
-                raise ValueError(msg)
+            check(name, _v.integer, low=0, low_open=True)
         for name in _NON_NEGATIVE_REAL_FIELDS:
-            value = _real(name, getattr(self, name))
-            if value < 0:
-                msg = f"MemoryParams.{name} must be >= 0, got {value}"
-                raise ValueError(msg)
-            object.__setattr__(self, name, value)
+            check(name, _v.real, low=0.0)
         for name in _REAL_FIELDS:
-            object.__setattr__(self, name, _real(name, getattr(self, name)))
+            check(name, _v.real)
         for name in _UNIT_INTERVAL_FIELDS:
-            value = _real(name, getattr(self, name))
-            if not 0.0 <= value <= 1.0:
-                msg = f"MemoryParams.{name} must lie in [0, 1], got {value}"
-                raise ValueError(msg)
-            object.__setattr__(self, name, value)
+            check(name, _v.real, low=0.0, high=1.0)
         for name in _OPEN_UNIT_INTERVAL_FIELDS:
-            value = _real(name, getattr(self, name))
-            if not 0.0 < value <= 1.0:
-                msg = f"MemoryParams.{name} must lie in (0, 1], got {value}"
-                raise ValueError(msg)
-            object.__setattr__(self, name, value)
-        half_life = _real("retrieval_half_life_days", self.retrieval_half_life_days)
-        if half_life <= 0:
-            msg = f"MemoryParams.retrieval_half_life_days must be > 0, got {half_life}"
-            raise ValueError(msg)
-        object.__setattr__(self, "retrieval_half_life_days", half_life)
-        if self.rerank_operator not in RERANK_OPERATORS:
-            msg = f"MemoryParams.rerank_operator must be one of {RERANK_OPERATORS}, got {self.rerank_operator!r}"
-            raise ValueError(msg)
-        if not isinstance(self.bm25_params, BM25Params):
-            msg = f"MemoryParams.bm25_params must be a BM25Params, got {type(self.bm25_params).__name__}"
-            raise TypeError(msg)
+            check(name, _v.real, low=0.0, high=1.0, low_open=True)
+        check("retrieval_half_life_days", _v.real, low=0.0, low_open=True)
+        _v.one_of(self.rerank_operator, "MemoryParams.rerank_operator", RERANK_OPERATORS)
+        _v.instance_of(self.bm25_params, "MemoryParams.bm25_params", BM25Params)
         if not isinstance(self.relevance_params, TemporalParams):
             msg = ("MemoryParams.relevance_params must be a fieldrank.temporal.TemporalParams, got "
                    f"{type(self.relevance_params).__name__}")

@@ -6,13 +6,13 @@ why-not reasons); error messages are generated from them.
 
 from __future__ import annotations
 
-import math
-import numbers
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
 from typing import Optional
 
 import numpy as np
+
+from .. import _validation as _v
 
 __all__ = [
     "DEFAULT_IMPORTANCE",
@@ -188,22 +188,11 @@ def check_tenant(value: object, name: str = "tenant") -> str:
 
 
 def check_real(value: object, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        msg = f"{name} must be a real number, got {type(value).__name__}"
-        raise TypeError(msg)
-    number = float(value)
-    if not math.isfinite(number):
-        msg = f"{name} must be finite, got {value!r}"
-        raise ValueError(msg)
-    return number
+    return _v.real(value, name)
 
 
 def check_in_range(value: object, name: str, low: float, high: float) -> float:
-    number = check_real(value, name)
-    if not low <= number <= high:
-        msg = f"{name} must lie in [{low}, {high}], got {number}"
-        raise ValueError(msg)
-    return number
+    return _v.real(value, name, low=low, high=high)
 
 
 def check_importance(value: object, name: str = "importance") -> float:
@@ -215,18 +204,11 @@ def check_valence(value: object, name: str = "valence") -> float:
 
 
 def check_storage_strength(value: object, name: str = "storage_strength") -> float:
-    number = check_real(value, name)
-    if number < 1.0:
-        msg = f"{name} must be >= 1 (S >= 1, SPEC §8), got {number}"
-        raise ValueError(msg)
-    return number
+    return _v.real(value, name, low=1.0, note=" (S >= 1, SPEC §8)")
 
 
 def check_tier(value: object, name: str = "tier") -> str:
-    if value not in TIERS:
-        msg = f"{name} must be one of {TIERS}, got {value!r}"
-        raise ValueError(msg)
-    return str(value)
+    return str(_v.one_of(value, name, TIERS))
 
 
 def check_labels(value: object, name: str) -> tuple[str, ...]:
@@ -253,27 +235,15 @@ def check_timestamp(value: object, name: str) -> float:
 
 
 def check_memory_id(value: object, name: str = "memory_id") -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        msg = f"{name} must be an int, got {type(value).__name__}"
-        raise TypeError(msg)
-    return int(value)
+    return _v.integer(value, name)
 
 
 def check_positive_int(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        msg = f"{name} must be an int, got {type(value).__name__}"
-        raise TypeError(msg)
-    if value <= 0:
-        msg = f"{name} must be > 0, got {value}"
-        raise ValueError(msg)
-    return int(value)
+    return _v.integer(value, name, low=0, low_open=True)
 
 
 def check_mode(value: object) -> str:
-    if value not in MODES:
-        msg = f"mode must be one of {MODES}, got {value!r}"
-        raise ValueError(msg)
-    return str(value)
+    return str(_v.one_of(value, "mode", MODES))
 
 
 def check_tier_mask(value: object) -> Optional[frozenset[str]]:
@@ -309,17 +279,18 @@ def check_valence_window(value: object) -> Optional[tuple[float, float]]:
 def embedding_rows(value: object, dim: int, name: str = "embeddings") -> np.ndarray:
     """Convert embeddings to float32 C-order unit rows, once, on ingest.
 
-    Any real floating or integer array is accepted and converted to float32 (this is the store's
-    convenience layer: the one place it converts); rows are L2-normalised. Rows with NaN/inf or
+    The owning layers' dtype policy (``fieldrank._validation``): any floating array (float16,
+    float32, float64) or list of numbers is accepted and converted to float32; integer, bool,
+    complex and object arrays raise ``TypeError``. Rows are L2-normalised. Rows with NaN/inf or
     zero norm raise ``ValueError`` naming the row.
     """
     array = np.asarray(value) if isinstance(value, (list, tuple)) else value
     if not isinstance(array, np.ndarray):
         msg = f"{name} must be a numpy array, got {type(value).__name__}"
         raise TypeError(msg)
-    if array.dtype.kind not in "fiu" or array.dtype == np.float16:
-        msg = f"{name} must have a real float dtype (float32 preferred), got {array.dtype}"
-        raise TypeError(msg)
+    if isinstance(value, (list, tuple)) and array.dtype.kind in "iu":
+        array = array.astype(np.float64)
+    _v.check_floating_dtype(array, name)
     if array.ndim != 2 or array.shape[1] != dim:
         msg = f"{name} must have shape (n, {dim}), got {array.shape}"
         raise ValueError(msg)

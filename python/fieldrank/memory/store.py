@@ -48,6 +48,7 @@ from typing import Any, Optional, Union
 
 import numpy as np
 
+from .. import _validation as _v
 from ..embed import Embedder, check_embedder, embed_documents, embed_queries
 from ..operators import cfs_pool, cfsr_pool
 from ._file_check import check_embedding_values
@@ -966,9 +967,7 @@ class MemoryStore:
         int
             Rows dropped from the in-memory indexes.
         """
-        if not isinstance(purge, bool):
-            msg = f"purge must be a bool, got {type(purge).__name__}"
-            raise TypeError(msg)
+        purge = _v.flag(purge, "purge")
         with self._lock:
             self._check_open()
             old = self._generation
@@ -1189,9 +1188,7 @@ class MemoryStore:
         """
         check_positive_int(k, "k")
         check_mode(mode)
-        if not isinstance(reinforce, bool):
-            msg = f"reinforce must be a bool, got {type(reinforce).__name__}"
-            raise TypeError(msg)
+        reinforce = _v.flag(reinforce, "reinforce")
         cue, gates = self._cue(
             cue_text, cue_vector, mode=mode, tenant=tenant, required_tags=required_tags, tier_mask=tier_mask,
             valence_window=valence_window, min_importance=min_importance, at_time=at_time, cue_tags=cue_tags,
