@@ -44,7 +44,7 @@ from .columns import Snapshot
 from .gates import Eligibility
 from .lexical import top_by_score
 from .params import MemoryParams
-from .schema import GENERATORS, SECONDS_PER_DAY, TIERS
+from .schema import GENERATORS, TIERS
 
 CORE_TIER_CODE = TIERS.index("core")
 
@@ -98,32 +98,39 @@ def durable_rows(snapshot: Snapshot, rows: np.ndarray, params: MemoryParams) -> 
     return (snapshot.importance[rows] >= params.durable_importance) | (snapshot.tier_codes[rows] == CORE_TIER_CODE)
 
 
-#: Creation days are clipped to the calendar years 1–9999 (the dates a question can name), so that
-#: the accepted extreme timestamps convert to datetime64 days without overflow.
-_TIMELINE_DAYS = (float(np.datetime64("0001-01-01", "D").astype(np.int64)),
-                  float(np.datetime64("9999-12-31", "D").astype(np.int64)))
-
-
 def snapshot_timeline(snapshot: Snapshot) -> Timeline:
-    """Session keys, creation days and time cues of the snapshot's rows, for the relevance core."""
-    days = np.clip(np.floor(snapshot.created_at / SECONDS_PER_DAY), *_TIMELINE_DAYS)
-    days = days.astype(np.int64).astype("datetime64[D]")
-    return Timeline(session=snapshot.session_keys, time=days, cue=snapshot.time_cue)
+    """Session keys, creation days and time cues of the snapshot's rows, for the relevance core.
 
-
-def _cue_features(text: Optional[str], timeline: Timeline, rows: np.ndarray):
-    """:func:`fieldrank.temporal.question_features` for one cue over ``rows`` (non-empty).
-
-    The years a month or day without a year is looked up in are those the rows' creation days
-    span: the min and max day give them (the year is monotone in the day), two reductions instead
-    of a per-row conversion to years.
+    The columns are kept on append (:func:`.columns.creation_days`); the timeline of ``n`` rows is
+    built once per row count (:attr:`.columns.Generation.derived`).
     """
-    if not text:
-        return None, None
+    return snapshot.generation.derived.get_or_compute(
+        ("timeline", snapshot.n),
+        lambda: Timeline(session=snapshot.session_keys, time=snapshot.creation_days, cue=snapshot.time_cue))
+
+
+def _years_spanned(timeline: Timeline, rows: np.ndarray) -> tuple[int, ...]:
+    """The calendar years the creation days of ``rows`` (non-empty) span.
+
+    The min and max day give them (the year is monotone in the day), two reductions instead of a
+    per-row conversion to years.
+    """
     days = timeline.time.view(np.int64)[rows]
     first, last = (np.datetime64(int(v), "D").astype("datetime64[Y]").astype(int) + 1970
                    for v in (days.min(), days.max()))
-    return time_intent([text]), [date_windows(text, tuple(range(int(first), int(last) + 1)))]
+    return tuple(range(int(first), int(last) + 1))
+
+
+def _cue_features(text: Optional[str], timeline: Timeline, eligible: Eligibility):
+    """:func:`fieldrank.temporal.question_features` for one cue over the eligible rows (non-empty).
+
+    A month or day without a year is looked up in every year the rows' creation days span
+    (computed once per eligibility).
+    """
+    if not text:
+        return None, None
+    years = eligible.derived("years", lambda: _years_spanned(timeline, eligible.rows))
+    return time_intent([text]), [date_windows(text, years)]
 
 
 def relevance_core(snapshot: Snapshot, cue: Cue, eligible: Eligibility, params: MemoryParams,
@@ -155,7 +162,7 @@ def relevance_core(snapshot: Snapshot, cue: Cue, eligible: Eligibility, params: 
         relevance_params = replace(relevance_params, alpha=1.0)
         query = snapshot.embeddings[rows[0]]
     timeline = snapshot_timeline(snapshot)
-    intent, windows = _cue_features(cue.text, timeline, rows)
+    intent, windows = _cue_features(cue.text, timeline, eligible)
     query = np.ascontiguousarray(query, dtype=np.float32)[None, :]
     scores = _run_leg(snapshot.embeddings, query, lexical[None, :], rows.size, timeline, intent, windows,
                       relevance_params, rows, check_rows=False, n_threads=0, row_order=True).scores[0]
@@ -272,7 +279,8 @@ def protected_tier(snapshot: Snapshot, cue: Cue, eligible: Eligibility, core: Re
     already placed), so a durable memory that is close in meaning but shares no word with the cue
     (the truncation trap's victim) ranks as high as one the lexical half of the relevance likes.
     """
-    candidates = eligible.rows[durable_rows(snapshot, eligible.rows, params)]
+    candidates = eligible.derived(
+        "durable", lambda: eligible.rows[durable_rows(snapshot, eligible.rows, params)])
     if candidates.size == 0:
         return _EMPTY_ROWS
     by_relevance = core.order_of(candidates)
@@ -306,12 +314,18 @@ def graph_activation(
     fanout = params.entity_fanout
     target_parts: list[np.ndarray] = []
     weight_parts: list[np.ndarray] = []
-    if seeds.size:
+    # Only seeds with an entity (when entities count) or a co-recall link can spread activation;
+    # the loop below visits those, in seed order, so the sums are the same as over every seed.
+    spreading = (snapshot.has_entities[seeds] if params.entity_weight > 0 else np.zeros(seeds.size, dtype=bool))
+    if links and seeds.size:
+        spreading = spreading | np.fromiter((memory_id in links for memory_id in snapshot.ids[seeds].tolist()),
+                                            dtype=bool, count=seeds.size)
+    if spreading.any():
         if cue.vector is None:  # keyword recall on text alone: every admitted seed counts fully
             seed_weights = np.ones(seeds.size)
         else:
             seed_weights = np.maximum(snapshot.embeddings[seeds] @ cue.vector, 0.0).astype(np.float64)
-        for seed, seed_weight in zip(seeds.tolist(), seed_weights.tolist()):
+        for seed, seed_weight in zip(seeds[spreading].tolist(), seed_weights[spreading].tolist()):
             if seed_weight <= 0.0:
                 continue
             if params.entity_weight > 0:

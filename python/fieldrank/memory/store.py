@@ -217,6 +217,12 @@ def _rank_superseded_below_replacements(snapshot: Snapshot, factors: FactorArray
     return replace(factors, score=score)
 
 
+#: FactorArrays columns a hit's ScoreFactors is made of (``importance_term``/``tag_term`` are its
+#: ``importance``/``tag``; every other name is the same on both).
+_FACTOR_COLUMNS = ("sim", "importance_term", "valence", "tag_term", "graph", "cosine", "importance_norm",
+                   "retrieval_strength", "storage_strength", "storage_bounded", "tag_containment",
+                   "graph_activation", "score", "relevance", "durable", "entity", "entity_containment")
+
 #: Rows sampled (evenly, deterministically) to estimate the tenant's cosine mean and spread per cue.
 COSINE_SAMPLE_ROWS = 512
 
@@ -225,13 +231,15 @@ def _cosine_z(snapshot: Snapshot, cue: Cue, eligible: Eligibility, cosine: np.nd
     """How far each candidate's cosine lies above the eligible rows' cosines, in standard deviations.
 
     Mean and spread come from an even sample of at most :data:`COSINE_SAMPLE_ROWS` eligible rows
-    (a fixed cost per recall); with fewer than two rows every candidate gets +inf.
+    (a fixed cost per recall; the sample's embeddings are gathered once per eligibility); with
+    fewer than two rows every candidate gets +inf.
     """
     rows = eligible.rows
     if rows.size < 2:
         return np.full(cosine.size, np.inf)
-    sample = rows[:: max(1, rows.size // COSINE_SAMPLE_ROWS)]
-    sims = (snapshot.embeddings[sample] @ cue.vector).astype(np.float64)
+    sample = eligible.derived(
+        "cosine_sample", lambda: snapshot.embeddings[rows[:: max(1, rows.size // COSINE_SAMPLE_ROWS)]])
+    sims = (sample @ cue.vector).astype(np.float64)
     spread = float(sims.std())
     if spread == 0.0:
         return np.where(cosine > sims.mean(), np.inf, 0.0)
@@ -731,7 +739,7 @@ class MemoryStore:
             self._next_id = max(self._next_id, first + n)
             self._generation.append(batch)
             for offset, row in stale_rows:
-                self._generation.superseded_by.buffer[row] = first + offset
+                self._generation.mark_superseded(row, first + offset)
         return batch.ids
 
     def _check_supersedes(self, replaced: list[Optional[int]], tenants: list[str]) -> list[tuple[int, int]]:
@@ -1095,37 +1103,42 @@ class MemoryStore:
         return _Scored(snapshot, cue, eligible, admissions, factors, order, position_scores[order], rerank, core,
                        reserved)
 
-    def _hit(self, scored: _Scored, position_in_order: int, ranks: dict[int, dict[str, int]]) -> Hit:
+    def _hits(self, scored: _Scored, positions: Sequence[int], ranks: dict[int, dict[str, int]]) -> tuple[Hit, ...]:
+        """Hits with full provenance for the given positions of ``scored.order`` (the returned k, or
+        one memory for ``why_not``): each factor column is read once for all of them."""
         snapshot, f = scored.snapshot, scored.factors
-        i = int(scored.order[position_in_order])
-        row = int(f.rows[i])
-        factors = ScoreFactors(
-            sim=float(f.sim[i]), importance=float(f.importance_term[i]), valence=float(f.valence[i]),
-            tag=float(f.tag_term[i]), graph=float(f.graph[i]), cosine=float(f.cosine[i]),
-            importance_norm=float(f.importance_norm[i]), retrieval_strength=float(f.retrieval_strength[i]),
-            storage_strength=float(f.storage_strength[i]), storage_bounded=float(f.storage_bounded[i]),
-            tag_containment=float(f.tag_containment[i]), graph_activation=float(f.graph_activation[i]),
-            score=float(f.score[i]), relevance=float(f.relevance[i]), durable=bool(f.durable[i]),
-            entity=float(f.entity[i]), entity_containment=float(f.entity_containment[i]),
-        )
-        admitted = ranks.get(row, {})
-        return Hit(
-            id=int(snapshot.ids[row]),
-            rank=position_in_order + 1,
-            score=float(scored.ranking_scores[position_in_order]),
-            fused_score=float(f.score[i]),
-            rerank_score=float(scored.ranking_scores[position_in_order]) if scored.rerank else None,
-            text=snapshot.generation.texts[row],
-            tenant=snapshot.tenant_of(row),
-            factors=factors,
-            dominant_factor=factors.dominant,
-            weakest_factor=factors.weakest,
-            admitted_by=MappingProxyType({g: admitted[g] for g in GENERATORS if g in admitted}),
-            age_days=max(scored.cue.at_time - float(snapshot.created_at[row]), 0.0) / SECONDS_PER_DAY,
-            recall_count=int(snapshot.recall_count[row]),
-            reserved_slot=i in scored.reserved,
-            superseded_by=_optional_id(snapshot.superseded_by[row]),
-        )
+        at = scored.order[np.asarray(positions, dtype=np.int64)]
+        rows = f.rows[at]
+        columns = {name: getattr(f, name)[at].tolist() for name in _FACTOR_COLUMNS}
+        importance_term, tag_term = columns.pop("importance_term"), columns.pop("tag_term")
+        ranking_scores = scored.ranking_scores[np.asarray(positions, dtype=np.int64)].tolist()
+        ids, created, counts = snapshot.ids[rows].tolist(), snapshot.created_at[rows].tolist(), \
+            snapshot.recall_count[rows].tolist()
+        replaced_by = snapshot.superseded_by[rows].tolist()
+        texts, at_time, rerank = snapshot.generation.texts, scored.cue.at_time, scored.rerank
+        hits = []
+        for j, (position, i, row) in enumerate(zip(positions, at.tolist(), rows.tolist())):
+            factors = ScoreFactors(importance=importance_term[j], tag=tag_term[j],
+                                   **{name: values[j] for name, values in columns.items()})
+            admitted = ranks.get(row, {})
+            hits.append(Hit(
+                id=ids[j],
+                rank=position + 1,
+                score=ranking_scores[j],
+                fused_score=factors.score,
+                rerank_score=ranking_scores[j] if rerank else None,
+                text=texts[row],
+                tenant=snapshot.tenant_of(row),
+                factors=factors,
+                dominant_factor=factors.dominant,
+                weakest_factor=factors.weakest,
+                admitted_by=MappingProxyType({g: admitted[g] for g in GENERATORS if g in admitted}),
+                age_days=max(at_time - created[j], 0.0) / SECONDS_PER_DAY,
+                recall_count=counts[j],
+                reserved_slot=i in scored.reserved,
+                superseded_by=None if replaced_by[j] == NO_MEMORY else replaced_by[j],
+            ))
+        return tuple(hits)
 
     def recall(
         self,
@@ -1204,7 +1217,7 @@ class MemoryStore:
         scored = self._score(snapshot, cue, gates, mode, k)
         top = min(k, scored.order.size)
         ranks = scored.admissions.ranks_for(scored.factors.rows[scored.order[:top]].tolist())
-        hits = tuple(self._hit(scored, position, ranks) for position in range(min(k, scored.order.size)))
+        hits = self._hits(scored, range(top), ranks)
         # Defence in depth: a memory appears at most once (an update mid-recall cannot duplicate it).
         seen: set[int] = set()
         unique_hits = []
@@ -1355,7 +1368,7 @@ class MemoryStore:
             return WhyNot(memory_id, "not_admitted", detail, generator_ranks=generator_ranks, quotas=quotas)
         position = int(np.flatnonzero(scored.order == in_union[0])[0])
         ranks = scored.admissions.ranks_for([row])
-        hit = self._hit(scored, position, ranks)
+        hit = self._hits(scored, [position], ranks)[0]
         cutoff_position = min(k, scored.order.size) - 1
         cutoff = float(scored.ranking_scores[cutoff_position])
         generator_ranks = MappingProxyType({g: hit.admitted_by.get(g) for g in generators})
