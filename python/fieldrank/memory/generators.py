@@ -203,11 +203,13 @@ class Admissions:
         """row -> {generator: 1-based rank} for the given rows only (the hits: a few lookups each)."""
         wanted = np.asarray(list(rows), dtype=np.int64)
         out: dict[int, dict[str, int]] = {int(r): {} for r in wanted.tolist()}
+        wanted = np.unique(wanted)
         for name in GENERATORS:
             admitted = self.by_generator.get(name)
             if admitted is None or admitted.size == 0 or wanted.size == 0:
                 continue
-            hits = np.flatnonzero(np.isin(admitted, wanted))
+            at = np.minimum(np.searchsorted(wanted, admitted), wanted.size - 1)
+            hits = np.flatnonzero(wanted[at] == admitted)  # admitted rows among the (few) wanted
             for position in hits.tolist():
                 out[int(admitted[position])][name] = position + 1
         return out

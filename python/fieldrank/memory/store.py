@@ -42,7 +42,7 @@ import os
 import threading
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from types import MappingProxyType
 from typing import Any, Optional, Union
 
@@ -217,11 +217,12 @@ def _rank_superseded_below_replacements(snapshot: Snapshot, factors: FactorArray
     return replace(factors, score=score)
 
 
-#: FactorArrays columns a hit's ScoreFactors is made of (``importance_term``/``tag_term`` are its
-#: ``importance``/``tag``; every other name is the same on both).
-_FACTOR_COLUMNS = ("sim", "importance_term", "valence", "tag_term", "graph", "cosine", "importance_norm",
-                   "retrieval_strength", "storage_strength", "storage_bounded", "tag_containment",
-                   "graph_activation", "score", "relevance", "durable", "entity", "entity_containment")
+#: The FactorArrays column of each ScoreFactors field (the same name, except two); the float64
+#: columns in ScoreFactors' field order, and where its one bool field, ``durable``, goes among them.
+_COLUMN_OF_FIELD = {"importance": "importance_term", "tag": "tag_term"}
+_SCORE_FACTOR_FIELDS = tuple(f.name for f in fields(ScoreFactors))
+_FACTOR_COLUMNS = tuple(_COLUMN_OF_FIELD.get(name, name) for name in _SCORE_FACTOR_FIELDS if name != "durable")
+_DURABLE_FIELD = _SCORE_FACTOR_FIELDS.index("durable")
 
 #: Rows sampled (evenly, deterministically) to estimate the tenant's cosine mean and spread per cue.
 COSINE_SAMPLE_ROWS = 512
@@ -258,19 +259,37 @@ def _reserve_protected_slots(order: np.ndarray, tier_positions: np.ndarray, k: i
     if slots <= 0 or order.size <= k or tier_positions.size == 0:
         return order, frozenset()
     top, rest = order[:k], order[k:]
-    protected_top = np.isin(top, tier_positions)
+    # ``order`` is a permutation of the union's positions: membership is a lookup in a bool table.
+    protected_top = _position_table(tier_positions, order.size)[top]
     missing = slots - int(protected_top.sum())
     if missing <= 0:
         return order, frozenset()
-    entering = tier_positions[~np.isin(tier_positions, top)][:missing]
+    entering = tier_positions[~_position_table(top, order.size)[tier_positions]][:missing]
     if entering.size == 0:
         return order, frozenset()
     unprotected = np.flatnonzero(~protected_top)
     leaving_at = unprotected[::-1][:entering.size]
     leaving = top[np.sort(leaving_at)]
     kept = np.delete(top, leaving_at)
-    remaining = rest[~np.isin(rest, entering)]
+    remaining = rest[~_position_table(entering, order.size)[rest]]
     return np.concatenate([kept, entering, leaving, remaining]), frozenset(entering.tolist())
+
+
+def _position_table(positions: np.ndarray, size: int) -> np.ndarray:
+    """bool ``(size,)``: True at ``positions``."""
+    table = np.zeros(size, dtype=bool)
+    table[positions] = True
+    return table
+
+
+def _positions_in_sorted(sorted_rows: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Positions in ``sorted_rows`` (sorted, unique) of those ``rows`` it holds, in the order of ``rows``."""
+    if sorted_rows.size == 0:
+        return np.empty(0, dtype=np.int64)
+    position = np.searchsorted(sorted_rows, rows)
+    held = position < sorted_rows.size
+    held[held] = sorted_rows[position[held]] == rows[held]
+    return position[held]
 
 
 def _optional_id(value: object) -> Optional[int]:
@@ -1094,7 +1113,7 @@ class MemoryStore:
         reserved: frozenset = frozenset()
         if mode in PROTECTING_MODES:
             tier = admissions.by_generator.get("importance", np.empty(0, np.int64))
-            tier_positions = np.searchsorted(union, tier[np.isin(tier, union)])
+            tier_positions = _positions_in_sorted(union, tier)
             # slot candidates: the tier by cosine to the cue (closest in meaning first), ties -> lower row
             tier_positions = tier_positions[np.lexsort((union[tier_positions], -factors.cosine[tier_positions]))]
             related = _cosine_z(snapshot, cue, eligible, factors.cosine[tier_positions]) >= params.protected_min_z
@@ -1105,21 +1124,22 @@ class MemoryStore:
 
     def _hits(self, scored: _Scored, positions: Sequence[int], ranks: dict[int, dict[str, int]]) -> tuple[Hit, ...]:
         """Hits with full provenance for the given positions of ``scored.order`` (the returned k, or
-        one memory for ``why_not``): each factor column is read once for all of them."""
+        one memory for ``why_not``): the factor columns are gathered in one step for all of them."""
         snapshot, f = scored.snapshot, scored.factors
-        at = scored.order[np.asarray(positions, dtype=np.int64)]
+        where = np.asarray(positions, dtype=np.int64)
+        at = scored.order[where]
         rows = f.rows[at]
-        columns = {name: getattr(f, name)[at].tolist() for name in _FACTOR_COLUMNS}
-        importance_term, tag_term = columns.pop("importance_term"), columns.pop("tag_term")
-        ranking_scores = scored.ranking_scores[np.asarray(positions, dtype=np.int64)].tolist()
-        ids, created, counts = snapshot.ids[rows].tolist(), snapshot.created_at[rows].tolist(), \
-            snapshot.recall_count[rows].tolist()
-        replaced_by = snapshot.superseded_by[rows].tolist()
+        # float64 columns in ScoreFactors' field order (``durable`` is the one bool, read apart)
+        values = np.stack([getattr(f, name) for name in _FACTOR_COLUMNS], axis=1)[at].tolist()
+        durable = f.durable[at].tolist()
+        ranking_scores = scored.ranking_scores[where].tolist()
+        ids, created = snapshot.ids[rows].tolist(), snapshot.created_at[rows].tolist()
+        counts, replaced_by = snapshot.recall_count[rows].tolist(), snapshot.superseded_by[rows].tolist()
         texts, at_time, rerank = snapshot.generation.texts, scored.cue.at_time, scored.rerank
         hits = []
         for j, (position, i, row) in enumerate(zip(positions, at.tolist(), rows.tolist())):
-            factors = ScoreFactors(importance=importance_term[j], tag=tag_term[j],
-                                   **{name: values[j] for name, values in columns.items()})
+            factor_values = values[j]
+            factors = ScoreFactors(*factor_values[:_DURABLE_FIELD], durable[j], *factor_values[_DURABLE_FIELD:])
             admitted = ranks.get(row, {})
             hits.append(Hit(
                 id=ids[j],
