@@ -182,9 +182,13 @@ class Admissions:
     #: Sparse graph activation: sorted rows and their activation (rows not listed: 0).
     activation_rows: np.ndarray = field(default_factory=lambda: _EMPTY_ROWS)
     activation: np.ndarray = field(default_factory=lambda: np.empty(0))
+    #: The union, set by :func:`generate` when every generator has run.
+    final_union: Optional[np.ndarray] = field(default=None, repr=False)
 
     def union(self) -> np.ndarray:
-        """Sorted unique rows admitted by any generator."""
+        """Sorted unique rows admitted by any generator (kept once :func:`generate` is done)."""
+        if self.final_union is not None:
+            return self.final_union
         parts = [rows for rows in self.by_generator.values() if rows.size]
         return np.unique(np.concatenate(parts)) if parts else _EMPTY_ROWS
 
@@ -289,11 +293,14 @@ def protected_tier(snapshot: Snapshot, cue: Cue, eligible: Eligibility, core: Re
     if by_relevance.size == 0:
         return _EMPTY_ROWS
     cosine = snapshot.embeddings[by_relevance] @ cue.vector
-    by_cosine = by_relevance[np.lexsort((by_relevance, -cosine))]
-    merged = np.empty(2 * by_relevance.size, dtype=np.int64)
-    merged[0::2], merged[1::2] = by_cosine, by_relevance
-    _, first = np.unique(merged, return_index=True)
-    return merged[np.sort(first)]
+    by_cosine = np.lexsort((by_relevance, -cosine))  # positions into by_relevance
+    # In the interleaving [cosine 1st, relevance 1st, cosine 2nd, ...] the row at relevance
+    # position j first appears at min(2 · its cosine position, 2j + 1): order the rows by that.
+    count = by_relevance.size
+    cosine_position = np.empty(count, dtype=np.int64)
+    cosine_position[by_cosine] = np.arange(count)
+    first = np.minimum(2 * cosine_position, 2 * np.arange(count) + 1)
+    return by_relevance[np.argsort(first)]
 
 
 def importance(snapshot: Snapshot, cue: Cue, eligible: Eligibility, quota: int, core: Relevance,
@@ -327,7 +334,9 @@ def graph_activation(
             seed_weights = np.ones(seeds.size)
         else:
             seed_weights = np.maximum(snapshot.embeddings[seeds] @ cue.vector, 0.0).astype(np.float64)
-        for seed, seed_weight in zip(seeds[spreading].tolist(), seed_weights[spreading].tolist()):
+        row_of, n = generation.row_of.get, snapshot.n  # snapshot.row_of, inlined for the link loop
+        for seed, seed_id, seed_weight in zip(seeds[spreading].tolist(), snapshot.ids[seeds[spreading]].tolist(),
+                                              seed_weights[spreading].tolist()):
             if seed_weight <= 0.0:
                 continue
             if params.entity_weight > 0:
@@ -336,13 +345,18 @@ def graph_activation(
                     neighbours = neighbours[neighbours != seed]
                     target_parts.append(neighbours)
                     weight_parts.append(np.full(neighbours.size, seed_weight * params.entity_weight))
-            seed_links = links.get(int(snapshot.ids[seed]))
+            seed_links = links.get(seed_id)
             if seed_links:
+                # one part per seed (each link targets another row): the same sums as a part per link
+                link_rows, link_weights = [], []
                 for other_id, link_weight in list(seed_links.items()):
-                    other = snapshot.row_of(other_id)
-                    if other is not None and other != seed:
-                        target_parts.append(np.array([other], dtype=np.int64))
-                        weight_parts.append(np.array([seed_weight * link_weight]))
+                    other = row_of(other_id)
+                    if other is not None and other < n and other != seed:
+                        link_rows.append(other)
+                        link_weights.append(seed_weight * link_weight)
+                if link_rows:
+                    target_parts.append(np.array(link_rows, dtype=np.int64))
+                    weight_parts.append(np.array(link_weights, dtype=np.float64))
     if params.cue_entity_weight > 0:
         for entity in sorted(cue.entities):
             carriers = snapshot.posting(generation.entity_index, entity)[-fanout:]
@@ -393,6 +407,7 @@ def generate(
         fresh = ~np.isin(rows, seeds) & (activation > 0)
         admitted = top_by_score(rows[fresh], activation[fresh], quota)[0] if quota else _EMPTY_ROWS
         admissions.by_generator["graph"] = admitted
+    admissions.final_union = admissions.union() if "graph" in admissions.by_generator else seeds
     return admissions
 
 

@@ -241,10 +241,13 @@ def _cosine_z(snapshot: Snapshot, cue: Cue, eligible: Eligibility, cosine: np.nd
     sample = eligible.derived(
         "cosine_sample", lambda: snapshot.embeddings[rows[:: max(1, rows.size // COSINE_SAMPLE_ROWS)]])
     sims = (sample @ cue.vector).astype(np.float64)
-    spread = float(sims.std())
+    # mean and population std, the arithmetic of ndarray.mean/std (pairwise sums) without their overhead
+    mean = np.add.reduce(sims) / sims.size
+    deviation = sims - mean
+    spread = float(np.sqrt(np.add.reduce(deviation * deviation) / sims.size))
     if spread == 0.0:
-        return np.where(cosine > sims.mean(), np.inf, 0.0)
-    return (cosine - float(sims.mean())) / spread
+        return np.where(cosine > mean, np.inf, 0.0)
+    return (cosine - float(mean)) / spread
 
 
 def _reserve_protected_slots(order: np.ndarray, tier_positions: np.ndarray, k: int, slots: int
@@ -1272,29 +1275,35 @@ class MemoryStore:
             if self._closed:
                 return
             generation = self._generation
-            updates = []
+            live_ids, rows = [], []
             for memory_id in memory_ids:
                 row = generation.row_of.get(memory_id)
                 if row is None or not generation.live.buffer[row]:
                     continue  # forgotten meanwhile
-                last = generation.last_access.buffer[row]
-                storage = generation.storage_strength.buffer[row]
-                strength = float(retrieval_strength(np.array([last]), np.array([storage]), at_time, params)[0])
-                gain = float(params.storage_gain * (1.0 - strength))
-                generation.storage_strength.buffer[row] = storage + gain
-                generation.last_access.buffer[row] = max(last, at_time)
-                generation.recall_count.buffer[row] = min(int(generation.recall_count.buffer[row]) + 1,
-                                                           RECALL_COUNT_RANGE[1])
-                updates.append((float(at_time), gain, memory_id))
-            live_ids = [u[2] for u in updates]
+                live_ids.append(memory_id)
+                rows.append(row)
+            # The returned memories are distinct: their updates are independent, one vectorised step.
+            at = np.asarray(rows, dtype=np.int64)
+            last = generation.last_access.buffer[at]
+            storage = generation.storage_strength.buffer[at]
+            gains = params.storage_gain * (1.0 - retrieval_strength(last, storage, at_time, params))
+            generation.storage_strength.buffer[at] = storage + gains
+            generation.last_access.buffer[at] = np.maximum(last, at_time)
+            generation.recall_count.buffer[at] = np.minimum(generation.recall_count.buffer[at] + 1,
+                                                            RECALL_COUNT_RANGE[1])
+            updates = [(float(at_time), gain, memory_id) for gain, memory_id in zip(gains.tolist(), live_ids)]
             link_rows = []
             if params.hebbian_rate > 0:
+                changed: dict[int, dict[int, float]] = {}
                 for i, a in enumerate(live_ids):
                     for b in live_ids[i + 1:]:
                         low, high = min(a, b), max(a, b)
                         weight = self._links.get(low, {}).get(high, 0.0)
-                        self._set_link(low, high, weight + params.hebbian_rate * (1.0 - weight))
+                        weight += params.hebbian_rate * (1.0 - weight)
+                        changed.setdefault(low, {})[high] = weight
+                        changed.setdefault(high, {})[low] = weight
                         link_rows.append((low, high, params.hebbian_rate))
+                self._set_links(changed)
             if self._backend is not None and updates:
                 after = self._backend.reinforce(updates, link_rows)
                 for memory_id, (last, count, storage) in after["rows"].items():
@@ -1303,13 +1312,19 @@ class MemoryStore:
                         generation.last_access.buffer[row] = last
                         generation.recall_count.buffer[row] = count
                         generation.storage_strength.buffer[row] = storage
+                written: dict[int, dict[int, float]] = {}
                 for (low, high), weight in after["links"].items():
-                    self._set_link(low, high, weight)
+                    written.setdefault(low, {})[high] = weight
+                    written.setdefault(high, {})[low] = weight
+                self._set_links(written)
 
-    def _set_link(self, low: int, high: int, weight: float) -> None:
-        for x, y in ((low, high), (high, low)):
-            neighbours = dict(self._links.get(x, {}))  # copy-on-write
-            neighbours[y] = weight
+    def _set_links(self, changed: dict[int, dict[int, float]]) -> None:
+        """Apply new link weights, ``{memory: {neighbour: weight}}`` (both directions given; caller holds
+        the lock). Copy-on-write: a recall iterating a neighbour dict never sees it change; one copy
+        per memory, however many of its links changed."""
+        for x, weights in changed.items():
+            neighbours = dict(self._links.get(x, {}))
+            neighbours.update(weights)
             self._links[x] = neighbours
 
     # ------------------------------------------------------------------ why not
