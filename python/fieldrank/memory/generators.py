@@ -40,7 +40,7 @@ import numpy as np
 
 from ..operators import prefilter
 from ..temporal import Timeline, _run_leg, date_windows, time_intent
-from .columns import Snapshot
+from .columns import NO_MEMORY, Snapshot
 from .gates import Eligibility
 from .lexical import top_by_score
 from .params import MemoryParams
@@ -48,7 +48,7 @@ from .schema import GENERATORS, TIERS
 
 CORE_TIER_CODE = TIERS.index("core")
 
-__all__ = ["Admissions", "Cue", "Relevance", "generate", "relevance_core"]
+__all__ = ["Admissions", "Cue", "LinkIndex", "Relevance", "generate", "relevance_core"]
 
 _EMPTY_ROWS = np.empty(0, dtype=np.int64)
 
@@ -310,33 +310,73 @@ def importance(snapshot: Snapshot, cue: Cue, eligible: Eligibility, quota: int, 
     return protected_tier(snapshot, cue, eligible, core, params)[:quota]
 
 
+class LinkIndex:
+    """The co-recall links (``{memory id: {neighbour id: weight}}``) with each memory's neighbours as
+    numpy arrays, built once per version of its dict.
+
+    The store replaces a memory's dict whenever one of its links changes (copy-on-write), so a
+    cached pair of arrays is current exactly while it was built from the dict now in the map.
+    """
+
+    def __init__(self, links: Mapping[int, Mapping[int, float]]) -> None:
+        self.links = links
+        self._arrays: dict[int, tuple[Mapping[int, float], np.ndarray, np.ndarray]] = {}
+
+    def neighbours(self, memory_id: int) -> Optional[tuple[np.ndarray, np.ndarray]]:
+        """(neighbour ids int64, weights float64) in the dict's order, or None without links."""
+        current = self.links.get(memory_id)
+        if not current:
+            return None
+        cached = self._arrays.get(memory_id)
+        if cached is None or cached[0] is not current:
+            items = list(current.items())
+            cached = (current, np.fromiter((i for i, _ in items), dtype=np.int64, count=len(items)),
+                      np.fromiter((w for _, w in items), dtype=np.float64, count=len(items)))
+            if len(self._arrays) > 2 * len(self.links) + 64:  # drop the arrays of forgotten memories
+                self._arrays = {k: v for k, v in self._arrays.items() if k in self.links}
+            self._arrays[memory_id] = cached
+        return cached[1], cached[2]
+
+
 def graph_activation(
     snapshot: Snapshot,
     cue: Cue,
     eligible: Eligibility,
     seeds: np.ndarray,
     params: MemoryParams,
-    links: Mapping[int, Mapping[int, float]],
+    links: "Mapping[int, Mapping[int, float]] | LinkIndex",
+    within: Optional[np.ndarray] = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Sparse activation (sorted rows, values) over eligible rows; see the module formula."""
+    """Sparse activation (sorted rows, values) over eligible rows; see the module formula.
+
+    ``within`` (sorted rows): only their activation is wanted (a mode without the ``graph``
+    generator reads the activation of its own candidates alone). The terms are summed per target in
+    a fixed order (seed by seed, a seed's entity terms before its link terms, the cue's entities
+    last), whichever rows are computed, so a row's activation is the same either way.
+    """
     generation = snapshot.generation
+    index = links if isinstance(links, LinkIndex) else LinkIndex(links)
     fanout = params.entity_fanout
     target_parts: list[np.ndarray] = []
     weight_parts: list[np.ndarray] = []
-    # Only seeds with an entity (when entities count) or a co-recall link can spread activation;
-    # the loop below visits those, in seed order, so the sums are the same as over every seed.
+    order_parts: list[np.ndarray] = []  # summation order of each term: 2 · seed position (+1 for links)
+    link_ids: list[np.ndarray] = []
+    link_weights: list[np.ndarray] = []
+    link_seeds: list[int] = []  # position of each link part's seed among `spreading`
+    # Only seeds with an entity (when entities count) or a co-recall link can spread activation.
     spreading = (snapshot.has_entities[seeds] if params.entity_weight > 0 else np.zeros(seeds.size, dtype=bool))
-    if links and seeds.size:
-        spreading = spreading | np.fromiter((memory_id in links for memory_id in snapshot.ids[seeds].tolist()),
+    if index.links and seeds.size:
+        spreading = spreading | np.fromiter((memory_id in index.links for memory_id in snapshot.ids[seeds].tolist()),
                                             dtype=bool, count=seeds.size)
+    seed_rows, seed_weights = _EMPTY_ROWS, np.empty(0)
     if spreading.any():
+        seed_rows = seeds[spreading]
         if cue.vector is None:  # keyword recall on text alone: every admitted seed counts fully
-            seed_weights = np.ones(seeds.size)
+            seed_weights = np.ones(seed_rows.size)
         else:
-            seed_weights = np.maximum(snapshot.embeddings[seeds] @ cue.vector, 0.0).astype(np.float64)
-        row_of, n = generation.row_of.get, snapshot.n  # snapshot.row_of, inlined for the link loop
-        for seed, seed_id, seed_weight in zip(seeds[spreading].tolist(), snapshot.ids[seeds[spreading]].tolist(),
-                                              seed_weights[spreading].tolist()):
+            seed_weights = np.maximum(snapshot.embeddings[seeds] @ cue.vector, 0.0).astype(np.float64)[spreading]
+        for position, (seed, seed_id, seed_weight) in enumerate(zip(seed_rows.tolist(), snapshot.ids[seed_rows].tolist(),
+                                                                    seed_weights.tolist())):
             if seed_weight <= 0.0:
                 continue
             if params.entity_weight > 0:
@@ -345,33 +385,57 @@ def graph_activation(
                     neighbours = neighbours[neighbours != seed]
                     target_parts.append(neighbours)
                     weight_parts.append(np.full(neighbours.size, seed_weight * params.entity_weight))
-            seed_links = links.get(seed_id)
-            if seed_links:
-                # one part per seed (each link targets another row): the same sums as a part per link
-                link_rows, link_weights = [], []
-                for other_id, link_weight in list(seed_links.items()):
-                    other = row_of(other_id)
-                    if other is not None and other < n and other != seed:
-                        link_rows.append(other)
-                        link_weights.append(seed_weight * link_weight)
-                if link_rows:
-                    target_parts.append(np.array(link_rows, dtype=np.int64))
-                    weight_parts.append(np.array(link_weights, dtype=np.float64))
+                    order_parts.append(np.full(neighbours.size, 2 * position, dtype=np.int64))
+            linked = index.neighbours(seed_id)
+            if linked is not None:
+                link_ids.append(linked[0])
+                link_weights.append(linked[1])
+                link_seeds.append(position)
+    if link_ids:
+        # Every link term in one step: neighbour ids to rows of the snapshot, weight × the seed's weight.
+        sizes = np.fromiter((ids.size for ids in link_ids), dtype=np.int64, count=len(link_ids))
+        positions = np.repeat(np.asarray(link_seeds, dtype=np.int64), sizes)
+        ids = np.concatenate(link_ids)
+        rows = _rows_of_ids(snapshot, ids, within)
+        keep = (rows >= 0) & (rows != seed_rows[positions])
+        target_parts.append(rows[keep])
+        weight_parts.append((seed_weights[positions] * np.concatenate(link_weights))[keep])
+        order_parts.append(2 * positions[keep] + 1)
     if params.cue_entity_weight > 0:
         for entity in sorted(cue.entities):
             carriers = snapshot.posting(generation.entity_index, entity)[-fanout:]
             target_parts.append(carriers)
             weight_parts.append(np.full(carriers.size, params.cue_entity_weight))
+            order_parts.append(np.full(carriers.size, 2 * seed_rows.size, dtype=np.int64))
     if not target_parts:
         return _EMPTY_ROWS, np.empty(0)
-    targets = np.concatenate(target_parts)
-    weights = np.concatenate(weight_parts)
+    summation = np.argsort(np.concatenate(order_parts), kind="stable")
+    targets = np.concatenate(target_parts)[summation]
+    weights = np.concatenate(weight_parts)[summation]
     allowed = eligible.mask[targets]
+    if within is not None:
+        allowed &= np.isin(targets, within)
     targets, weights = targets[allowed], weights[allowed]
     if targets.size == 0:
         return _EMPTY_ROWS, np.empty(0)
     rows, inverse = np.unique(targets, return_inverse=True)
     return rows, np.bincount(inverse, weights=weights)
+
+
+def _rows_of_ids(snapshot: Snapshot, ids: np.ndarray, within: Optional[np.ndarray]) -> np.ndarray:
+    """The snapshot's row of each memory id (-1: none, or with ``within``, none among those rows)."""
+    if within is not None:
+        if within.size == 0:
+            return np.full(ids.size, -1, dtype=np.int64)
+        within_ids = snapshot.ids[within]
+        by_id = np.argsort(within_ids)
+        sorted_ids = within_ids[by_id]
+        at = np.minimum(np.searchsorted(sorted_ids, ids), sorted_ids.size - 1)
+        return np.where(sorted_ids[at] == ids, within[by_id[at]], -1)
+    row_of, n = snapshot.generation.row_of.get, snapshot.n
+    rows = np.fromiter((row_of(i, -1) for i in ids.tolist()), dtype=np.int64, count=ids.size)
+    rows[rows >= n] = -1
+    return rows
 
 
 _INDEPENDENT = {
@@ -400,7 +464,11 @@ def generate(
             admissions.by_generator[name] = _INDEPENDENT[name](snapshot, cue, eligible, params.quota(name), core,
                                                                params)
     seeds = admissions.union()
-    rows, activation = graph_activation(snapshot, cue, eligible, seeds, params, links)
+    # Without the graph generator only the candidates' own activation is read (their G factor);
+    # the replacement of a superseded candidate joins them later, so then every row is computed.
+    only_seeds = "graph" not in generators and not (snapshot.superseded_by[seeds] != NO_MEMORY).any()
+    rows, activation = graph_activation(snapshot, cue, eligible, seeds, params, links,
+                                        within=seeds if only_seeds else None)
     admissions.activation_rows, admissions.activation = rows, activation
     if "graph" in generators:
         quota = params.quota("graph")

@@ -54,7 +54,7 @@ from ._file_check import check_embedding_values
 from .columns import Generation, RowBatch, Snapshot
 from .gates import Eligibility, GateSpec, eligible_rows, failed_gates, passes_union_gates
 from .columns import NO_MEMORY
-from .generators import Admissions, Cue, Relevance, generate, generator_rank, relevance_core
+from .generators import Admissions, Cue, LinkIndex, Relevance, generate, generator_rank, relevance_core
 from .params import DEFAULT_PARAMS, MemoryParams
 from .persistence import SYNCHRONOUS_MODES, SqliteBackend, encode_labels
 from .provenance import Hit, RecallResult, ScoreFactors, WhyNot
@@ -392,6 +392,7 @@ class MemoryStore:
         self._params = params
         self._lock = threading.RLock()
         self._links: dict[int, dict[int, float]] = {}
+        self._link_index = LinkIndex(self._links)
         self._forgotten: set[int] = set()
         self._next_id = 0
         self._closed = False
@@ -1092,7 +1093,7 @@ class MemoryStore:
         generators = MODE_GENERATORS[mode]
         core = relevance_core(snapshot, cue, eligible, params,
                               params.quota("relevance") if "relevance" in generators else 0)
-        admissions = generate(snapshot, cue, eligible, generators, params, self._links, core)
+        admissions = generate(snapshot, cue, eligible, generators, params, self._link_index, core)
         union = _with_replacements(snapshot, admissions.union(), eligible.mask)
         union = union[passes_union_gates(snapshot, union, gates)]
         factors = fuse(snapshot, union, cue, admissions.activation_of(union), core.by_row[union], params)
