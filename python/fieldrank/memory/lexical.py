@@ -246,13 +246,16 @@ class LexicalLeg:
         delta's brute-force scores: the lexical input of the relevance core.
         """
         n = eligible.size
-        out = np.zeros(n, dtype=_SCORE_DTYPE)
         with self._lock:
             self.catch_up(texts, n)
-            if self._main is not None:
-                main = self._main.scores(query)
-                width = min(self._main_n, n)
-                out[:width] = main[:width]
+            if self._main is not None and self._main_n == n:
+                out = self._main.scores(query)  # a fresh float32 array of every row: no copy needed
+            else:
+                out = np.zeros(n, dtype=_SCORE_DTYPE)
+                if self._main is not None:
+                    main = self._main.scores(query)
+                    width = min(self._main_n, n)
+                    out[:width] = main[:width]
             delta_rows, delta_scores = self._delta_scores(query, eligible, max(n, 1))
         out[delta_rows] = delta_scores
         out[~eligible] = 0.0
