@@ -10,6 +10,8 @@ Columns: default-mode ``recall(..., reinforce=False)`` on the fresh store (the i
 the same after :data:`~benchmarks.bench_memory.LIVED_IN_RECALLS` reinforcing recalls (co-recall
 links to spread), ``recall()`` with every default (``reinforce=True``: bookkeeping and links
 written per call) on that store, and one native fp32 prefilter scan of the tenant's rows.
+``--statistic min`` prints the fastest of the calls instead of the median (on a machine shared
+with other jobs the minimum is the better estimate of the uncontended cost; the target is on p50).
 """
 
 from __future__ import annotations
@@ -32,9 +34,12 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", nargs="+", type=int, default=[10_000, 50_000])
     parser.add_argument("--dim", type=int, default=384)
+    parser.add_argument("--statistic", choices=("p50", "min"), default="p50")
     args = parser.parse_args(argv)
-    print("| memories of the tenant | recall p50 (reinforce=False) | ratio (target <= 2x) | lived-in store, "
-          "reinforce=False | ratio | lived-in, every default (reinforce=True) | ratio | one prefilter scan p50 |")
+    statistic = np.median if args.statistic == "p50" else np.min
+    stat = args.statistic
+    print(f"| memories of the tenant | recall {stat} (reinforce=False) | ratio (target <= 2x) | lived-in store, "
+          f"reinforce=False | ratio | lived-in, every default (reinforce=True) | ratio | one prefilter scan {stat} |")
     print("|---|---|---|---|---|---|---|---|")
     for n in args.sizes:
         fresh, lived_in = MemoryRecall(), MemoryRecallLivedIn()
@@ -49,7 +54,7 @@ def main(argv=None) -> int:
                     started = time.perf_counter()
                     call(n, args.dim)
                     times[name].append(time.perf_counter() - started)
-        p50 = {name: 1000 * float(np.median(values)) for name, values in times.items()}
+        p50 = {name: 1000 * float(statistic(values)) for name, values in times.items()}
         scan = p50["scan"]
         cells = " | ".join(f"{p50[name]:.2f} ms | {p50[name] / scan:.1f}x" for name in ("fresh", "lived_in", "defaults"))
         print(f"| {n:,} | {cells} | {scan:.3f} ms |")
