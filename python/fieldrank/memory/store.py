@@ -25,8 +25,9 @@ public call first applies what others committed (``PRAGMA data_version``, row re
 
 Thread-safety model. One re-entrant lock serialises writers (``add``, ``add_many``, ``update``,
 ``forget``, ``compact``, the bookkeeping at the end of a recall) and the SQLite connection. A
-recall holds the lock only to take a snapshot (rows ``[0, n)`` of the current generation and a
-copy of the live mask, O(n) bytes) and, if it reinforces, for the bookkeeping; candidate
+recall holds the lock only to take a snapshot (rows ``[0, n)`` of the current generation and
+read-only copies of the live mask and ``superseded_by``, shared until a tombstone or supersede
+changes them) and, if it reinforces, for the bookkeeping; candidate
 generation and scoring run without it, and the native prefilter releases the GIL. Rows a
 snapshot can see are never modified except the bookkeeping columns (element writes), and a
 half-added memory is never visible: writers publish the row count last (:mod:`.columns`). The
