@@ -54,9 +54,9 @@ def main(argv=None) -> int:
                     started = time.perf_counter()
                     call(n, args.dim)
                     times[name].append(time.perf_counter() - started)
-        p50 = {name: 1000 * float(statistic(values)) for name, values in times.items()}
-        scan = p50["scan"]
-        cells = " | ".join(f"{p50[name]:.2f} ms | {p50[name] / scan:.1f}x" for name in ("fresh", "lived_in", "defaults"))
+        ms = {name: 1000 * float(statistic(values)) for name, values in times.items()}
+        scan = ms["scan"]
+        cells = " | ".join(f"{ms[name]:.2f} ms | {ms[name] / scan:.1f}x" for name in ("fresh", "lived_in", "defaults"))
         print(f"| {n:,} | {cells} | {scan:.3f} ms |")
         del fresh, lived_in
     return 0

@@ -16,8 +16,8 @@ their durable rows, the relevance core's timeline, the frozen copies of the live
 ``superseded_by``) is memoised in :attr:`Generation.derived`, keyed by everything it depends on:
 the row count ``n`` and the versions the in-place writers bump (``live_version`` on a tombstone,
 ``superseded_version`` when a memory is superseded). A key that no longer matches is never
-looked up again and ages out of the bounded cache, so the O(n) numpy work of deriving them is
-paid once per change of the store, not once per recall.
+looked up again: the next recall replaces it (one value per tenant and per kind, the latest), so
+the O(n) numpy work of deriving them is paid once per change of the store, not once per recall.
 """
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ INITIAL_CAPACITY = 64
 #: ``supersedes`` / ``superseded_by`` of a memory without one.
 NO_MEMORY = -1
 TIER_CODE = {name: code for code, name in enumerate(TIERS)}
-#: Derived values kept per generation (see the module notes): the eligible rows of the last few
-#: tenants recalled (with their memos) and the timeline; the least recently used go first.
+#: Slots of derived values kept per generation (see the module notes): the eligible rows of the
+#: last tenants recalled (with their memos) and the timeline; the least recently used go first.
 DERIVED_CACHE_ENTRIES = 16
 #: Creation days are clipped to the calendar years 1–9999 (the dates a question can name), so that
 #: the accepted extreme timestamps convert to datetime64 days without overflow.
@@ -63,27 +63,29 @@ def frozen(array: np.ndarray) -> np.ndarray:
 
 
 class DerivedCache:
-    """A small thread-safe LRU map from a key (that names every input) to a derived value.
+    """Thread-safe memo of derived values: one value per slot (e.g. a tenant's eligible rows), for
+    the latest version of its inputs only, and at most ``entries`` slots (least recently used go).
 
-    ``get_or_compute`` may compute a value twice when two recalls miss at once; both results
-    are equal (the key names every input), so either may stay.
+    A value is returned only for the exact ``version`` (everything it depends on) it was computed
+    for; a newer version replaces it, so a store that keeps growing holds one value per slot, not
+    one per row count. Two recalls that miss at once may both compute it; the results are equal.
     """
 
     def __init__(self, entries: int = DERIVED_CACHE_ENTRIES) -> None:
         self._entries = entries
-        self._values: OrderedDict[Hashable, Any] = OrderedDict()
+        self._values: OrderedDict[Hashable, tuple[Hashable, Any]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get_or_compute(self, key: Hashable, compute: Callable[[], Any]) -> Any:
+    def get_or_compute(self, slot: Hashable, version: Hashable, compute: Callable[[], Any]) -> Any:
         with self._lock:
-            value = self._values.get(key)
-            if value is not None:
-                self._values.move_to_end(key)
-                return value
+            cached = self._values.get(slot)
+            if cached is not None and cached[0] == version:
+                self._values.move_to_end(slot)
+                return cached[1]
         value = compute()
         with self._lock:
-            self._values[key] = value
-            self._values.move_to_end(key)
+            self._values[slot] = (version, value)
+            self._values.move_to_end(slot)
             while len(self._values) > self._entries:
                 self._values.popitem(last=False)
         return value

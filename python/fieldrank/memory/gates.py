@@ -74,8 +74,9 @@ def eligible_rows(snapshot: Snapshot, gates: GateSpec) -> Eligibility:
     """
     if (gates.tier_mask is None and not gates.required_tags and gates.valence_window is None
             and gates.min_importance is None):
-        key = ("eligible", gates.tenant, snapshot.n, snapshot.live_version)
-        return snapshot.generation.derived.get_or_compute(key, lambda: _frozen(_eligible_rows(snapshot, gates)))
+        version = (snapshot.n, snapshot.live_version)
+        return snapshot.generation.derived.get_or_compute(("eligible", gates.tenant), version,
+                                                          lambda: _frozen(_eligible_rows(snapshot, gates)))
     return _eligible_rows(snapshot, gates)
 
 

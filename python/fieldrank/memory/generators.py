@@ -105,7 +105,7 @@ def snapshot_timeline(snapshot: Snapshot) -> Timeline:
     built once per row count (:attr:`.columns.Generation.derived`).
     """
     return snapshot.generation.derived.get_or_compute(
-        ("timeline", snapshot.n),
+        "timeline", snapshot.n,
         lambda: Timeline(session=snapshot.session_keys, time=snapshot.creation_days, cue=snapshot.time_cue))
 
 
@@ -375,7 +375,8 @@ def graph_activation(
             seed_weights = np.ones(seed_rows.size)
         else:
             seed_weights = np.maximum(snapshot.embeddings[seeds] @ cue.vector, 0.0).astype(np.float64)[spreading]
-        for position, (seed, seed_id, seed_weight) in enumerate(zip(seed_rows.tolist(), snapshot.ids[seed_rows].tolist(),
+        seed_ids = snapshot.ids[seed_rows].tolist()
+        for position, (seed, seed_id, seed_weight) in enumerate(zip(seed_rows.tolist(), seed_ids,
                                                                     seed_weights.tolist())):
             if seed_weight <= 0.0:
                 continue
