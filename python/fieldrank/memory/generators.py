@@ -375,11 +375,11 @@ def graph_activation(
             seed_weights = np.ones(seed_rows.size)
         else:
             seed_weights = np.maximum(snapshot.embeddings[seeds] @ cue.vector, 0.0).astype(np.float64)[spreading]
+        positive = seed_weights > 0.0  # a seed at cosine <= 0 spreads nothing
+        seed_rows, seed_weights = seed_rows[positive], seed_weights[positive]
         seed_ids = snapshot.ids[seed_rows].tolist()
         for position, (seed, seed_id, seed_weight) in enumerate(zip(seed_rows.tolist(), seed_ids,
                                                                     seed_weights.tolist())):
-            if seed_weight <= 0.0:
-                continue
             if params.entity_weight > 0:
                 for entity in generation.entities[seed]:
                     neighbours = snapshot.posting(generation.entity_index, entity)[-fanout:]
@@ -414,8 +414,11 @@ def graph_activation(
     targets = np.concatenate(target_parts)[summation]
     weights = np.concatenate(weight_parts)[summation]
     allowed = eligible.mask[targets]
-    if within is not None:
-        allowed &= np.isin(targets, within)
+    if within is not None and within.size:
+        at = np.minimum(np.searchsorted(within, targets), within.size - 1)
+        allowed &= within[at] == targets  # within is sorted
+    elif within is not None:
+        allowed[:] = False
     targets, weights = targets[allowed], weights[allowed]
     if targets.size == 0:
         return _EMPTY_ROWS, np.empty(0)
