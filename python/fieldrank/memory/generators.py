@@ -316,6 +316,7 @@ class LinkIndex:
 
     The store replaces a memory's dict whenever one of its links changes (copy-on-write), so a
     cached pair of arrays is current exactly while it was built from the dict now in the map.
+    Concurrent recalls may build the same arrays twice (equal); entries are replaced, never edited.
     """
 
     def __init__(self, links: Mapping[int, Mapping[int, float]]) -> None:
@@ -333,7 +334,8 @@ class LinkIndex:
             cached = (current, np.fromiter((i for i, _ in items), dtype=np.int64, count=len(items)),
                       np.fromiter((w for _, w in items), dtype=np.float64, count=len(items)))
             if len(self._arrays) > 2 * len(self.links) + 64:  # drop the arrays of forgotten memories
-                self._arrays = {k: v for k, v in self._arrays.items() if k in self.links}
+                # dict() copies in one step (no other recall can insert meanwhile), then the copy is filtered
+                self._arrays = {k: v for k, v in dict(self._arrays).items() if k in self.links}
             self._arrays[memory_id] = cached
         return cached[1], cached[2]
 
