@@ -1,6 +1,7 @@
-"""What a recall memoises (eligible rows, durable rows, timeline, frozen copies; ``columns.Generation.derived``)
-never changes a result: after every kind of change a recall served from the caches equals one computed
-from scratch, field for field; and the vectorised link and reinforcement paths follow their formulas."""
+"""What a recall memoises (eligible rows, durable rows, timeline, frozen copies:
+``columns.Generation.derived``; the links as arrays: ``generators.LinkIndex``) never changes a
+result: after every kind of change a recall served from the caches equals one computed from
+scratch, field for field; and the vectorised link and reinforcement paths follow their formulas."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 from fieldrank.memory import DEFAULT_PARAMS, MemoryStore
 from fieldrank.memory.columns import DerivedCache
 from fieldrank.memory.gates import GateSpec, eligible_rows
+from fieldrank.memory.generators import LinkIndex
 
 SEED = 20261201
 DIM = 16
@@ -34,6 +36,7 @@ def forget_derived(store: MemoryStore) -> None:
     generation = store._generation
     generation.derived = DerivedCache()
     generation._frozen_live = generation._frozen_superseded_by = (None, None)
+    store._link_index = LinkIndex(store._links)
 
 
 def outcome(result) -> dict:
