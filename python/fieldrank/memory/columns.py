@@ -10,27 +10,88 @@ Publishing: a writer fills every column and index for rows ``[n, n + m)`` first 
 ``Generation.n`` last. A reader takes a :class:`Snapshot` (views ``[:n]`` plus a copy of the live
 mask) under the lock and never reads rows at or past its ``n``; growing a column copies it into a
 new buffer, so no buffer a snapshot holds is ever moved or shrunk.
+
+Derived values. What a recall derives from rows that do not change (a tenant's eligible rows,
+their durable rows, the relevance core's timeline, the frozen copies of the live mask and of
+``superseded_by``) is memoised in :attr:`Generation.derived`, keyed by everything it depends on:
+the row count ``n`` and the versions the in-place writers bump (``live_version`` on a tombstone,
+``superseded_version`` when a memory is superseded). A key that no longer matches is never
+looked up again: the next recall replaces it (one value per tenant and per kind, the latest), so
+the O(n) numpy work of deriving them is paid once per change of the store, not once per recall.
 """
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Callable, Hashable, Optional
 
 import numpy as np
 
 from ..temporal import time_cues
 from .lexical import LexicalLeg
 from .params import MemoryParams
-from .schema import TIERS
+from .schema import SECONDS_PER_DAY, TIERS
 
-__all__ = ["Generation", "GrowingArray", "RowBatch", "Snapshot"]
+__all__ = ["DerivedCache", "Generation", "GrowingArray", "RowBatch", "Snapshot", "creation_days"]
 
 #: Initial capacity of a growing column; it doubles when full (amortised O(1) append).
 INITIAL_CAPACITY = 64
 #: ``supersedes`` / ``superseded_by`` of a memory without one.
 NO_MEMORY = -1
 TIER_CODE = {name: code for code, name in enumerate(TIERS)}
+#: Slots of derived values kept per generation (see the module notes): the eligible rows of the
+#: last tenants recalled (with their memos) and the timeline; the least recently used go first.
+DERIVED_CACHE_ENTRIES = 16
+#: Creation days are clipped to the calendar years 1–9999 (the dates a question can name), so that
+#: the accepted extreme timestamps convert to datetime64 days without overflow.
+_TIMELINE_DAYS = (float(np.datetime64("0001-01-01", "D").astype(np.int64)),
+                  float(np.datetime64("9999-12-31", "D").astype(np.int64)))
+
+
+def creation_days(created_at: np.ndarray) -> np.ndarray:
+    """``datetime64[D]`` creation day of each row (the relevance core's session dates), clipped to years 1–9999."""
+    days = np.clip(np.floor(np.asarray(created_at, dtype=np.float64) / SECONDS_PER_DAY), *_TIMELINE_DAYS)
+    return days.astype(np.int64).astype("datetime64[D]")
+
+
+def frozen(array: np.ndarray) -> np.ndarray:
+    """``array`` marked read-only (a cached value shared by concurrent recalls must never be written)."""
+    array.setflags(write=False)
+    return array
+
+
+class DerivedCache:
+    """Thread-safe memo of derived values: one value per slot (e.g. a tenant's eligible rows), for
+    the latest version of its inputs only, and at most ``entries`` slots (least recently used go).
+
+    A value is returned only for the exact ``version`` (everything it depends on) it was computed
+    for; a newer version replaces it, so a store that keeps growing holds one value per slot, not
+    one per row count. Two recalls that miss at once may both compute it; the results are equal.
+    """
+
+    def __init__(self, entries: int = DERIVED_CACHE_ENTRIES) -> None:
+        self._entries = entries
+        self._values: OrderedDict[Hashable, tuple[Hashable, Any]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get_or_compute(self, slot: Hashable, version: Hashable, compute: Callable[[], Any]) -> Any:
+        with self._lock:
+            cached = self._values.get(slot)
+            if cached is not None and cached[0] == version:
+                self._values.move_to_end(slot)
+                return cached[1]
+        value = compute()
+        with self._lock:
+            self._values[slot] = (version, value)
+            self._values.move_to_end(slot)
+            while len(self._values) > self._entries:
+                self._values.popitem(last=False)
+        return value
+
+    def __len__(self) -> int:
+        return len(self._values)
 
 
 class GrowingArray:
@@ -124,6 +185,10 @@ class Generation:
         self.session_keys = GrowingArray(np.int64)
         #: Does the text anchor something in time (``fieldrank.temporal.time_cues``)?
         self.time_cue = GrowingArray(np.bool_)
+        #: Creation day of each row (:func:`creation_days`): the relevance core's session dates.
+        self.creation_days = GrowingArray(np.dtype("datetime64[D]"))
+        #: Does the memory carry an entity (a graph seed can only spread activation through one)?
+        self.has_entities = GrowingArray(np.bool_)
         self.supersedes = GrowingArray(np.int64)
         #: Written in place (element write under the store lock) when a later memory supersedes it.
         self.superseded_by = GrowingArray(np.int64)
@@ -143,6 +208,14 @@ class Generation:
         #: Published row count: readers never look at rows >= n.
         self.n = 0
         self.n_live = 0
+        #: Bumped by every in-place write of the live mask / of ``superseded_by`` (cache keys).
+        self.live_version = 0
+        self.superseded_version = 0
+        #: Values derived from rows that do not change (see the module notes).
+        self.derived = DerivedCache()
+        #: ((n, version), read-only copy) of the live mask / ``superseded_by`` the last snapshot took.
+        self._frozen_live: tuple = (None, None)
+        self._frozen_superseded_by: tuple = (None, None)
 
     def _code_of(self, tenant: str) -> int:
         code = self.tenant_code.get(tenant)
@@ -186,6 +259,8 @@ class Generation:
                 keys[offset] = self.session_code.setdefault((tenant, session), len(self.session_code))
         self.session_keys.append(keys)
         self.time_cue.append(time_cues(batch.texts))
+        self.creation_days.append(creation_days(batch.created_at))
+        self.has_entities.append(np.fromiter((bool(labels) for labels in batch.entities), dtype=bool, count=m))
         none = np.full(m, NO_MEMORY, dtype=np.int64)
         self.supersedes.append(none if batch.supersedes is None else batch.supersedes)
         self.superseded_by.append(none if batch.superseded_by is None else batch.superseded_by)
@@ -214,14 +289,27 @@ class Generation:
             self.live.buffer[row] = False
             self.n_live -= 1
             self.lexical.note_forgotten(row)  # its words leave BM25 and its neighbours' documents
+            self.live_version += 1
+
+    def mark_superseded(self, row: int, by: int) -> None:
+        """Record that memory ``by`` supersedes ``row`` (a single-element write; caller holds the store lock)."""
+        self.superseded_by.buffer[row] = by
+        self.superseded_version += 1
 
     def snapshot(self) -> Snapshot:
-        """A consistent view for one reader: O(1) views plus an O(n)-byte live-mask copy (caller holds the lock)."""
-        n = self.n
+        """A consistent view for one reader (caller holds the lock): O(1) views plus read-only copies of
+        the live mask and of ``superseded_by``, shared by every snapshot until one of them changes."""
+        n, live_version, superseded_version = self.n, self.live_version, self.superseded_version
+        if self._frozen_live[0] != (n, live_version):
+            self._frozen_live = ((n, live_version), frozen(self.live.buffer[:n].copy()))
+        if self._frozen_superseded_by[0] != (n, superseded_version):
+            self._frozen_superseded_by = ((n, superseded_version), frozen(self.superseded_by.buffer[:n].copy()))
+        live, superseded_by = self._frozen_live[1], self._frozen_superseded_by[1]
         return Snapshot(
             generation=self,
             n=n,
-            live=self.live.buffer[:n].copy(),
+            live_version=live_version,
+            live=live,
             embeddings=self.embeddings.buffer[:n],
             ids=self.ids.buffer[:n],
             tenant_codes=self.tenant_codes.buffer[:n],
@@ -234,7 +322,9 @@ class Generation:
             tier_codes=self.tier_codes.buffer[:n],
             session_keys=self.session_keys.buffer[:n],
             time_cue=self.time_cue.buffer[:n],
-            superseded_by=self.superseded_by.buffer[:n].copy(),
+            creation_days=self.creation_days.buffer[:n],
+            has_entities=self.has_entities.buffer[:n],
+            superseded_by=superseded_by,
         )
 
 
@@ -244,6 +334,8 @@ class Snapshot:
 
     generation: Generation
     n: int
+    #: ``Generation.live_version`` when the snapshot was taken (``live`` is the mask of that version).
+    live_version: int
     live: np.ndarray
     embeddings: np.ndarray
     ids: np.ndarray
@@ -257,7 +349,9 @@ class Snapshot:
     tier_codes: np.ndarray
     session_keys: np.ndarray
     time_cue: np.ndarray
-    #: A copy (it changes in place when a memory is superseded).
+    creation_days: np.ndarray
+    has_entities: np.ndarray
+    #: A read-only copy (the column changes in place when a memory is superseded).
     superseded_by: np.ndarray
 
     def posting(self, index: dict, key: object) -> np.ndarray:

@@ -5,19 +5,22 @@ The gates are applied twice, with the same definitions:
 
 1. **pushed down**: :func:`eligible_rows` computes the rows that pass every gate (vectorised
    over the tenant's rows) and every generator searches only those, so no quota is spent on a
-   memory that could never be returned, and another tenant's rows are never even scored;
+   memory that could never be returned, and another tenant's rows are never even scored. With
+   the tenant gate alone (the common recall) the result is memoised per generation, keyed by the
+   tenant, the row count and the live mask's version, together with what the recall derives from
+   those rows alone (:attr:`Eligibility.memo`);
 2. **on the union**: :func:`failed_gates` re-checks each candidate of the union (a small set)
    before scoring; this is the check :meth:`MemoryStore.why_not` reports from.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Optional
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
 
 import numpy as np
 
-from .columns import TIER_CODE, Snapshot
+from .columns import TIER_CODE, Snapshot, frozen
 from .schema import GATES, TIERS
 
 __all__ = ["GATES", "Eligibility", "GateSpec", "eligible_rows", "failed_gates", "passes_union_gates"]
@@ -51,10 +54,39 @@ class Eligibility:
     mask: np.ndarray
     #: True when ``rows`` is every row ``0..n-1`` (the dense generator then needs no ``subset``).
     all_rows: bool
+    #: Values derived from these rows and the columns that never change for a row (durable rows,
+    #: day span, cosine sample), computed once per eligibility (see :meth:`derived`).
+    memo: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def derived(self, name: str, compute: Callable[[], Any]) -> Any:
+        """``memo[name]``, computed by ``compute()`` on first use (a racing recall may compute it twice, equal)."""
+        value = self.memo.get(name)
+        if value is None:
+            value = self.memo[name] = compute()
+        return value
 
 
 def eligible_rows(snapshot: Snapshot, gates: GateSpec) -> Eligibility:
-    """Rows of ``gates.tenant`` that are live and pass every gate. O(tenant rows), no Python loops."""
+    """Rows of ``gates.tenant`` that are live and pass every gate. O(tenant rows), no Python loops.
+
+    With no gate but the tenant the answer (read-only arrays) is shared by every recall of the same
+    tenant, row count and live mask (see the module notes).
+    """
+    if (gates.tier_mask is None and not gates.required_tags and gates.valence_window is None
+            and gates.min_importance is None):
+        version = (snapshot.n, snapshot.live_version)
+        return snapshot.generation.derived.get_or_compute(("eligible", gates.tenant), version,
+                                                          lambda: _frozen(_eligible_rows(snapshot, gates)))
+    return _eligible_rows(snapshot, gates)
+
+
+def _frozen(eligibility: Eligibility) -> Eligibility:
+    frozen(eligibility.rows)
+    frozen(eligibility.mask)
+    return eligibility
+
+
+def _eligible_rows(snapshot: Snapshot, gates: GateSpec) -> Eligibility:
     n = snapshot.n
     code = snapshot.tenant_code(gates.tenant)
     if code is None:

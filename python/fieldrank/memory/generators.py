@@ -40,15 +40,15 @@ import numpy as np
 
 from ..operators import prefilter
 from ..temporal import Timeline, _run_leg, date_windows, time_intent
-from .columns import Snapshot
+from .columns import NO_MEMORY, Snapshot
 from .gates import Eligibility
 from .lexical import top_by_score
 from .params import MemoryParams
-from .schema import GENERATORS, SECONDS_PER_DAY, TIERS
+from .schema import GENERATORS, TIERS
 
 CORE_TIER_CODE = TIERS.index("core")
 
-__all__ = ["Admissions", "Cue", "Relevance", "generate", "relevance_core"]
+__all__ = ["Admissions", "Cue", "LinkIndex", "Relevance", "generate", "relevance_core"]
 
 _EMPTY_ROWS = np.empty(0, dtype=np.int64)
 
@@ -98,32 +98,39 @@ def durable_rows(snapshot: Snapshot, rows: np.ndarray, params: MemoryParams) -> 
     return (snapshot.importance[rows] >= params.durable_importance) | (snapshot.tier_codes[rows] == CORE_TIER_CODE)
 
 
-#: Creation days are clipped to the calendar years 1–9999 (the dates a question can name), so that
-#: the accepted extreme timestamps convert to datetime64 days without overflow.
-_TIMELINE_DAYS = (float(np.datetime64("0001-01-01", "D").astype(np.int64)),
-                  float(np.datetime64("9999-12-31", "D").astype(np.int64)))
-
-
 def snapshot_timeline(snapshot: Snapshot) -> Timeline:
-    """Session keys, creation days and time cues of the snapshot's rows, for the relevance core."""
-    days = np.clip(np.floor(snapshot.created_at / SECONDS_PER_DAY), *_TIMELINE_DAYS)
-    days = days.astype(np.int64).astype("datetime64[D]")
-    return Timeline(session=snapshot.session_keys, time=days, cue=snapshot.time_cue)
+    """Session keys, creation days and time cues of the snapshot's rows, for the relevance core.
 
-
-def _cue_features(text: Optional[str], timeline: Timeline, rows: np.ndarray):
-    """:func:`fieldrank.temporal.question_features` for one cue over ``rows`` (non-empty).
-
-    The years a month or day without a year is looked up in are those the rows' creation days
-    span: the min and max day give them (the year is monotone in the day), two reductions instead
-    of a per-row conversion to years.
+    The columns are kept on append (:func:`.columns.creation_days`); the timeline of ``n`` rows is
+    built once per row count (:attr:`.columns.Generation.derived`).
     """
-    if not text:
-        return None, None
+    return snapshot.generation.derived.get_or_compute(
+        "timeline", snapshot.n,
+        lambda: Timeline(session=snapshot.session_keys, time=snapshot.creation_days, cue=snapshot.time_cue))
+
+
+def _years_spanned(timeline: Timeline, rows: np.ndarray) -> tuple[int, ...]:
+    """The calendar years the creation days of ``rows`` (non-empty) span.
+
+    The min and max day give them (the year is monotone in the day), two reductions instead of a
+    per-row conversion to years.
+    """
     days = timeline.time.view(np.int64)[rows]
     first, last = (np.datetime64(int(v), "D").astype("datetime64[Y]").astype(int) + 1970
                    for v in (days.min(), days.max()))
-    return time_intent([text]), [date_windows(text, tuple(range(int(first), int(last) + 1)))]
+    return tuple(range(int(first), int(last) + 1))
+
+
+def _cue_features(text: Optional[str], timeline: Timeline, eligible: Eligibility):
+    """:func:`fieldrank.temporal.question_features` for one cue over the eligible rows (non-empty).
+
+    A month or day without a year is looked up in every year the rows' creation days span
+    (computed once per eligibility).
+    """
+    if not text:
+        return None, None
+    years = eligible.derived("years", lambda: _years_spanned(timeline, eligible.rows))
+    return time_intent([text]), [date_windows(text, years)]
 
 
 def relevance_core(snapshot: Snapshot, cue: Cue, eligible: Eligibility, params: MemoryParams,
@@ -155,7 +162,7 @@ def relevance_core(snapshot: Snapshot, cue: Cue, eligible: Eligibility, params: 
         relevance_params = replace(relevance_params, alpha=1.0)
         query = snapshot.embeddings[rows[0]]
     timeline = snapshot_timeline(snapshot)
-    intent, windows = _cue_features(cue.text, timeline, rows)
+    intent, windows = _cue_features(cue.text, timeline, eligible)
     query = np.ascontiguousarray(query, dtype=np.float32)[None, :]
     scores = _run_leg(snapshot.embeddings, query, lexical[None, :], rows.size, timeline, intent, windows,
                       relevance_params, rows, check_rows=False, n_threads=0, row_order=True).scores[0]
@@ -175,9 +182,13 @@ class Admissions:
     #: Sparse graph activation: sorted rows and their activation (rows not listed: 0).
     activation_rows: np.ndarray = field(default_factory=lambda: _EMPTY_ROWS)
     activation: np.ndarray = field(default_factory=lambda: np.empty(0))
+    #: The union, set by :func:`generate` when every generator has run.
+    final_union: Optional[np.ndarray] = field(default=None, repr=False)
 
     def union(self) -> np.ndarray:
-        """Sorted unique rows admitted by any generator."""
+        """Sorted unique rows admitted by any generator (kept once :func:`generate` is done)."""
+        if self.final_union is not None:
+            return self.final_union
         parts = [rows for rows in self.by_generator.values() if rows.size]
         return np.unique(np.concatenate(parts)) if parts else _EMPTY_ROWS
 
@@ -196,11 +207,13 @@ class Admissions:
         """row -> {generator: 1-based rank} for the given rows only (the hits: a few lookups each)."""
         wanted = np.asarray(list(rows), dtype=np.int64)
         out: dict[int, dict[str, int]] = {int(r): {} for r in wanted.tolist()}
+        wanted = np.unique(wanted)
         for name in GENERATORS:
             admitted = self.by_generator.get(name)
             if admitted is None or admitted.size == 0 or wanted.size == 0:
                 continue
-            hits = np.flatnonzero(np.isin(admitted, wanted))
+            at = np.minimum(np.searchsorted(wanted, admitted), wanted.size - 1)
+            hits = np.flatnonzero(wanted[at] == admitted)  # admitted rows among the (few) wanted
             for position in hits.tolist():
                 out[int(admitted[position])][name] = position + 1
         return out
@@ -272,18 +285,22 @@ def protected_tier(snapshot: Snapshot, cue: Cue, eligible: Eligibility, core: Re
     already placed), so a durable memory that is close in meaning but shares no word with the cue
     (the truncation trap's victim) ranks as high as one the lexical half of the relevance likes.
     """
-    candidates = eligible.rows[durable_rows(snapshot, eligible.rows, params)]
+    candidates = eligible.derived(
+        "durable", lambda: eligible.rows[durable_rows(snapshot, eligible.rows, params)])
     if candidates.size == 0:
         return _EMPTY_ROWS
     by_relevance = core.order_of(candidates)
     if by_relevance.size == 0:
         return _EMPTY_ROWS
     cosine = snapshot.embeddings[by_relevance] @ cue.vector
-    by_cosine = by_relevance[np.lexsort((by_relevance, -cosine))]
-    merged = np.empty(2 * by_relevance.size, dtype=np.int64)
-    merged[0::2], merged[1::2] = by_cosine, by_relevance
-    _, first = np.unique(merged, return_index=True)
-    return merged[np.sort(first)]
+    by_cosine = np.lexsort((by_relevance, -cosine))  # positions into by_relevance
+    # In the interleaving [cosine 1st, relevance 1st, cosine 2nd, ...] the row at relevance
+    # position j first appears at min(2 · its cosine position, 2j + 1): order the rows by that.
+    count = by_relevance.size
+    cosine_position = np.empty(count, dtype=np.int64)
+    cosine_position[by_cosine] = np.arange(count)
+    first = np.minimum(2 * cosine_position, 2 * np.arange(count) + 1)
+    return by_relevance[np.argsort(first)]
 
 
 def importance(snapshot: Snapshot, cue: Cue, eligible: Eligibility, quota: int, core: Relevance,
@@ -293,55 +310,138 @@ def importance(snapshot: Snapshot, cue: Cue, eligible: Eligibility, quota: int, 
     return protected_tier(snapshot, cue, eligible, core, params)[:quota]
 
 
+class LinkIndex:
+    """The co-recall links (``{memory id: {neighbour id: weight}}``) with each memory's neighbours as
+    numpy arrays, built once per version of its dict.
+
+    The store replaces a memory's dict whenever one of its links changes (copy-on-write), so a
+    cached pair of arrays is current exactly while it was built from the dict now in the map.
+    Concurrent recalls may build the same arrays twice (equal); entries are replaced, never edited.
+    """
+
+    def __init__(self, links: Mapping[int, Mapping[int, float]]) -> None:
+        self.links = links
+        self._arrays: dict[int, tuple[Mapping[int, float], np.ndarray, np.ndarray]] = {}
+
+    def neighbours(self, memory_id: int) -> Optional[tuple[np.ndarray, np.ndarray]]:
+        """(neighbour ids int64, weights float64) in the dict's order, or None without links."""
+        current = self.links.get(memory_id)
+        if not current:
+            return None
+        cached = self._arrays.get(memory_id)
+        if cached is None or cached[0] is not current:
+            items = list(current.items())
+            cached = (current, np.fromiter((i for i, _ in items), dtype=np.int64, count=len(items)),
+                      np.fromiter((w for _, w in items), dtype=np.float64, count=len(items)))
+            if len(self._arrays) > 2 * len(self.links) + 64:  # drop the arrays of forgotten memories
+                # dict() copies in one step (no other recall can insert meanwhile), then the copy is filtered
+                self._arrays = {k: v for k, v in dict(self._arrays).items() if k in self.links}
+            self._arrays[memory_id] = cached
+        return cached[1], cached[2]
+
+
 def graph_activation(
     snapshot: Snapshot,
     cue: Cue,
     eligible: Eligibility,
     seeds: np.ndarray,
     params: MemoryParams,
-    links: Mapping[int, Mapping[int, float]],
+    links: "Mapping[int, Mapping[int, float]] | LinkIndex",
+    within: Optional[np.ndarray] = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Sparse activation (sorted rows, values) over eligible rows; see the module formula."""
+    """Sparse activation (sorted rows, values) over eligible rows; see the module formula.
+
+    ``within`` (sorted rows): only their activation is wanted (a mode without the ``graph``
+    generator reads the activation of its own candidates alone). The terms are summed per target in
+    a fixed order (seed by seed, a seed's entity terms before its link terms, the cue's entities
+    last), whichever rows are computed, so a row's activation is the same either way.
+    """
     generation = snapshot.generation
+    index = links if isinstance(links, LinkIndex) else LinkIndex(links)
     fanout = params.entity_fanout
     target_parts: list[np.ndarray] = []
     weight_parts: list[np.ndarray] = []
-    if seeds.size:
+    order_parts: list[np.ndarray] = []  # summation order of each term: 2 · seed position (+1 for links)
+    link_ids: list[np.ndarray] = []
+    link_weights: list[np.ndarray] = []
+    link_seeds: list[int] = []  # position of each link part's seed among `spreading`
+    # Only seeds with an entity (when entities count) or a co-recall link can spread activation.
+    spreading = (snapshot.has_entities[seeds] if params.entity_weight > 0 else np.zeros(seeds.size, dtype=bool))
+    if index.links and seeds.size:
+        spreading = spreading | np.fromiter((memory_id in index.links for memory_id in snapshot.ids[seeds].tolist()),
+                                            dtype=bool, count=seeds.size)
+    seed_rows, seed_weights = _EMPTY_ROWS, np.empty(0)
+    if spreading.any():
+        seed_rows = seeds[spreading]
         if cue.vector is None:  # keyword recall on text alone: every admitted seed counts fully
-            seed_weights = np.ones(seeds.size)
+            seed_weights = np.ones(seed_rows.size)
         else:
-            seed_weights = np.maximum(snapshot.embeddings[seeds] @ cue.vector, 0.0).astype(np.float64)
-        for seed, seed_weight in zip(seeds.tolist(), seed_weights.tolist()):
-            if seed_weight <= 0.0:
-                continue
+            seed_weights = np.maximum(snapshot.embeddings[seeds] @ cue.vector, 0.0).astype(np.float64)[spreading]
+        positive = seed_weights > 0.0  # a seed at cosine <= 0 spreads nothing
+        seed_rows, seed_weights = seed_rows[positive], seed_weights[positive]
+        seed_ids = snapshot.ids[seed_rows].tolist()
+        for position, (seed, seed_id, seed_weight) in enumerate(zip(seed_rows.tolist(), seed_ids,
+                                                                    seed_weights.tolist())):
             if params.entity_weight > 0:
                 for entity in generation.entities[seed]:
                     neighbours = snapshot.posting(generation.entity_index, entity)[-fanout:]
                     neighbours = neighbours[neighbours != seed]
                     target_parts.append(neighbours)
                     weight_parts.append(np.full(neighbours.size, seed_weight * params.entity_weight))
-            seed_links = links.get(int(snapshot.ids[seed]))
-            if seed_links:
-                for other_id, link_weight in list(seed_links.items()):
-                    other = snapshot.row_of(other_id)
-                    if other is not None and other != seed:
-                        target_parts.append(np.array([other], dtype=np.int64))
-                        weight_parts.append(np.array([seed_weight * link_weight]))
+                    order_parts.append(np.full(neighbours.size, 2 * position, dtype=np.int64))
+            linked = index.neighbours(seed_id)
+            if linked is not None:
+                link_ids.append(linked[0])
+                link_weights.append(linked[1])
+                link_seeds.append(position)
+    if link_ids:
+        # Every link term in one step: neighbour ids to rows of the snapshot, weight × the seed's weight.
+        sizes = np.fromiter((ids.size for ids in link_ids), dtype=np.int64, count=len(link_ids))
+        positions = np.repeat(np.asarray(link_seeds, dtype=np.int64), sizes)
+        ids = np.concatenate(link_ids)
+        rows = _rows_of_ids(snapshot, ids, within)
+        keep = (rows >= 0) & (rows != seed_rows[positions])
+        target_parts.append(rows[keep])
+        weight_parts.append((seed_weights[positions] * np.concatenate(link_weights))[keep])
+        order_parts.append(2 * positions[keep] + 1)
     if params.cue_entity_weight > 0:
         for entity in sorted(cue.entities):
             carriers = snapshot.posting(generation.entity_index, entity)[-fanout:]
             target_parts.append(carriers)
             weight_parts.append(np.full(carriers.size, params.cue_entity_weight))
+            order_parts.append(np.full(carriers.size, 2 * seed_rows.size, dtype=np.int64))
     if not target_parts:
         return _EMPTY_ROWS, np.empty(0)
-    targets = np.concatenate(target_parts)
-    weights = np.concatenate(weight_parts)
+    summation = np.argsort(np.concatenate(order_parts), kind="stable")
+    targets = np.concatenate(target_parts)[summation]
+    weights = np.concatenate(weight_parts)[summation]
     allowed = eligible.mask[targets]
+    if within is not None and within.size:
+        at = np.minimum(np.searchsorted(within, targets), within.size - 1)
+        allowed &= within[at] == targets  # within is sorted
+    elif within is not None:
+        allowed[:] = False
     targets, weights = targets[allowed], weights[allowed]
     if targets.size == 0:
         return _EMPTY_ROWS, np.empty(0)
     rows, inverse = np.unique(targets, return_inverse=True)
     return rows, np.bincount(inverse, weights=weights)
+
+
+def _rows_of_ids(snapshot: Snapshot, ids: np.ndarray, within: Optional[np.ndarray]) -> np.ndarray:
+    """The snapshot's row of each memory id (-1: none, or with ``within``, none among those rows)."""
+    if within is not None:
+        if within.size == 0:
+            return np.full(ids.size, -1, dtype=np.int64)
+        within_ids = snapshot.ids[within]
+        by_id = np.argsort(within_ids)
+        sorted_ids = within_ids[by_id]
+        at = np.minimum(np.searchsorted(sorted_ids, ids), sorted_ids.size - 1)
+        return np.where(sorted_ids[at] == ids, within[by_id[at]], -1)
+    row_of, n = snapshot.generation.row_of.get, snapshot.n
+    rows = np.fromiter((row_of(i, -1) for i in ids.tolist()), dtype=np.int64, count=ids.size)
+    rows[rows >= n] = -1
+    return rows
 
 
 _INDEPENDENT = {
@@ -370,13 +470,18 @@ def generate(
             admissions.by_generator[name] = _INDEPENDENT[name](snapshot, cue, eligible, params.quota(name), core,
                                                                params)
     seeds = admissions.union()
-    rows, activation = graph_activation(snapshot, cue, eligible, seeds, params, links)
+    # Without the graph generator only the candidates' own activation is read (their G factor);
+    # the replacement of a superseded candidate joins them later, so then every row is computed.
+    only_seeds = "graph" not in generators and not (snapshot.superseded_by[seeds] != NO_MEMORY).any()
+    rows, activation = graph_activation(snapshot, cue, eligible, seeds, params, links,
+                                        within=seeds if only_seeds else None)
     admissions.activation_rows, admissions.activation = rows, activation
     if "graph" in generators:
         quota = params.quota("graph")
         fresh = ~np.isin(rows, seeds) & (activation > 0)
         admitted = top_by_score(rows[fresh], activation[fresh], quota)[0] if quota else _EMPTY_ROWS
         admissions.by_generator["graph"] = admitted
+    admissions.final_union = admissions.union() if "graph" in admissions.by_generator else seeds
     return admissions
 
 

@@ -449,9 +449,9 @@ class LexicalLeg:
         exact scores for the others: the lexical input of the relevance core.
         """
         n = eligible.size
-        out = np.zeros(n, dtype=_SCORE_DTYPE)
         with self._lock:
             self.catch_up(texts, n)
+            out = np.zeros(n, dtype=_SCORE_DTYPE)
             if self._main is not None:
                 main = self._main.scores(query)
                 keep = self._main_fresh & (self._main_rows < n)

@@ -88,12 +88,21 @@ class ScoreFactors:
     @property
     def dominant(self) -> str:
         boosting = _BOOSTING if self.importance_norm > DEFAULT_IMPORTANCE else _BOOSTING[1:]
-        best = max(boosting, key=lambda name: (getattr(self, name), -FACTOR_NAMES.index(name)))
-        return best if getattr(self, best) > 1.0 else "sim"
+        best, best_value = boosting[0], getattr(self, boosting[0])
+        for name in boosting[1:]:  # ties: the earlier name
+            value = getattr(self, name)
+            if value > best_value:
+                best, best_value = name, value
+        return best if best_value > 1.0 else "sim"
 
     @property
     def weakest(self) -> str:
-        return min(FACTOR_NAMES, key=lambda name: (getattr(self, name), FACTOR_NAMES.index(name)))
+        weakest, weakest_value = FACTOR_NAMES[0], getattr(self, FACTOR_NAMES[0])
+        for name in FACTOR_NAMES[1:]:  # ties: the earlier name
+            value = getattr(self, name)
+            if value < weakest_value:
+                weakest, weakest_value = name, value
+        return weakest
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,9 @@ public call first applies what others committed (``PRAGMA data_version``, row re
 
 Thread-safety model. One re-entrant lock serialises writers (``add``, ``add_many``, ``update``,
 ``forget``, ``compact``, the bookkeeping at the end of a recall) and the SQLite connection. A
-recall holds the lock only to take a snapshot (rows ``[0, n)`` of the current generation and a
-copy of the live mask, O(n) bytes) and, if it reinforces, for the bookkeeping; candidate
+recall holds the lock only to take a snapshot (rows ``[0, n)`` of the current generation and
+read-only copies of the live mask and ``superseded_by``, shared until a tombstone or supersede
+changes them) and, if it reinforces, for the bookkeeping; candidate
 generation and scoring run without it, and the native prefilter releases the GIL. Rows a
 snapshot can see are never modified except the bookkeeping columns (element writes), and a
 half-added memory is never visible: writers publish the row count last (:mod:`.columns`). The
@@ -42,7 +43,7 @@ import os
 import threading
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from types import MappingProxyType
 from typing import Any, Optional, Union
 
@@ -55,7 +56,7 @@ from ._file_check import check_embedding_values
 from .columns import Generation, RowBatch, Snapshot
 from .gates import Eligibility, GateSpec, eligible_rows, failed_gates, passes_union_gates
 from .columns import NO_MEMORY
-from .generators import Admissions, Cue, Relevance, generate, generator_rank, relevance_core
+from .generators import Admissions, Cue, LinkIndex, Relevance, generate, generator_rank, relevance_core
 from .params import DEFAULT_PARAMS, MemoryParams
 from .persistence import SYNCHRONOUS_MODES, SqliteBackend, encode_labels
 from .provenance import Hit, RecallResult, ScoreFactors, WhyNot
@@ -218,6 +219,13 @@ def _rank_superseded_below_replacements(snapshot: Snapshot, factors: FactorArray
     return replace(factors, score=score)
 
 
+#: The FactorArrays column of each ScoreFactors field (the same name, except two); the float64
+#: columns in ScoreFactors' field order, and where its one bool field, ``durable``, goes among them.
+_COLUMN_OF_FIELD = {"importance": "importance_term", "tag": "tag_term"}
+_SCORE_FACTOR_FIELDS = tuple(f.name for f in fields(ScoreFactors))
+_FACTOR_COLUMNS = tuple(_COLUMN_OF_FIELD.get(name, name) for name in _SCORE_FACTOR_FIELDS if name != "durable")
+_DURABLE_FIELD = _SCORE_FACTOR_FIELDS.index("durable")
+
 #: Rows sampled (evenly, deterministically) to estimate the tenant's cosine mean and spread per cue.
 COSINE_SAMPLE_ROWS = 512
 
@@ -226,17 +234,22 @@ def _cosine_z(snapshot: Snapshot, cue: Cue, eligible: Eligibility, cosine: np.nd
     """How far each candidate's cosine lies above the eligible rows' cosines, in standard deviations.
 
     Mean and spread come from an even sample of at most :data:`COSINE_SAMPLE_ROWS` eligible rows
-    (a fixed cost per recall); with fewer than two rows every candidate gets +inf.
+    (a fixed cost per recall; the sample's embeddings are gathered once per eligibility); with
+    fewer than two rows every candidate gets +inf.
     """
     rows = eligible.rows
     if rows.size < 2:
         return np.full(cosine.size, np.inf)
-    sample = rows[:: max(1, rows.size // COSINE_SAMPLE_ROWS)]
-    sims = (snapshot.embeddings[sample] @ cue.vector).astype(np.float64)
-    spread = float(sims.std())
+    sample = eligible.derived(
+        "cosine_sample", lambda: snapshot.embeddings[rows[:: max(1, rows.size // COSINE_SAMPLE_ROWS)]])
+    sims = (sample @ cue.vector).astype(np.float64)
+    # mean and population std, the arithmetic of ndarray.mean/std (pairwise sums) without their overhead
+    mean = np.add.reduce(sims) / sims.size
+    deviation = sims - mean
+    spread = float(np.sqrt(np.add.reduce(deviation * deviation) / sims.size))
     if spread == 0.0:
-        return np.where(cosine > sims.mean(), np.inf, 0.0)
-    return (cosine - float(sims.mean())) / spread
+        return np.where(cosine > mean, np.inf, 0.0)
+    return (cosine - float(mean)) / spread
 
 
 def _reserve_protected_slots(order: np.ndarray, tier_positions: np.ndarray, k: int, slots: int
@@ -251,19 +264,37 @@ def _reserve_protected_slots(order: np.ndarray, tier_positions: np.ndarray, k: i
     if slots <= 0 or order.size <= k or tier_positions.size == 0:
         return order, frozenset()
     top, rest = order[:k], order[k:]
-    protected_top = np.isin(top, tier_positions)
+    # ``order`` is a permutation of the union's positions: membership is a lookup in a bool table.
+    protected_top = _position_table(tier_positions, order.size)[top]
     missing = slots - int(protected_top.sum())
     if missing <= 0:
         return order, frozenset()
-    entering = tier_positions[~np.isin(tier_positions, top)][:missing]
+    entering = tier_positions[~_position_table(top, order.size)[tier_positions]][:missing]
     if entering.size == 0:
         return order, frozenset()
     unprotected = np.flatnonzero(~protected_top)
     leaving_at = unprotected[::-1][:entering.size]
     leaving = top[np.sort(leaving_at)]
     kept = np.delete(top, leaving_at)
-    remaining = rest[~np.isin(rest, entering)]
+    remaining = rest[~_position_table(entering, order.size)[rest]]
     return np.concatenate([kept, entering, leaving, remaining]), frozenset(entering.tolist())
+
+
+def _position_table(positions: np.ndarray, size: int) -> np.ndarray:
+    """bool ``(size,)``: True at ``positions``."""
+    table = np.zeros(size, dtype=bool)
+    table[positions] = True
+    return table
+
+
+def _positions_in_sorted(sorted_rows: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Positions in ``sorted_rows`` (sorted, unique) of those ``rows`` it holds, in the order of ``rows``."""
+    if sorted_rows.size == 0:
+        return np.empty(0, dtype=np.int64)
+    position = np.searchsorted(sorted_rows, rows)
+    held = position < sorted_rows.size
+    held[held] = sorted_rows[position[held]] == rows[held]
+    return position[held]
 
 
 def _optional_id(value: object) -> Optional[int]:
@@ -363,6 +394,7 @@ class MemoryStore:
         self._params = params
         self._lock = threading.RLock()
         self._links: dict[int, dict[int, float]] = {}
+        self._link_index = LinkIndex(self._links)
         self._forgotten: set[int] = set()
         self._next_id = 0
         self._closed = False
@@ -732,7 +764,7 @@ class MemoryStore:
             self._next_id = max(self._next_id, first + n)
             self._generation.append(batch)
             for offset, row in stale_rows:
-                self._generation.superseded_by.buffer[row] = first + offset
+                self._generation.mark_superseded(row, first + offset)
         return batch.ids
 
     def _check_supersedes(self, replaced: list[Optional[int]], tenants: list[str]) -> list[tuple[int, int]]:
@@ -1061,7 +1093,7 @@ class MemoryStore:
         generators = MODE_GENERATORS[mode]
         core = relevance_core(snapshot, cue, eligible, params,
                               params.quota("relevance") if "relevance" in generators else 0)
-        admissions = generate(snapshot, cue, eligible, generators, params, self._links, core)
+        admissions = generate(snapshot, cue, eligible, generators, params, self._link_index, core)
         union = _with_replacements(snapshot, admissions.union(), eligible.mask)
         union = union[passes_union_gates(snapshot, union, gates)]
         factors = fuse(snapshot, union, cue, admissions.activation_of(union), core.by_row[union], params)
@@ -1085,7 +1117,7 @@ class MemoryStore:
         reserved: frozenset = frozenset()
         if mode in PROTECTING_MODES:
             tier = admissions.by_generator.get("importance", np.empty(0, np.int64))
-            tier_positions = np.searchsorted(union, tier[np.isin(tier, union)])
+            tier_positions = _positions_in_sorted(union, tier)
             # slot candidates: the tier by cosine to the cue (closest in meaning first), ties -> lower row
             tier_positions = tier_positions[np.lexsort((union[tier_positions], -factors.cosine[tier_positions]))]
             related = _cosine_z(snapshot, cue, eligible, factors.cosine[tier_positions]) >= params.protected_min_z
@@ -1094,37 +1126,43 @@ class MemoryStore:
         return _Scored(snapshot, cue, eligible, admissions, factors, order, position_scores[order], rerank, core,
                        reserved)
 
-    def _hit(self, scored: _Scored, position_in_order: int, ranks: dict[int, dict[str, int]]) -> Hit:
+    def _hits(self, scored: _Scored, positions: Sequence[int], ranks: dict[int, dict[str, int]]) -> tuple[Hit, ...]:
+        """Hits with full provenance for the given positions of ``scored.order`` (the returned k, or
+        one memory for ``why_not``): the factor columns are gathered in one step for all of them."""
         snapshot, f = scored.snapshot, scored.factors
-        i = int(scored.order[position_in_order])
-        row = int(f.rows[i])
-        factors = ScoreFactors(
-            sim=float(f.sim[i]), importance=float(f.importance_term[i]), valence=float(f.valence[i]),
-            tag=float(f.tag_term[i]), graph=float(f.graph[i]), cosine=float(f.cosine[i]),
-            importance_norm=float(f.importance_norm[i]), retrieval_strength=float(f.retrieval_strength[i]),
-            storage_strength=float(f.storage_strength[i]), storage_bounded=float(f.storage_bounded[i]),
-            tag_containment=float(f.tag_containment[i]), graph_activation=float(f.graph_activation[i]),
-            score=float(f.score[i]), relevance=float(f.relevance[i]), durable=bool(f.durable[i]),
-            entity=float(f.entity[i]), entity_containment=float(f.entity_containment[i]),
-        )
-        admitted = ranks.get(row, {})
-        return Hit(
-            id=int(snapshot.ids[row]),
-            rank=position_in_order + 1,
-            score=float(scored.ranking_scores[position_in_order]),
-            fused_score=float(f.score[i]),
-            rerank_score=float(scored.ranking_scores[position_in_order]) if scored.rerank else None,
-            text=snapshot.generation.texts[row],
-            tenant=snapshot.tenant_of(row),
-            factors=factors,
-            dominant_factor=factors.dominant,
-            weakest_factor=factors.weakest,
-            admitted_by=MappingProxyType({g: admitted[g] for g in GENERATORS if g in admitted}),
-            age_days=max(scored.cue.at_time - float(snapshot.created_at[row]), 0.0) / SECONDS_PER_DAY,
-            recall_count=int(snapshot.recall_count[row]),
-            reserved_slot=i in scored.reserved,
-            superseded_by=_optional_id(snapshot.superseded_by[row]),
-        )
+        where = np.asarray(positions, dtype=np.int64)
+        at = scored.order[where]
+        rows = f.rows[at]
+        # float64 columns in ScoreFactors' field order (``durable`` is the one bool, read apart)
+        values = np.stack([getattr(f, name) for name in _FACTOR_COLUMNS], axis=1)[at].tolist()
+        durable = f.durable[at].tolist()
+        ranking_scores = scored.ranking_scores[where].tolist()
+        ids, created = snapshot.ids[rows].tolist(), snapshot.created_at[rows].tolist()
+        counts, replaced_by = snapshot.recall_count[rows].tolist(), snapshot.superseded_by[rows].tolist()
+        texts, at_time, rerank = snapshot.generation.texts, scored.cue.at_time, scored.rerank
+        hits = []
+        for j, (position, i, row) in enumerate(zip(positions, at.tolist(), rows.tolist())):
+            factor_values = values[j]
+            factors = ScoreFactors(*factor_values[:_DURABLE_FIELD], durable[j], *factor_values[_DURABLE_FIELD:])
+            admitted = ranks.get(row, {})
+            hits.append(Hit(
+                id=ids[j],
+                rank=position + 1,
+                score=ranking_scores[j],
+                fused_score=factors.score,
+                rerank_score=ranking_scores[j] if rerank else None,
+                text=texts[row],
+                tenant=snapshot.tenant_of(row),
+                factors=factors,
+                dominant_factor=factors.dominant,
+                weakest_factor=factors.weakest,
+                admitted_by=MappingProxyType({g: admitted[g] for g in GENERATORS if g in admitted}),
+                age_days=max(at_time - created[j], 0.0) / SECONDS_PER_DAY,
+                recall_count=counts[j],
+                reserved_slot=i in scored.reserved,
+                superseded_by=None if replaced_by[j] == NO_MEMORY else replaced_by[j],
+            ))
+        return tuple(hits)
 
     def recall(
         self,
@@ -1201,7 +1239,7 @@ class MemoryStore:
         scored = self._score(snapshot, cue, gates, mode, k)
         top = min(k, scored.order.size)
         ranks = scored.admissions.ranks_for(scored.factors.rows[scored.order[:top]].tolist())
-        hits = tuple(self._hit(scored, position, ranks) for position in range(min(k, scored.order.size)))
+        hits = self._hits(scored, range(top), ranks)
         # Defence in depth: a memory appears at most once (an update mid-recall cannot duplicate it).
         seen: set[int] = set()
         unique_hits = []
@@ -1236,29 +1274,35 @@ class MemoryStore:
             if self._closed:
                 return
             generation = self._generation
-            updates = []
+            live_ids, rows = [], []
             for memory_id in memory_ids:
                 row = generation.row_of.get(memory_id)
                 if row is None or not generation.live.buffer[row]:
                     continue  # forgotten meanwhile
-                last = generation.last_access.buffer[row]
-                storage = generation.storage_strength.buffer[row]
-                strength = float(retrieval_strength(np.array([last]), np.array([storage]), at_time, params)[0])
-                gain = float(params.storage_gain * (1.0 - strength))
-                generation.storage_strength.buffer[row] = storage + gain
-                generation.last_access.buffer[row] = max(last, at_time)
-                generation.recall_count.buffer[row] = min(int(generation.recall_count.buffer[row]) + 1,
-                                                           RECALL_COUNT_RANGE[1])
-                updates.append((float(at_time), gain, memory_id))
-            live_ids = [u[2] for u in updates]
+                live_ids.append(memory_id)
+                rows.append(row)
+            # The returned memories are distinct: their updates are independent, one vectorised step.
+            at = np.asarray(rows, dtype=np.int64)
+            last = generation.last_access.buffer[at]
+            storage = generation.storage_strength.buffer[at]
+            gains = params.storage_gain * (1.0 - retrieval_strength(last, storage, at_time, params))
+            generation.storage_strength.buffer[at] = storage + gains
+            generation.last_access.buffer[at] = np.maximum(last, at_time)
+            generation.recall_count.buffer[at] = np.minimum(generation.recall_count.buffer[at] + 1,
+                                                            RECALL_COUNT_RANGE[1])
+            updates = [(float(at_time), gain, memory_id) for gain, memory_id in zip(gains.tolist(), live_ids)]
             link_rows = []
             if params.hebbian_rate > 0:
+                changed: dict[int, dict[int, float]] = {}
                 for i, a in enumerate(live_ids):
                     for b in live_ids[i + 1:]:
                         low, high = min(a, b), max(a, b)
                         weight = self._links.get(low, {}).get(high, 0.0)
-                        self._set_link(low, high, weight + params.hebbian_rate * (1.0 - weight))
+                        weight += params.hebbian_rate * (1.0 - weight)
+                        changed.setdefault(low, {})[high] = weight
+                        changed.setdefault(high, {})[low] = weight
                         link_rows.append((low, high, params.hebbian_rate))
+                self._set_links(changed)
             if self._backend is not None and updates:
                 after = self._backend.reinforce(updates, link_rows)
                 for memory_id, (last, count, storage) in after["rows"].items():
@@ -1267,13 +1311,19 @@ class MemoryStore:
                         generation.last_access.buffer[row] = last
                         generation.recall_count.buffer[row] = count
                         generation.storage_strength.buffer[row] = storage
+                written: dict[int, dict[int, float]] = {}
                 for (low, high), weight in after["links"].items():
-                    self._set_link(low, high, weight)
+                    written.setdefault(low, {})[high] = weight
+                    written.setdefault(high, {})[low] = weight
+                self._set_links(written)
 
-    def _set_link(self, low: int, high: int, weight: float) -> None:
-        for x, y in ((low, high), (high, low)):
-            neighbours = dict(self._links.get(x, {}))  # copy-on-write
-            neighbours[y] = weight
+    def _set_links(self, changed: dict[int, dict[int, float]]) -> None:
+        """Apply new link weights, ``{memory: {neighbour: weight}}`` (both directions given; caller holds
+        the lock). Copy-on-write: a recall iterating a neighbour dict never sees it change; one copy
+        per memory, however many of its links changed."""
+        for x, weights in changed.items():
+            neighbours = dict(self._links.get(x, {}))
+            neighbours.update(weights)
             self._links[x] = neighbours
 
     # ------------------------------------------------------------------ why not
@@ -1352,7 +1402,7 @@ class MemoryStore:
             return WhyNot(memory_id, "not_admitted", detail, generator_ranks=generator_ranks, quotas=quotas)
         position = int(np.flatnonzero(scored.order == in_union[0])[0])
         ranks = scored.admissions.ranks_for([row])
-        hit = self._hit(scored, position, ranks)
+        hit = self._hits(scored, [position], ranks)[0]
         cutoff_position = min(k, scored.order.size) - 1
         cutoff = float(scored.ranking_scores[cutoff_position])
         generator_ranks = MappingProxyType({g: hit.admitted_by.get(g) for g in generators})
