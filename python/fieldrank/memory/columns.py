@@ -15,14 +15,16 @@ new buffer, so no buffer a snapshot holds is ever moved or shrunk.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Mapping, Optional
 
 import numpy as np
 
 from ..temporal import time_cues
+from . import tier as tier_statistics
 from .lexical import LexicalLeg
 from .params import MemoryParams
 from .schema import TIERS
+from .tier import TierStatistics
 
 __all__ = ["Generation", "GrowingArray", "RowBatch", "Snapshot"]
 
@@ -140,6 +142,10 @@ class Generation:
         #: id -> row of its current (live) version.
         self.row_of: dict[int, int] = {}
         self.lexical = LexicalLeg(params)
+        self._durable_importance = params.durable_importance
+        #: tenant code -> cosine statistics of its durable rows (:mod:`.tier`); an entry is replaced,
+        #: never modified, on every write, so a reader holding one sees a consistent object.
+        self.tier_stats: dict[int, TierStatistics] = {}
         #: Published row count: readers never look at rows >= n.
         self.n = 0
         self.n_live = 0
@@ -195,6 +201,16 @@ class Generation:
         self.entities.extend(batch.entities)
         for code in np.unique(codes):
             self._post(self.tenant_rows, int(code), rows[codes == code])
+        durable = (batch.importance >= self._durable_importance) | np.array(
+            [t == "core" for t in batch.tiers], dtype=bool)
+        for code in np.unique(codes):
+            code = int(code)
+            tenant_rows = self.tenant_rows[code].view()
+            tenant_live = tenant_rows[self.live.buffer[tenant_rows]]
+            chosen = codes == code
+            self.tier_stats[code] = tier_statistics.added(
+                self.tier_stats.get(code, TierStatistics.empty()), self.embeddings.buffer, tenant_live,
+                rows[chosen], durable[chosen])
         for index, labels_per_row in ((self.tag_index, batch.tags), (self.entity_index, batch.entities)):
             by_label: dict[str, list[int]] = {}
             for offset, labels in enumerate(labels_per_row):
@@ -213,6 +229,8 @@ class Generation:
         if self.live.buffer[row]:
             self.live.buffer[row] = False
             self.n_live -= 1
+            code = int(self.tenant_codes.buffer[row])
+            self.tier_stats[code] = tier_statistics.removed(self.tier_stats[code], self.embeddings.buffer, row)
 
     def snapshot(self) -> Snapshot:
         """A consistent view for one reader: O(1) views plus an O(n)-byte live-mask copy (caller holds the lock)."""
@@ -234,6 +252,7 @@ class Generation:
             session_keys=self.session_keys.buffer[:n],
             time_cue=self.time_cue.buffer[:n],
             superseded_by=self.superseded_by.buffer[:n].copy(),
+            tier_stats=self.tier_stats,
         )
 
 
@@ -258,6 +277,9 @@ class Snapshot:
     time_cue: np.ndarray
     #: A copy (it changes in place when a memory is superseded).
     superseded_by: np.ndarray
+    #: The generation's tenant code -> :class:`~.tier.TierStatistics` (entries are replaced, never
+    #: modified; rows past ``n`` in an entry are never looked up).
+    tier_stats: Mapping[int, TierStatistics]
 
     def posting(self, index: dict, key: object) -> np.ndarray:
         """Rows of ``index[key]`` published in this snapshot (empty if the key is absent)."""

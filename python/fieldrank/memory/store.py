@@ -54,7 +54,7 @@ from ._file_check import check_embedding_values
 from .columns import Generation, RowBatch, Snapshot
 from .gates import Eligibility, GateSpec, eligible_rows, failed_gates, passes_union_gates
 from .columns import NO_MEMORY
-from .generators import Admissions, Cue, Relevance, generate, generator_rank, relevance_core
+from .generators import Admissions, Cue, Relevance, by_cue_z, generate, generator_rank, relevance_core
 from .params import DEFAULT_PARAMS, MemoryParams
 from .persistence import SYNCHRONOUS_MODES, SqliteBackend, encode_labels
 from .provenance import Hit, RecallResult, ScoreFactors, WhyNot
@@ -217,48 +217,23 @@ def _rank_superseded_below_replacements(snapshot: Snapshot, factors: FactorArray
     return replace(factors, score=score)
 
 
-#: Rows sampled (evenly, deterministically) to estimate the tenant's cosine mean and spread per cue.
-COSINE_SAMPLE_ROWS = 512
+def _reserve_protected_slots(order: np.ndarray, chosen: np.ndarray, k: int) -> tuple[np.ndarray, frozenset]:
+    """Make sure every one of ``chosen`` (positions into the union) is in the top ``k`` of ``order``.
 
-
-def _cosine_z(snapshot: Snapshot, cue: Cue, eligible: Eligibility, cosine: np.ndarray) -> np.ndarray:
-    """How far each candidate's cosine lies above the eligible rows' cosines, in standard deviations.
-
-    Mean and spread come from an even sample of at most :data:`COSINE_SAMPLE_ROWS` eligible rows
-    (a fixed cost per recall); with fewer than two rows every candidate gets +inf.
+    ``chosen`` are the protected memories the cue-conditioned gate picked for the reserved share
+    (at most ``protected_share · k`` of them, best first). Those already in the top ``k`` keep
+    their place; each missing one takes the place of the lowest-ranked hit that is not chosen,
+    and the displaced hits come next, in their order. Returns the new order and the positions that
+    entered through a reserved slot.
     """
-    rows = eligible.rows
-    if rows.size < 2:
-        return np.full(cosine.size, np.inf)
-    sample = rows[:: max(1, rows.size // COSINE_SAMPLE_ROWS)]
-    sims = (snapshot.embeddings[sample] @ cue.vector).astype(np.float64)
-    spread = float(sims.std())
-    if spread == 0.0:
-        return np.where(cosine > sims.mean(), np.inf, 0.0)
-    return (cosine - float(sims.mean())) / spread
-
-
-def _reserve_protected_slots(order: np.ndarray, tier_positions: np.ndarray, k: int, slots: int
-                             ) -> tuple[np.ndarray, frozenset]:
-    """Reserve up to ``slots`` of the top ``k`` for protected candidates (durable and related to the cue).
-
-    ``tier_positions`` are the eligible protected candidates (positions into the union) in the
-    protected tier's order for this cue (cosine first). When fewer than ``slots`` of them rank in
-    the top ``k``, the first missing ones take the places of the lowest-ranked unprotected hits;
-    the displaced hits come next. Returns the new order and the positions that took a slot.
-    """
-    if slots <= 0 or order.size <= k or tier_positions.size == 0:
+    if chosen.size == 0 or order.size <= k:
         return order, frozenset()
     top, rest = order[:k], order[k:]
-    protected_top = np.isin(top, tier_positions)
-    missing = slots - int(protected_top.sum())
-    if missing <= 0:
-        return order, frozenset()
-    entering = tier_positions[~np.isin(tier_positions, top)][:missing]
+    entering = chosen[~np.isin(chosen, top)]
     if entering.size == 0:
         return order, frozenset()
-    unprotected = np.flatnonzero(~protected_top)
-    leaving_at = unprotected[::-1][:entering.size]
+    replaceable = np.flatnonzero(~np.isin(top, chosen))
+    leaving_at = replaceable[::-1][:entering.size]
     leaving = top[np.sort(leaving_at)]
     kept = np.delete(top, leaving_at)
     remaining = rest[~np.isin(rest, entering)]
@@ -1084,14 +1059,14 @@ class MemoryStore:
             order = np.lexsort((ids, -factors.score))
             position_scores = factors.score
         reserved: frozenset = frozenset()
-        if mode in PROTECTING_MODES:
+        slots = int(params.protected_share * k)
+        if mode in PROTECTING_MODES and slots > 0:
             tier = admissions.by_generator.get("importance", np.empty(0, np.int64))
-            tier_positions = np.searchsorted(union, tier[np.isin(tier, union)])
-            # slot candidates: the tier by cosine to the cue (closest in meaning first), ties -> lower row
-            tier_positions = tier_positions[np.lexsort((union[tier_positions], -factors.cosine[tier_positions]))]
-            related = _cosine_z(snapshot, cue, eligible, factors.cosine[tier_positions]) >= params.protected_min_z
-            order, reserved = _reserve_protected_slots(order, tier_positions[related], k,
-                                                       int(params.protected_share * k))
+            tier_rows, z = by_cue_z(snapshot, cue, tier[np.isin(tier, union)])
+            # the cue-conditioned gate: only a durable memory whose similarity to this cue is
+            # unusual for it (memory-side z >= protected_min_z) may hold a reserved slot
+            chosen = np.searchsorted(union, tier_rows[z >= params.protected_min_z][:slots])
+            order, reserved = _reserve_protected_slots(order, chosen, k)
         return _Scored(snapshot, cue, eligible, admissions, factors, order, position_scores[order], rerank, core,
                        reserved)
 
