@@ -192,6 +192,27 @@ def _with_replacements(snapshot: Snapshot, union: np.ndarray, eligible: np.ndarr
     return np.unique(np.concatenate([union, np.asarray(extra, dtype=np.int64)])) if extra else union
 
 
+def _rank_other_entities_below_the_cues(snapshot: Snapshot, factors: FactorArrays, margin: float) -> FactorArrays:
+    """Cap every candidate about other entities only at the best cue-entity candidate's score minus ``margin``.
+
+    With cue entities, a memory about entities none of which is the cue's (the lexical twin "Sarah's
+    favourite food" for "What is Sara's favourite food?") may still be returned, but never above
+    the best candidate about one of the cue's entities: how much the relevance core likes the twin's
+    words grows with the store (z units over more rows), a bounded additive penalty does not.
+    No-op without cue entities or without a candidate about them.
+    """
+    about_cue = factors.entity_containment > 0
+    labels = snapshot.generation.entities
+    has_entities = np.fromiter((bool(labels[r]) for r in factors.rows.tolist()), dtype=bool, count=factors.rows.size)
+    other = has_entities & ~about_cue  # about entities, none of them the cue's
+    if not about_cue.any() or not other.any():
+        return factors
+    ceiling = float(factors.score[about_cue].max()) - margin
+    score = factors.score.copy()
+    score[other] = np.minimum(score[other], ceiling)
+    return replace(factors, score=score)
+
+
 def _rank_superseded_below_replacements(snapshot: Snapshot, factors: FactorArrays, margin: float) -> FactorArrays:
     """Cap a superseded candidate's score at its replacement's minus ``margin`` (when both are candidates).
 
@@ -1041,6 +1062,8 @@ class MemoryStore:
         union = _with_replacements(snapshot, admissions.union(), eligible.mask)
         union = union[passes_union_gates(snapshot, union, gates)]
         factors = fuse(snapshot, union, cue, admissions.activation_of(union), core.by_row[union], params)
+        if cue.entities:
+            factors = _rank_other_entities_below_the_cues(snapshot, factors, params.other_entity_margin)
         factors = _rank_superseded_below_replacements(snapshot, factors, params.superseded_margin)
         ids = snapshot.ids[union]
         rerank = mode == "rerank" and union.size > 0
