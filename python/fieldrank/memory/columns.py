@@ -205,11 +205,14 @@ class Generation:
             [t == "core" for t in batch.tiers], dtype=bool)
         for code in np.unique(codes):
             code = int(code)
-            tenant_rows = self.tenant_rows[code].view()
-            tenant_live = tenant_rows[self.live.buffer[tenant_rows]]
             chosen = codes == code
+
+            def tenant_live(code: int = code) -> np.ndarray:
+                tenant_rows = self.tenant_rows[code].view()
+                return tenant_rows[self.live.buffer[tenant_rows]]
+
             self.tier_stats[code] = tier_statistics.added(
-                self.tier_stats.get(code, TierStatistics.empty()), self.embeddings.buffer, tenant_live,
+                self.tier_stats.get(code, TierStatistics.empty(self.dim)), self.embeddings.buffer, tenant_live,
                 rows[chosen], durable[chosen])
         for index, labels_per_row in ((self.tag_index, batch.tags), (self.entity_index, batch.entities)):
             by_label: dict[str, list[int]] = {}

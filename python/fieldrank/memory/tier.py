@@ -30,7 +30,7 @@ import numpy as np
 __all__ = ["TierStatistics", "added", "removed"]
 
 #: Rows multiplied at once when updating or computing the sums (bounds the D × rows temporary).
-CHUNK_ROWS = 4096
+CHUNK_ROWS = 16384
 #: Reference memories a durable memory needs before its z-score is defined; below it (a store of a
 #: few memories, where nothing is truncated anyway) every durable memory gets z = +inf.
 MIN_REFERENCE_ROWS = 2
@@ -42,18 +42,21 @@ _EMPTY_ROWS = np.empty(0, dtype=np.int64)
 class TierStatistics:
     """Cosine sums of one tenant's durable rows against the tenant's other live rows.
 
-    ``rows`` are the tenant's live durable rows (sorted); ``total[i]`` and ``total_sq[i]`` are
-    Σ cos and Σ cos² of ``rows[i]`` against the ``count − 1`` other live rows of the tenant.
+    ``rows`` are the tenant's live durable rows (sorted) and ``vectors`` their embeddings (a
+    contiguous copy, so an add multiplies by it without gathering rows); ``total[i]`` and
+    ``total_sq[i]`` are Σ cos and Σ cos² of ``rows[i]`` against the ``count − 1`` other live rows
+    of the tenant.
     """
 
     rows: np.ndarray
+    vectors: np.ndarray
     total: np.ndarray
     total_sq: np.ndarray
     count: int
 
     @classmethod
-    def empty(cls) -> TierStatistics:
-        return cls(_EMPTY_ROWS, np.empty(0), np.empty(0), 0)
+    def empty(cls, dim: int) -> TierStatistics:
+        return cls(_EMPTY_ROWS, np.empty((0, dim), dtype=np.float32), np.empty(0), np.empty(0), 0)
 
     def cue_z(self, rows: np.ndarray, cosine: np.ndarray) -> np.ndarray:
         """Memory-side z-score of each of ``rows`` (durable rows of this tenant) for a cue with ``cosine``.
@@ -79,50 +82,71 @@ class TierStatistics:
         return out
 
 
-def _sums(durable: np.ndarray, others: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Σ and Σ² of ``durable @ others.T`` per durable row (float64 accumulation, chunked)."""
+def _sums(products: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Σ and Σ² per column of an (other rows × durable rows) block of cosines, accumulated in float64."""
+    products = products.astype(np.float64)
+    return products.sum(axis=0), np.einsum("ij,ij->j", products, products)
+
+
+def _sums_against(durable: np.ndarray, embeddings: np.ndarray, rows: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Σ and Σ² of the cosines of each ``durable`` vector with the embeddings of ``rows`` (sorted, < ``n``).
+
+    When ``rows`` cover most of ``[0, n)`` the products are taken over that contiguous block (no
+    gather of the rows) and the other rows' columns dropped; otherwise the rows are gathered in
+    chunks of :data:`CHUNK_ROWS`.
+    """
     total = np.zeros(durable.shape[0])
     total_sq = np.zeros(durable.shape[0])
-    if durable.shape[0] == 0:
+    if durable.shape[0] == 0 or rows.size == 0:
         return total, total_sq
-    for start in range(0, others.shape[0], CHUNK_ROWS):
-        products = (durable @ others[start:start + CHUNK_ROWS].T).astype(np.float64)
-        total += products.sum(axis=1)
-        total_sq += np.einsum("ij,ij->i", products, products)
+    contiguous = 2 * rows.size >= n
+    for start in range(0, rows.size, CHUNK_ROWS):
+        chunk = rows[start:start + CHUNK_ROWS]
+        if contiguous:
+            low, high = int(chunk[0]), int(chunk[-1]) + 1
+            products = (embeddings[low:high] @ durable.T)[chunk - low]
+        else:
+            products = embeddings[chunk] @ durable.T
+        part, part_sq = _sums(products)
+        total += part
+        total_sq += part_sq
     return total, total_sq
 
 
-def added(stats: TierStatistics, embeddings: np.ndarray, live_rows: np.ndarray, new_rows: np.ndarray,
+def added(stats: TierStatistics, embeddings: np.ndarray, live_rows, new_rows: np.ndarray,
           new_durable: np.ndarray) -> TierStatistics:
-    """The statistics after ``new_rows`` joined the tenant (already among ``live_rows``).
+    """The statistics after ``new_rows`` joined the tenant (already live).
 
-    ``embeddings`` holds every row (at least up to the new ones); ``live_rows`` are the tenant's
-    live rows including the new ones; ``new_durable`` (bool per new row) marks the durable ones.
+    ``embeddings`` holds every row (at least up to the new ones); ``live_rows()`` returns the
+    tenant's live rows including the new ones (called only when a new row is durable);
+    ``new_durable`` (bool per new row) marks the durable ones.
     """
     new_rows = np.asarray(new_rows, dtype=np.int64)
-    fresh = embeddings[new_rows]
-    old_total, old_sq = _sums(embeddings[stats.rows], fresh)
-    total, total_sq = stats.total + old_total, stats.total_sq + old_sq
+    total, total_sq = stats.total, stats.total_sq
+    if stats.rows.size:
+        increment, increment_sq = _sums_against(stats.vectors, embeddings, new_rows, int(new_rows[-1]) + 1)
+        total, total_sq = total + increment, total_sq + increment_sq
     durable_rows = new_rows[np.asarray(new_durable, dtype=bool)]
+    rows, vectors = stats.rows, stats.vectors
     if durable_rows.size:
-        vectors = embeddings[durable_rows]
-        new_total, new_sq = _sums(vectors, embeddings[live_rows])
-        self_cos = np.einsum("ij,ij->i", vectors, vectors).astype(np.float64)  # each row against itself
+        fresh = np.ascontiguousarray(embeddings[durable_rows])
+        reference = live_rows()
+        new_total, new_sq = _sums_against(fresh, embeddings, reference, int(reference[-1]) + 1)
+        self_cos = np.einsum("ij,ij->i", fresh, fresh).astype(np.float64)  # each row against itself
+        rows = np.concatenate([rows, durable_rows])  # new rows come after every existing row: still sorted
+        vectors = np.concatenate([vectors, fresh])
         total = np.concatenate([total, new_total - self_cos])
         total_sq = np.concatenate([total_sq, new_sq - self_cos * self_cos])
-        rows = np.concatenate([stats.rows, durable_rows])
-        order = np.argsort(rows, kind="stable")
-        rows, total, total_sq = rows[order], total[order], total_sq[order]
-    else:
-        rows = stats.rows
-    return TierStatistics(rows, total, total_sq, stats.count + int(new_rows.size))
+    return TierStatistics(rows, vectors, total, total_sq, stats.count + int(new_rows.size))
 
 
 def removed(stats: TierStatistics, embeddings: np.ndarray, row: int) -> TierStatistics:
     """The statistics after the live ``row`` of this tenant was forgotten."""
     keep = stats.rows != row
-    rows, total, total_sq = stats.rows[keep], stats.total[keep], stats.total_sq[keep]
+    rows, vectors, total, total_sq = stats.rows, stats.vectors, stats.total, stats.total_sq
+    if not keep.all():
+        rows, vectors, total, total_sq = rows[keep], vectors[keep], total[keep], total_sq[keep]
     if rows.size:
-        products = (embeddings[rows] @ embeddings[row]).astype(np.float64)
+        products = (vectors @ embeddings[row]).astype(np.float64)
         total, total_sq = total - products, total_sq - products * products
-    return TierStatistics(rows, total, total_sq, stats.count - 1)
+    return TierStatistics(rows, vectors, total, total_sq, stats.count - 1)
