@@ -49,14 +49,17 @@ bm25_delta_fraction       0.125    ... or this share of the main index, whicheve
 ``relevance_params`` and ``bm25_params`` default to the calibrated ``default`` preset
 (``fieldrank/data/default_config.toml``, read through :func:`fieldrank.config.default_config`), so
 the store's relevance core is that preset's scorer: :func:`fieldrank.temporal.temporal_batch` over
-the eligible rows with the same BM25. B, τ, γ, the protected share and its relevance threshold
-were chosen on the store's own adversarial suite (``benchmarks/memory_scenarios.py``), not on
-LoCoMo, so the suite's figures are not a held-out estimate; ``protected_share`` was fitted on the
-even-numbered scenarios of each case at 10k filler (the smallest share of k whose case-(a) hit@10
-reaches 0.6 there: 0.2 gave 0.52, 0.3 gave 0.67), the odd-numbered ones held out (docs/memory.md). Every boost is bounded: together they
-add at most B + τ + γ + ε = 4.0 to a memory's relevance, so a memory whose relevance leads by more
-than that is never buried by them (the entity term may also subtract ε from a memory about
-another entity than the cue's, and a valence mismatch at most 1).
+the eligible rows with the same BM25. B, τ, γ and ε were chosen on the store's own adversarial
+suites, not on LoCoMo, so the suite's figures are not a held-out estimate for them;
+``protected_min_z`` = 2 is a principled threshold (the cue's cosine two standard deviations above
+what the memory usually gets); ``protected_share`` was fitted on the even-numbered scenarios of
+each case of ``benchmarks/memory_adversarial.py`` at 10k filler (the smallest share of k whose
+case-(a) hit@10 reaches 0.6 there: 0.2 gave 0.52, 0.3 gave 0.67), the odd-numbered ones held out
+(docs/memory.md, "Protection and ranking"). Every boost is bounded: together they add at most
+B + τ + γ + ε = 4.0 to a memory's relevance, so a memory whose relevance leads by more than that
+is never buried by them (the entity term may also subtract ε from a memory about another entity
+than the cue's, and a valence mismatch at most 1); with cue entities, a memory about other
+entities only is capped below the best candidate about a cue entity (``other_entity_margin``).
 """
 
 from __future__ import annotations

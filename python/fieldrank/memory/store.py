@@ -11,11 +11,12 @@ Pipeline of one recall:
    admitted whole; the union is taken, plus the replacement of every superseded candidate
    (:mod:`.generators`);
 4. **gates on the union** (re-checked per candidate);
-5. **fused score** of every candidate: relevance plus bounded additive terms, superseded
+5. **fused score** of every candidate: relevance plus bounded additive terms; with cue
+   entities, memories about other entities capped below the best one about the cue's; superseded
    memories capped below their replacement (:mod:`.scoring`); in ``rerank`` mode the fused union
    is then reranked by CFS-R or CFS (``fieldrank.cfsr_pool`` / ``cfs_pool`` with the fused scores
    as the pool's query similarities);
-6. the top ``k``, with a reserved share for protected memories close to the cue, with
+6. the top ``k``, with a reserved share for the protected memories a cue-conditioned gate picks, with
    provenance (:mod:`.provenance`); with ``reinforce=True`` the returned memories are
    strengthened and linked (SPEC §8 recall dynamics), as SQL increments with a file.
 
