@@ -91,10 +91,10 @@ def test_a_protected_constraint_survives_candidate_generation(suite, scenario, c
 
 @pytest.mark.parametrize("mode", ["hybrid", "full"])
 def test_a_friday_rule_takes_a_reserved_slot(suite, mode):
-    """issue 17: the rule is the protected tier's first memory for the cue; in this small, topical
-    store its cosine is 1.5 sd above the tenant's (below the default slot threshold of 2), so with
-    the threshold at 1 it takes the reserved slot of k = 5."""
-    store, key_to_id = build_store(suite, suite_params(DEFAULT_PARAMS.replace(protected_min_z=1.0)))
+    """issue 17: the rule is the protected tier's first memory for the cue; the cue's cosine to it is
+    2.7 sd above the rule's cosines to the tenant's other memories (memory-side z, above the
+    default slot threshold of 2), so it takes the reserved slot of k = 5 with default parameters."""
+    store, key_to_id = build_store(suite, suite_params(DEFAULT_PARAMS))
     cue = cue_by_key(suite, "a1")
     result = recall_cue(store, suite, cue, mode, SUITE_K)
     assert result.admitted["importance"][0] == key_to_id["a1_rule"]
@@ -165,8 +165,7 @@ def test_e_salient_memory_is_held_down_by_valence(suite, scenario):
 
 
 def test_metrics_per_mode(suite):
-    # the slot threshold at 1 sd: this ~100-memory store is too topical for the default 2 (see above)
-    store, key_to_id = build_store(suite, suite_params(DEFAULT_PARAMS.replace(protected_min_z=1.0)))
+    store, key_to_id = build_store(suite, suite_params(DEFAULT_PARAMS))
     metrics = evaluate(store, key_to_id, suite, repeats=1)
     assert set(metrics) == set(MODES)
     for mode in ("vector", "keyword"):

@@ -3,7 +3,7 @@
 :class:`MemoryStore` keeps memories (text, embedding, importance, strengths, valence, tier,
 tags, entities) per tenant, in memory or in a SQLite file, and recalls them without the
 *truncation trap*: every durable memory is scanned with the cue and reaches fused scoring (a
-share of k is reserved for the ones closest to the cue), the relevance core is the ``default``
+share of k is reserved for the ones the cue is unusually close to), the relevance core is the ``default``
 preset's scorer, the store's own signals are bounded additive terms on it, and every hit carries
 its provenance. See ``docs/memory.md``, "Protection and ranking".
 """

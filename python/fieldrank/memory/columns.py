@@ -25,14 +25,16 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Callable, Hashable, Optional
+from typing import Any, Callable, Hashable, Mapping, Optional
 
 import numpy as np
 
 from ..temporal import time_cues
+from . import tier as tier_statistics
 from .lexical import LexicalLeg
 from .params import MemoryParams
 from .schema import SECONDS_PER_DAY, TIERS
+from .tier import TierStatistics
 
 __all__ = ["DerivedCache", "Generation", "GrowingArray", "RowBatch", "Snapshot", "creation_days"]
 
@@ -205,6 +207,10 @@ class Generation:
         #: id -> row of its current (live) version.
         self.row_of: dict[int, int] = {}
         self.lexical = LexicalLeg(params, ids=self.ids, sessions=self.session_keys, live=self.live)
+        self._durable_importance = params.durable_importance
+        #: tenant code -> cosine statistics of its durable rows (:mod:`.tier`); an entry is replaced,
+        #: never modified, on every write, so a reader holding one sees a consistent object.
+        self.tier_stats: dict[int, TierStatistics] = {}
         #: Published row count: readers never look at rows >= n.
         self.n = 0
         self.n_live = 0
@@ -270,6 +276,19 @@ class Generation:
         self.entities.extend(batch.entities)
         for code in np.unique(codes):
             self._post(self.tenant_rows, int(code), rows[codes == code])
+        durable = (batch.importance >= self._durable_importance) | np.array(
+            [t == "core" for t in batch.tiers], dtype=bool)
+        for code in np.unique(codes):
+            code = int(code)
+            chosen = codes == code
+
+            def tenant_live(code: int = code) -> np.ndarray:
+                tenant_rows = self.tenant_rows[code].view()
+                return tenant_rows[self.live.buffer[tenant_rows]]
+
+            self.tier_stats[code] = tier_statistics.added(
+                self.tier_stats.get(code, TierStatistics.empty(self.dim)), self.embeddings.buffer, tenant_live,
+                rows[chosen], durable[chosen])
         for index, labels_per_row in ((self.tag_index, batch.tags), (self.entity_index, batch.entities)):
             by_label: dict[str, list[int]] = {}
             for offset, labels in enumerate(labels_per_row):
@@ -290,6 +309,8 @@ class Generation:
             self.n_live -= 1
             self.lexical.note_forgotten(row)  # its words leave BM25 and its neighbours' documents
             self.live_version += 1
+            code = int(self.tenant_codes.buffer[row])
+            self.tier_stats[code] = tier_statistics.removed(self.tier_stats[code], self.embeddings.buffer, row)
 
     def mark_superseded(self, row: int, by: int) -> None:
         """Record that memory ``by`` supersedes ``row`` (a single-element write; caller holds the store lock)."""
@@ -325,6 +346,7 @@ class Generation:
             creation_days=self.creation_days.buffer[:n],
             has_entities=self.has_entities.buffer[:n],
             superseded_by=superseded_by,
+            tier_stats=self.tier_stats,
         )
 
 
@@ -353,6 +375,9 @@ class Snapshot:
     has_entities: np.ndarray
     #: A read-only copy (the column changes in place when a memory is superseded).
     superseded_by: np.ndarray
+    #: The generation's tenant code -> :class:`~.tier.TierStatistics` (entries are replaced, never
+    #: modified; rows past ``n`` in an entry are never looked up).
+    tier_stats: Mapping[int, TierStatistics]
 
     def posting(self, index: dict, key: object) -> np.ndarray:
         """Rows of ``index[key]`` published in this snapshot (empty if the key is absent)."""

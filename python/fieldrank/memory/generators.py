@@ -16,8 +16,9 @@ generator               admits (best first; every tie -> lower row, i.e. older i
 ``tag``                 rows carrying a cue tag, by containment |cue ∩ tags| / |cue| then newest
 ``temporal``            rows created nearest the cue time (``cue_time``, default ``at_time``)
 ``importance``          the protected tier: durable rows (importance >= ``durable_importance`` or
-                        tier ``core``) ordered for this cue by cosine and by the relevance core,
-                        interleaved; top ``importance_quota`` (cue-conditioned: no global top-n)
+                        tier ``core``) ordered for this cue by the memory-side z-score of its cosine
+                        (:mod:`.tier`) and by the relevance core, interleaved; top
+                        ``importance_quota`` (cue-conditioned: no global top-n)
 ``graph``               rows with the highest graph activation from the other generators' rows
 ======================  ==========================================================================
 
@@ -48,7 +49,7 @@ from .schema import GENERATORS, TIERS
 
 CORE_TIER_CODE = TIERS.index("core")
 
-__all__ = ["Admissions", "Cue", "LinkIndex", "Relevance", "generate", "relevance_core"]
+__all__ = ["Admissions", "Cue", "LinkIndex", "Relevance", "by_cue_z", "generate", "relevance_core", "tier_cue_z"]
 
 _EMPTY_ROWS = np.empty(0, dtype=np.int64)
 
@@ -277,13 +278,50 @@ def temporal(snapshot: Snapshot, cue: Cue, eligible: Eligibility, quota: int, co
     return top_by_score(rows, closeness, quota)[0]
 
 
+def tier_cue_z(snapshot: Snapshot, rows: np.ndarray, cosine: np.ndarray) -> np.ndarray:
+    """Memory-side z-score of the cue for each durable row (:mod:`.tier`); rows of one tenant.
+
+    Rows without statistics (not durable) get +inf; see :meth:`.tier.TierStatistics.cue_z`.
+    """
+    rows = np.asarray(rows, dtype=np.int64)
+    if rows.size == 0:
+        return np.empty(0)
+    stats = snapshot.tier_stats.get(int(snapshot.tenant_codes[rows[0]]))
+    if stats is None:
+        return np.full(rows.size, np.inf)
+    return stats.cue_z(rows, cosine)
+
+
+def by_cue_z(snapshot: Snapshot, cue: Cue, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Durable ``rows`` ordered by the cue's memory-side z-score (best first, ties -> lower row), and their z."""
+    rows = np.sort(np.asarray(rows, dtype=np.int64))
+    if rows.size == 0 or cue.vector is None:
+        return rows, np.full(rows.size, np.inf)
+    stats = snapshot.tier_stats.get(int(snapshot.tenant_codes[rows[0]]))
+    if stats is not None and stats.rows.size:
+        # the tier's own contiguous copy of its vectors: one matrix-vector product, no gather from
+        # the store's rows; einsum's own loop, not a BLAS call: a multi-threaded BLAS gemv of a
+        # few thousand rows contends with the native legs' threads and costs 10-40x more
+        position = np.minimum(np.searchsorted(stats.rows, rows), stats.rows.size - 1)
+        known = stats.rows[position] == rows
+        cosine = np.where(known, np.einsum("ij,j->i", stats.vectors, cue.vector).astype(np.float64)[position], 0.0)
+        if not known.all():
+            cosine[~known] = snapshot.embeddings[rows[~known]] @ cue.vector
+    else:
+        cosine = (snapshot.embeddings[rows] @ cue.vector).astype(np.float64)
+    z = tier_cue_z(snapshot, rows, cosine)
+    order = np.lexsort((rows, -z))
+    return rows[order], z[order]
+
+
 def protected_tier(snapshot: Snapshot, cue: Cue, eligible: Eligibility, core: Relevance,
                    params: MemoryParams) -> np.ndarray:
-    """The durable eligible rows ordered for the cue: by cosine and by relevance, interleaved.
+    """The durable eligible rows ordered for the cue: by memory-side z and by relevance, interleaved.
 
-    Position 2i holds the i-th best by cosine, 2i + 1 the i-th best by relevance (skipping rows
-    already placed), so a durable memory that is close in meaning but shares no word with the cue
-    (the truncation trap's victim) ranks as high as one the lexical half of the relevance likes.
+    Position 2i holds the i-th best by the cue's memory-side z-score (:mod:`.tier`: how unusual
+    the cue's cosine is for that memory), 2i + 1 the i-th best by relevance (skipping rows already
+    placed), so a durable memory that is close in meaning but shares no word with the cue (the
+    truncation trap's victim) ranks as high as one the lexical half of the relevance likes.
     """
     candidates = eligible.derived(
         "durable", lambda: eligible.rows[durable_rows(snapshot, eligible.rows, params)])
@@ -292,15 +330,11 @@ def protected_tier(snapshot: Snapshot, cue: Cue, eligible: Eligibility, core: Re
     by_relevance = core.order_of(candidates)
     if by_relevance.size == 0:
         return _EMPTY_ROWS
-    cosine = snapshot.embeddings[by_relevance] @ cue.vector
-    by_cosine = np.lexsort((by_relevance, -cosine))  # positions into by_relevance
-    # In the interleaving [cosine 1st, relevance 1st, cosine 2nd, ...] the row at relevance
-    # position j first appears at min(2 · its cosine position, 2j + 1): order the rows by that.
-    count = by_relevance.size
-    cosine_position = np.empty(count, dtype=np.int64)
-    cosine_position[by_cosine] = np.arange(count)
-    first = np.minimum(2 * cosine_position, 2 * np.arange(count) + 1)
-    return by_relevance[np.argsort(first)]
+    by_z, _ = by_cue_z(snapshot, cue, candidates)
+    merged = np.empty(2 * by_relevance.size, dtype=np.int64)
+    merged[0::2], merged[1::2] = by_z, by_relevance
+    _, first = np.unique(merged, return_index=True)
+    return merged[np.sort(first)]
 
 
 def importance(snapshot: Snapshot, cue: Cue, eligible: Eligibility, quota: int, core: Relevance,

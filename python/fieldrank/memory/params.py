@@ -20,13 +20,16 @@ temporal_quota            20       candidates nearest in time to the cue time
 importance_quota          4096     cap on the protected tier per recall (every durable eligible memory up to it)
 graph_quota               20       entity-graph neighbours of the other candidates
 durable_importance        0.7      importance from which a memory is durable (tier "core" always is)
-protected_share           0.2      share of k reserved for protected (durable, relevant) memories
-protected_min_z           2.0      cosine z (vs the tenant's rows) a durable memory needs for a reserved slot
+protected_share           0.3      share of k reserved for the durable memories the cue-conditioned gate picks
+protected_min_z           2.0      memory-side z of the cue's cosine (vs the memory's cosines to the tenant's
+                                   other memories, :mod:`.tier`) a durable memory needs for a reserved slot
 importance_boost (B)      1.0      additive importance term B · In · D' (z units of relevance)
 tag_boost (τ)             0.5      additive cue-tag containment term τ · tag
 graph_boost (γ)           0.5      additive graph term γ · a / (1 + a), a = graph activation
 entity_boost (ε)          2.0      cue-entity term: +ε · |E(cue) ∩ E(T)| / |E(cue)|, −ε for another entity
 superseded_margin         0.1      a superseded memory scores at most its replacement's score minus this
+other_entity_margin       0.1      with cue entities, a memory about other entities only scores at most the best
+                                   candidate about a cue entity minus this
 valence_weight            0.5      V = 1 − valence_weight · |v_T − v_C| / 2 (when a cue valence is given)
 sim_floor                 0.01     sim = max(cosine, sim_floor)
 importance_floor          0.01     In = clip(importance, importance_floor, 1)
@@ -46,12 +49,17 @@ bm25_delta_fraction       0.125    ... or this share of the main index, whicheve
 ``relevance_params`` and ``bm25_params`` default to the calibrated ``default`` preset
 (``fieldrank/data/default_config.toml``, read through :func:`fieldrank.config.default_config`), so
 the store's relevance core is that preset's scorer: :func:`fieldrank.temporal.temporal_batch` over
-the eligible rows with the same BM25. B, τ, γ, the protected share and its relevance threshold
-were chosen on the store's own adversarial suite (``benchmarks/memory_scenarios.py``), not on
-LoCoMo, so the suite's figures are not a held-out estimate. Every boost is bounded: together they
-add at most B + τ + γ + ε = 4.0 to a memory's relevance, so a memory whose relevance leads by more
-than that is never buried by them (the entity term may also subtract ε from a memory about
-another entity than the cue's, and a valence mismatch at most 1).
+the eligible rows with the same BM25. B, τ, γ and ε were chosen on the store's own adversarial
+suites, not on LoCoMo, so the suite's figures are not a held-out estimate for them;
+``protected_min_z`` = 2 is a principled threshold (the cue's cosine two standard deviations above
+what the memory usually gets); ``protected_share`` was fitted on the even-numbered scenarios of
+each case of ``benchmarks/memory_adversarial.py`` at 10k filler (the smallest share of k whose
+case-(a) hit@10 reaches 0.6 there: 0.2 gave 0.52, 0.3 gave 0.67), the odd-numbered ones held out
+(docs/memory.md, "Protection and ranking"). Every boost is bounded: together they add at most
+B + τ + γ + ε = 4.0 to a memory's relevance, so a memory whose relevance leads by more than that
+is never buried by them (the entity term may also subtract ε from a memory about another entity
+than the cue's, and a valence mismatch at most 1); with cue entities, a memory about other
+entities only is capped below the best candidate about a cue entity (``other_entity_margin``).
 """
 
 from __future__ import annotations
@@ -115,13 +123,14 @@ DEFAULT_TEMPORAL_QUOTA = 20
 DEFAULT_IMPORTANCE_QUOTA = 4096
 DEFAULT_GRAPH_QUOTA = 20
 DEFAULT_DURABLE_IMPORTANCE = 0.7
-DEFAULT_PROTECTED_SHARE = 0.2
+DEFAULT_PROTECTED_SHARE = 0.3
 DEFAULT_PROTECTED_MIN_Z = 2.0
 DEFAULT_IMPORTANCE_BOOST = 1.0
 DEFAULT_TAG_BOOST = 0.5
 DEFAULT_GRAPH_BOOST = 0.5
 DEFAULT_ENTITY_BOOST = 2.0
 DEFAULT_SUPERSEDED_MARGIN = 0.1
+DEFAULT_OTHER_ENTITY_MARGIN = 0.1
 DEFAULT_VALENCE_WEIGHT = 0.5
 DEFAULT_SIM_FLOOR = 0.01
 DEFAULT_IMPORTANCE_FLOOR = 0.01
@@ -140,7 +149,7 @@ _QUOTA_FIELDS = (
 )
 _NON_NEGATIVE_REAL_FIELDS = (
     "importance_boost", "tag_boost", "graph_boost", "entity_boost", "storage_gain", "entity_weight", "cue_entity_weight",
-    "superseded_margin",
+    "superseded_margin", "other_entity_margin",
 )
 _REAL_FIELDS = ("protected_min_z",)
 _UNIT_INTERVAL_FIELDS = (
@@ -180,6 +189,7 @@ class MemoryParams:
     graph_boost: float = DEFAULT_GRAPH_BOOST
     entity_boost: float = DEFAULT_ENTITY_BOOST
     superseded_margin: float = DEFAULT_SUPERSEDED_MARGIN
+    other_entity_margin: float = DEFAULT_OTHER_ENTITY_MARGIN
     valence_weight: float = DEFAULT_VALENCE_WEIGHT
     sim_floor: float = DEFAULT_SIM_FLOOR
     importance_floor: float = DEFAULT_IMPORTANCE_FLOOR

@@ -11,11 +11,12 @@ Pipeline of one recall:
    admitted whole; the union is taken, plus the replacement of every superseded candidate
    (:mod:`.generators`);
 4. **gates on the union** (re-checked per candidate);
-5. **fused score** of every candidate: relevance plus bounded additive terms, superseded
+5. **fused score** of every candidate: relevance plus bounded additive terms; with cue
+   entities, memories about other entities capped below the best one about the cue's; superseded
    memories capped below their replacement (:mod:`.scoring`); in ``rerank`` mode the fused union
    is then reranked by CFS-R or CFS (``fieldrank.cfsr_pool`` / ``cfs_pool`` with the fused scores
    as the pool's query similarities);
-6. the top ``k``, with a reserved share for protected memories close to the cue, with
+6. the top ``k``, with a reserved share for the protected memories a cue-conditioned gate picks, with
    provenance (:mod:`.provenance`); with ``reinforce=True`` the returned memories are
    strengthened and linked (SPEC §8 recall dynamics), as SQL increments with a file.
 
@@ -56,7 +57,7 @@ from ._file_check import check_embedding_values
 from .columns import Generation, RowBatch, Snapshot
 from .gates import Eligibility, GateSpec, eligible_rows, failed_gates, passes_union_gates
 from .columns import NO_MEMORY
-from .generators import Admissions, Cue, LinkIndex, Relevance, generate, generator_rank, relevance_core
+from .generators import Admissions, Cue, LinkIndex, Relevance, by_cue_z, generate, generator_rank, relevance_core
 from .params import DEFAULT_PARAMS, MemoryParams
 from .persistence import SYNCHRONOUS_MODES, SqliteBackend, encode_labels
 from .provenance import Hit, RecallResult, ScoreFactors, WhyNot
@@ -194,6 +195,27 @@ def _with_replacements(snapshot: Snapshot, union: np.ndarray, eligible: np.ndarr
     return np.unique(np.concatenate([union, np.asarray(extra, dtype=np.int64)])) if extra else union
 
 
+def _rank_other_entities_below_the_cues(snapshot: Snapshot, factors: FactorArrays, margin: float) -> FactorArrays:
+    """Cap every candidate about other entities only at the best cue-entity candidate's score minus ``margin``.
+
+    With cue entities, a memory about entities none of which is the cue's (the lexical twin "Sarah's
+    favourite food" for "What is Sara's favourite food?") may still be returned, but never above
+    the best candidate about one of the cue's entities: how much the relevance core likes the twin's
+    words grows with the store (z units over more rows), a bounded additive penalty does not.
+    No-op without cue entities or without a candidate about them.
+    """
+    about_cue = factors.entity_containment > 0
+    labels = snapshot.generation.entities
+    has_entities = np.fromiter((bool(labels[r]) for r in factors.rows.tolist()), dtype=bool, count=factors.rows.size)
+    other = has_entities & ~about_cue  # about entities, none of them the cue's
+    if not about_cue.any() or not other.any():
+        return factors
+    ceiling = float(factors.score[about_cue].max()) - margin
+    score = factors.score.copy()
+    score[other] = np.minimum(score[other], ceiling)
+    return replace(factors, score=score)
+
+
 def _rank_superseded_below_replacements(snapshot: Snapshot, factors: FactorArrays, margin: float) -> FactorArrays:
     """Cap a superseded candidate's score at its replacement's minus ``margin`` (when both are candidates).
 
@@ -226,54 +248,23 @@ _SCORE_FACTOR_FIELDS = tuple(f.name for f in fields(ScoreFactors))
 _FACTOR_COLUMNS = tuple(_COLUMN_OF_FIELD.get(name, name) for name in _SCORE_FACTOR_FIELDS if name != "durable")
 _DURABLE_FIELD = _SCORE_FACTOR_FIELDS.index("durable")
 
-#: Rows sampled (evenly, deterministically) to estimate the tenant's cosine mean and spread per cue.
-COSINE_SAMPLE_ROWS = 512
+def _reserve_protected_slots(order: np.ndarray, chosen: np.ndarray, k: int) -> tuple[np.ndarray, frozenset]:
+    """Make sure every one of ``chosen`` (positions into the union) is in the top ``k`` of ``order``.
 
-
-def _cosine_z(snapshot: Snapshot, cue: Cue, eligible: Eligibility, cosine: np.ndarray) -> np.ndarray:
-    """How far each candidate's cosine lies above the eligible rows' cosines, in standard deviations.
-
-    Mean and spread come from an even sample of at most :data:`COSINE_SAMPLE_ROWS` eligible rows
-    (a fixed cost per recall; the sample's embeddings are gathered once per eligibility); with
-    fewer than two rows every candidate gets +inf.
+    ``chosen`` are the protected memories the cue-conditioned gate picked for the reserved share
+    (at most ``protected_share · k`` of them, best first). Those already in the top ``k`` keep
+    their place; each missing one takes the place of the lowest-ranked hit that is not chosen,
+    and the displaced hits come next, in their order. Returns the new order and the positions that
+    entered through a reserved slot.
     """
-    rows = eligible.rows
-    if rows.size < 2:
-        return np.full(cosine.size, np.inf)
-    sample = eligible.derived(
-        "cosine_sample", lambda: snapshot.embeddings[rows[:: max(1, rows.size // COSINE_SAMPLE_ROWS)]])
-    sims = (sample @ cue.vector).astype(np.float64)
-    # mean and population std, the arithmetic of ndarray.mean/std (pairwise sums) without their overhead
-    mean = np.add.reduce(sims) / sims.size
-    deviation = sims - mean
-    spread = float(np.sqrt(np.add.reduce(deviation * deviation) / sims.size))
-    if spread == 0.0:
-        return np.where(cosine > mean, np.inf, 0.0)
-    return (cosine - float(mean)) / spread
-
-
-def _reserve_protected_slots(order: np.ndarray, tier_positions: np.ndarray, k: int, slots: int
-                             ) -> tuple[np.ndarray, frozenset]:
-    """Reserve up to ``slots`` of the top ``k`` for protected candidates (durable and related to the cue).
-
-    ``tier_positions`` are the eligible protected candidates (positions into the union) in the
-    protected tier's order for this cue (cosine first). When fewer than ``slots`` of them rank in
-    the top ``k``, the first missing ones take the places of the lowest-ranked unprotected hits;
-    the displaced hits come next. Returns the new order and the positions that took a slot.
-    """
-    if slots <= 0 or order.size <= k or tier_positions.size == 0:
+    if chosen.size == 0 or order.size <= k:
         return order, frozenset()
     top, rest = order[:k], order[k:]
-    # ``order`` is a permutation of the union's positions: membership is a lookup in a bool table.
-    protected_top = _position_table(tier_positions, order.size)[top]
-    missing = slots - int(protected_top.sum())
-    if missing <= 0:
-        return order, frozenset()
-    entering = tier_positions[~_position_table(top, order.size)[tier_positions]][:missing]
+    entering = chosen[~np.isin(chosen, top)]
     if entering.size == 0:
         return order, frozenset()
-    unprotected = np.flatnonzero(~protected_top)
-    leaving_at = unprotected[::-1][:entering.size]
+    replaceable = np.flatnonzero(~np.isin(top, chosen))
+    leaving_at = replaceable[::-1][:entering.size]
     leaving = top[np.sort(leaving_at)]
     kept = np.delete(top, leaving_at)
     remaining = rest[~_position_table(entering, order.size)[rest]]
@@ -1097,6 +1088,8 @@ class MemoryStore:
         union = _with_replacements(snapshot, admissions.union(), eligible.mask)
         union = union[passes_union_gates(snapshot, union, gates)]
         factors = fuse(snapshot, union, cue, admissions.activation_of(union), core.by_row[union], params)
+        if cue.entities:
+            factors = _rank_other_entities_below_the_cues(snapshot, factors, params.other_entity_margin)
         factors = _rank_superseded_below_replacements(snapshot, factors, params.superseded_margin)
         ids = snapshot.ids[union]
         rerank = mode == "rerank" and union.size > 0
@@ -1115,14 +1108,14 @@ class MemoryStore:
             order = np.lexsort((ids, -factors.score))
             position_scores = factors.score
         reserved: frozenset = frozenset()
-        if mode in PROTECTING_MODES:
+        slots = int(params.protected_share * k)
+        if mode in PROTECTING_MODES and slots > 0:
             tier = admissions.by_generator.get("importance", np.empty(0, np.int64))
-            tier_positions = _positions_in_sorted(union, tier)
-            # slot candidates: the tier by cosine to the cue (closest in meaning first), ties -> lower row
-            tier_positions = tier_positions[np.lexsort((union[tier_positions], -factors.cosine[tier_positions]))]
-            related = _cosine_z(snapshot, cue, eligible, factors.cosine[tier_positions]) >= params.protected_min_z
-            order, reserved = _reserve_protected_slots(order, tier_positions[related], k,
-                                                       int(params.protected_share * k))
+            tier_rows, z = by_cue_z(snapshot, cue, tier[np.isin(tier, union)])
+            # the cue-conditioned gate: only a durable memory whose similarity to this cue is
+            # unusual for it (memory-side z >= protected_min_z) may hold a reserved slot
+            chosen = np.searchsorted(union, tier_rows[z >= params.protected_min_z][:slots])
+            order, reserved = _reserve_protected_slots(order, chosen, k)
         return _Scored(snapshot, cue, eligible, admissions, factors, order, position_scores[order], rerank, core,
                        reserved)
 
