@@ -21,3 +21,4 @@ void register_ring(py::module_& m);
 void register_rrf(py::module_& m);
 void register_quantized(py::module_& m);
 void register_temporal(py::module_& m);
+void register_bm25(py::module_& m);

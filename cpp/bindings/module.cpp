@@ -1,7 +1,7 @@
 #include "common.hpp"
 
 PYBIND11_MODULE(_core, m) {
-    m.doc() = "fieldrank native core: prefilter, CFS-R, CFS, MMR, Ring, weighted RRF and the temporal leg.";
+    m.doc() = "fieldrank native core: prefilter, CFS-R, CFS, MMR, Ring, weighted RRF, the temporal leg and BM25 scoring.";
     register_info(m);
     register_results(m);
     register_prefilter(m);
@@ -12,4 +12,5 @@ PYBIND11_MODULE(_core, m) {
     register_rrf(m);
     register_quantized(m);
     register_temporal(m);
+    register_bm25(m);
 }

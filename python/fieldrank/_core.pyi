@@ -23,6 +23,7 @@ _I8Matrix = npt.NDArray[np.int8]  # (N, d) int8 codes, C-contiguous
 _I32Vector = npt.NDArray[np.int32]  # (N,) int32
 _F64Matrix = npt.NDArray[np.float64]  # (B, N) float64, C-contiguous
 _U8Vector = npt.NDArray[np.uint8]  # (N,) 0/1 flags
+_F32Result = npt.NDArray[np.float32]  # (B, N) float32 returned by value (C-ordered, owned)
 
 DEFAULTS: dict[str, Union[int, float]]
 """The one table of defaults (``cpp/include/fieldrank/defaults.hpp``); ``fieldrank.DEFAULTS`` copies it."""
@@ -260,6 +261,20 @@ def temporal_batch(
 
     row_order=True: (B, n) scores of every row in the order of rows, ids empty, k unused.
     """
+
+# BM25 scoring (python/fieldrank/bm25.py)
+
+def bm25_scores_batch(
+    data: _F32Vector,
+    indices: _I32Vector,
+    indptr: _I64Vector,
+    n_docs: int,
+    token_offsets: _I64Vector,
+    token_ids: _I64Vector,
+    n_threads: int = 0,
+) -> _F32Result:
+    """(B, n_docs) float32 BM25 scores from bm25s's eager CSC arrays; query b's tokens are
+    token_ids[token_offsets[b]:token_offsets[b + 1]]. Bit-identical to bm25s's get_scores_from_ids."""
 
 # Reduced-precision prefilter (python/fieldrank/quantized.py)
 

@@ -75,6 +75,8 @@ import bm25s
 import numpy as np
 import Stemmer
 
+from . import _core
+
 __all__ = [
     "BM25_METHODS",
     "DEFAULT_PARAMS",
@@ -614,10 +616,36 @@ class BM25Index:
         return np.asarray(ids, dtype=self._retriever.int_dtype)
 
     def _scores_from_ids(self, token_ids: np.ndarray) -> np.ndarray:
-        if token_ids.size == 0:
-            return np.zeros(self._n_docs, dtype=_SCORE_DTYPE)
-        scores = self._retriever.get_scores_from_ids(token_ids)
-        return np.asarray(scores, dtype=_SCORE_DTYPE)
+        return self._scores_matrix([token_ids], 1)[0]
+
+    def _scores_matrix(self, token_ids: Sequence[np.ndarray], n_threads: int = 1) -> np.ndarray:
+        """(B, N) float32 scores of every document for each query's token ids.
+
+        ``bm25s.BM25.get_scores_from_ids``, bit for bit, in native code (``_core.bm25_scores_batch``:
+        the same float32 additions in the same order, postings read in place, GIL released, one
+        query per thread); a query without a known token scores 0 everywhere. An index whose
+        arrays have other dtypes than bm25s's defaults (float32 data, int32 indices, int64
+        indptr) is scored by bm25s itself.
+        """
+        matrix = self._retriever.scores
+        native = (matrix["data"].dtype == np.float32 and matrix["indices"].dtype == np.int32
+                  and matrix["indptr"].dtype == np.int64)
+        if not native:
+            rows = [np.zeros(self._n_docs, dtype=_SCORE_DTYPE) if ids.size == 0
+                    else np.asarray(self._retriever.get_scores_from_ids(ids), dtype=_SCORE_DTYPE) for ids in token_ids]
+            return np.stack(rows) if rows else np.zeros((0, self._n_docs), dtype=_SCORE_DTYPE)
+        offsets = np.zeros(len(token_ids) + 1, dtype=np.int64)
+        np.cumsum([ids.size for ids in token_ids], out=offsets[1:])
+        flat = np.concatenate(token_ids).astype(np.int64) if token_ids else np.empty(0, dtype=np.int64)
+        scores = _core.bm25_scores_batch(matrix["data"], matrix["indices"], matrix["indptr"], self._n_docs, offsets,
+                                         flat, n_threads)
+        nonoccurrence = self._retriever.nonoccurrence_array
+        if nonoccurrence is not None:
+            # BM25L / BM25+: bm25s adds the query's non-occurrence constant (a float32 sum) last.
+            for b, ids in enumerate(token_ids):
+                if ids.size:
+                    scores[b] += nonoccurrence[ids].sum()
+        return scores
 
     def _overlap_mask(self, token_ids: np.ndarray) -> np.ndarray:
         """Boolean mask of documents containing at least one of ``token_ids``.
@@ -666,11 +694,14 @@ class BM25Index:
             raise ValueError(msg)
         return mask
 
-    def _rank(self, token_ids: np.ndarray, k: int, mask: np.ndarray | None) -> IdsScores:
-        """The single-query ranking shared by :meth:`top` and :meth:`top_batch`."""
+    def _rank(self, token_ids: np.ndarray, k: int, mask: np.ndarray | None,
+              scores: np.ndarray | None = None) -> IdsScores:
+        """The single-query ranking shared by :meth:`top` and :meth:`top_batch` (``scores``: the
+        query's :meth:`_scores_matrix` row when the caller has it already)."""
         if token_ids.size == 0:
             return _empty_ranking()
-        scores = self._scores_from_ids(token_ids)
+        if scores is None:
+            scores = self._scores_from_ids(token_ids)
         eligible = scores > 0
         if self._retriever.nonoccurrence_array is not None:
             # bm25l / bm25+ add a constant to every document: test term overlap explicitly.

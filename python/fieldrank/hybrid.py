@@ -912,15 +912,17 @@ class LegPlan:
         bm25 = retriever._bm25
         if (self.lexical_depth or (self.lexical_scores and lexical_scores is None)) and n:
             token_ids = [bm25._token_ids(tokens) for tokens in bm25._tokenize(texts)]
+            # Every document's scores of all queries in one native call when a leg blends them;
+            # the BM25 top lists then rank those rows instead of scoring again.
+            if self.lexical_scores and lexical_scores is None:
+                g.lex_scores = bm25._scores_matrix(token_ids, n_threads)
             if self.lexical_depth:
                 mask = None
                 if sub is not None:
                     mask = np.zeros(len(bm25), dtype=bool)
                     mask[sub] = True
-                g.lex_top = [bm25._rank(ids, self.lexical_depth, mask) for ids in token_ids]
-            if self.lexical_scores and lexical_scores is None:
-                scores = [bm25._scores_from_ids(ids) for ids in token_ids]
-                g.lex_scores = scores[0][None, :] if n == 1 else np.stack(scores)
+                rows = g.lex_scores if g.lex_scores is not None else [None] * n
+                g.lex_top = [bm25._rank(ids, self.lexical_depth, mask, row) for ids, row in zip(token_ids, rows)]
         if lexical_scores is not None:
             g.lex_scores = lexical_scores
         columns = [kind.run(leg, retriever, g) if n else [] for leg, kind in zip(self.legs, self.kinds)]
