@@ -18,11 +18,11 @@ struct Index3 {  // a small CSC index: 3 terms over 6 documents
 };
 
 RowMatrixXf score(const Index3& x, const std::vector<Index>& offsets, const std::vector<Index>& tokens,
-                  Index n_threads = 1, Index n_docs = 6) {
+                  Index n_threads = 1, Index n_docs = 6, Index doc_begin = 0, Index doc_end = -1) {
     return bm25_scores_batch(x.data.data(), static_cast<Index>(x.data.size()), x.indices.data(),
                              static_cast<Index>(x.indices.size()), x.indptr.data(), static_cast<Index>(x.indptr.size()),
                              n_docs, offsets.data(), static_cast<Index>(offsets.size()), tokens.data(),
-                             static_cast<Index>(tokens.size()), n_threads);
+                             static_cast<Index>(tokens.size()), doc_begin, doc_end < 0 ? n_docs : doc_end, n_threads);
 }
 
 }  // namespace
@@ -41,6 +41,11 @@ TEST_CASE("bm25: scores are the float32 sums of the postings in token order") {
     CHECK(s(0, 4) == 0.0f);
     CHECK(s.row(1).isZero());
     CHECK(s(2, 1) == 0.1f && s(2, 3) == 2.0f && s(2, 5) == 0.3f && s(2, 0) == 0.0f);
+    // A block of documents: the same columns, bit for bit.
+    const RowMatrixXf block = score(x, {0, 4, 4, 5}, {2, 0, 1, 0, 1}, 2, 6, 2, 5);
+    REQUIRE(block.rows() == 3 && block.cols() == 3);
+    CHECK(block == s.middleCols(2, 3));
+    CHECK(score(x, {0, 1}, {0}, 1, 6, 4, 4).cols() == 0);
 }
 
 TEST_CASE("bm25: the batch does not depend on the thread count") {
@@ -78,6 +83,8 @@ TEST_CASE("bm25: out-of-range tokens, postings and bad offsets are refused") {
     CHECK_THROWS_WITH(score(x, {0, 2}, {0}), std::invalid_argument, "token_offsets must end");
     CHECK_THROWS_WITH(score(x, {1, 1}, {0}), std::invalid_argument, "token_offsets must start at 0");
     CHECK_THROWS_AS(score(x, {0, 1}, {2}, 1, 3), std::out_of_range);  // document 3 beyond n_docs = 3
+    CHECK_THROWS_WITH(score(x, {0, 1}, {0}, 1, 6, 3, 2), std::invalid_argument, "[doc_begin, doc_end)");
+    CHECK_THROWS_WITH(score(x, {0, 1}, {0}, 1, 6, 0, 7), std::invalid_argument, "[doc_begin, doc_end)");
     x.indptr[3] = 9;
     CHECK_THROWS_WITH(score(x, {0, 1}, {2}), std::invalid_argument, "outside [0, 7)");
 }

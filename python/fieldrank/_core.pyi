@@ -271,10 +271,13 @@ def bm25_scores_batch(
     n_docs: int,
     token_offsets: _I64Vector,
     token_ids: _I64Vector,
+    doc_begin: int = 0,
+    doc_end: Optional[int] = None,
     n_threads: int = 0,
 ) -> _F32Result:
-    """(B, n_docs) float32 BM25 scores from bm25s's eager CSC arrays; query b's tokens are
-    token_ids[token_offsets[b]:token_offsets[b + 1]]. Bit-identical to bm25s's get_scores_from_ids."""
+    """(B, doc_end - doc_begin) float32 BM25 scores of the documents [doc_begin, doc_end) (None: n_docs)
+    from bm25s's eager CSC arrays; query b's tokens are token_ids[token_offsets[b]:token_offsets[b + 1]].
+    Bit-identical to bm25s's get_scores_from_ids on those columns."""
 
 # Reduced-precision prefilter (python/fieldrank/quantized.py)
 

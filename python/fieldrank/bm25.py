@@ -59,6 +59,7 @@ with ``allow_pickle=False`` (nothing is unpickled) and validates the parameters.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import numbers
@@ -618,8 +619,10 @@ class BM25Index:
     def _scores_from_ids(self, token_ids: np.ndarray) -> np.ndarray:
         return self._scores_matrix([token_ids], 1)[0]
 
-    def _scores_matrix(self, token_ids: Sequence[np.ndarray], n_threads: int = 1) -> np.ndarray:
-        """(B, N) float32 scores of every document for each query's token ids.
+    def _scores_matrix(self, token_ids: Sequence[np.ndarray], n_threads: int = 1,
+                       docs: tuple[int, int] | None = None) -> np.ndarray:
+        """(B, N) float32 scores of every document for each query's token ids (``docs=(begin, end)``:
+        of the documents ``begin .. end - 1`` only, (B, end - begin)).
 
         ``bm25s.BM25.get_scores_from_ids``, bit for bit, in native code (``_core.bm25_scores_batch``:
         the same float32 additions in the same order, postings read in place, GIL released, one
@@ -627,18 +630,21 @@ class BM25Index:
         arrays have other dtypes than bm25s's defaults (float32 data, int32 indices, int64
         indptr) is scored by bm25s itself.
         """
-        matrix = self._retriever.scores
-        native = (matrix["data"].dtype == np.float32 and matrix["indices"].dtype == np.int32
-                  and matrix["indptr"].dtype == np.int64)
-        if not native:
+        begin, end = (0, self._n_docs) if docs is None else docs
+        arrays = self._native_arrays()
+        if arrays is None:
             rows = [np.zeros(self._n_docs, dtype=_SCORE_DTYPE) if ids.size == 0
                     else np.asarray(self._retriever.get_scores_from_ids(ids), dtype=_SCORE_DTYPE) for ids in token_ids]
-            return np.stack(rows) if rows else np.zeros((0, self._n_docs), dtype=_SCORE_DTYPE)
-        offsets = np.zeros(len(token_ids) + 1, dtype=np.int64)
-        np.cumsum([ids.size for ids in token_ids], out=offsets[1:])
-        flat = np.concatenate(token_ids).astype(np.int64) if token_ids else np.empty(0, dtype=np.int64)
-        scores = _core.bm25_scores_batch(matrix["data"], matrix["indices"], matrix["indptr"], self._n_docs, offsets,
-                                         flat, n_threads)
+            full = np.stack(rows) if rows else np.zeros((0, self._n_docs), dtype=_SCORE_DTYPE)
+            return full[:, begin:end]
+        if len(token_ids) == 1:
+            flat = token_ids[0].astype(np.int64)
+            offsets = np.array([0, flat.size], dtype=np.int64)
+        else:
+            offsets = np.fromiter(itertools.accumulate((ids.size for ids in token_ids), initial=0), dtype=np.int64,
+                                  count=len(token_ids) + 1)
+            flat = np.concatenate(token_ids).astype(np.int64) if token_ids else np.empty(0, dtype=np.int64)
+        scores = _core.bm25_scores_batch(*arrays, self._n_docs, offsets, flat, begin, end, n_threads)
         nonoccurrence = self._retriever.nonoccurrence_array
         if nonoccurrence is not None:
             # BM25L / BM25+: bm25s adds the query's non-occurrence constant (a float32 sum) last.
@@ -646,6 +652,15 @@ class BM25Index:
                 if ids.size:
                     scores[b] += nonoccurrence[ids].sum()
         return scores
+
+    def _native_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """(data, indices, indptr) of the bm25s matrix when the native scorer reads them as they are."""
+        cached = getattr(self, "_native_arrays_cache", None)
+        if cached is None:
+            m = self._retriever.scores
+            fits = (m["data"].dtype == np.float32 and m["indices"].dtype == np.int32 and m["indptr"].dtype == np.int64)
+            cached = self._native_arrays_cache = ((m["data"], m["indices"], m["indptr"]) if fits else False,)
+        return cached[0] or None
 
     def _overlap_mask(self, token_ids: np.ndarray) -> np.ndarray:
         """Boolean mask of documents containing at least one of ``token_ids``.

@@ -722,7 +722,7 @@ class HybridRetriever:
 class _Group:
     """What the legs of one plan share for a group of queries (same subset): computed once each."""
 
-    __slots__ = ("E", "Q", "lex_scores", "lex_top", "n", "n_threads", "pre", "rows", "sub", "texts",
+    __slots__ = ("E", "Q", "lex_begin", "lex_scores", "lex_top", "n", "n_threads", "pre", "rows", "sub", "texts",
                  "timeline_features")
 
     def __init__(self, E: np.ndarray, texts: Optional[list[str]], Q: Optional[np.ndarray], n: int,
@@ -737,6 +737,7 @@ class _Group:
         self.pre: Any = None    # shared cosine prefilter (B, P)
         self.lex_top: Optional[list] = None      # shared BM25 top lists, one (ids, scores) per query
         self.lex_scores: Optional[np.ndarray] = None  # (B, N) BM25 scores of every document
+        self.lex_begin: Optional[int] = None  # lex_scores covers documents lex_begin.. only (None: all N)
         self.timeline_features: Any = None       # (intent, windows) of the query texts
 
 
@@ -786,8 +787,9 @@ def _run_temporal(leg: TemporalLeg, retriever: HybridRetriever, g: _Group) -> li
         g.timeline_features = _question_features(g.texts, timeline, rows, span)
     intent, windows = g.timeline_features
     params = _temporal_params(leg)
-    r = _temporal._run_leg(g.E, g.Q, g.lex_scores if params.alpha > 0 else None, leg.depth, timeline, intent,
-                           windows, params, g.rows, False, g.n_threads)
+    blend = params.alpha > 0
+    r = _temporal._run_leg(g.E, g.Q, g.lex_scores if blend else None, leg.depth, timeline, intent, windows, params,
+                           g.rows, False, g.n_threads, lexical_begin=g.lex_begin if blend else None)
     return [_LegOutput(r.ids[b], r.scores[b], None) for b in range(g.n)]
 
 
@@ -915,7 +917,11 @@ class LegPlan:
             # Every document's scores of all queries in one native call when a leg blends them;
             # the BM25 top lists then rank those rows instead of scoring again.
             if self.lexical_scores and lexical_scores is None:
-                g.lex_scores = bm25._scores_matrix(token_ids, n_threads)
+                # Without a BM25 top list, only the block of documents the subset spans is scored
+                # (a conversation of a long log): the temporal leg reads no other column.
+                docs = None if sub is None or self.lexical_depth or not sub.size else (int(sub[0]), int(sub[-1]) + 1)
+                g.lex_scores = bm25._scores_matrix(token_ids, n_threads, docs)
+                g.lex_begin = None if docs is None else docs[0]
             if self.lexical_depth:
                 mask = None
                 if sub is not None:

@@ -208,3 +208,19 @@ def test_row_order_scores_are_the_ranked_scores_of_every_row(n, subset_kind):
     index_of[np.arange(n) if rows is None else rows] = np.arange(m)
     for b in range(Q.shape[0]):
         np.testing.assert_array_equal(scored.scores[b, index_of[ranked.ids[b]]], ranked.scores[b])
+
+
+@pytest.mark.parametrize("subset_kind", ["scattered", "contiguous"])
+def test_lexical_scores_of_the_subset_block_only_give_the_same_ranking(subset_kind):
+    """The retriever scores BM25 only over the block of rows a subset spans (``lexical_begin``):
+    the leg runs on views of that block and returns the same ids and scores, bit for bit."""
+    rng, E, Q, lex, timeline = _data(400, seed=5)
+    rows = (np.sort(rng.permutation(np.arange(37, 311))[:150]) if subset_kind == "scattered"
+            else np.arange(37, 311, dtype=np.int64))
+    intent, windows = tl.question_features(QUESTIONS, timeline, rows)
+    full = tl._run_leg(E, Q, lex, 12, timeline, intent, windows, tl.TemporalParams(), rows, False, 2)
+    block = np.ascontiguousarray(lex[:, rows[0]: rows[-1] + 1])
+    part = tl._run_leg(E, Q, block, 12, timeline, intent, windows, tl.TemporalParams(), rows, False, 2,
+                       lexical_begin=int(rows[0]))
+    np.testing.assert_array_equal(part.ids, full.ids)
+    np.testing.assert_array_equal(part.scores, full.scores)

@@ -30,7 +30,9 @@ struct SparseTermIndex {
 
 namespace detail {
 
-inline void bm25_accumulate(const SparseTermIndex& index, const Index* tokens, Index n_tokens, float* out) {
+// Adds query's postings into out[doc − doc_begin] for the documents in [doc_begin, doc_end).
+inline void bm25_accumulate(const SparseTermIndex& index, const Index* tokens, Index n_tokens, Index doc_begin,
+                            Index doc_end, float* out) {
     for (Index t = 0; t < n_tokens; ++t) {
         const Index term = tokens[t];
         if (term < 0 || term >= index.n_terms)
@@ -45,19 +47,22 @@ inline void bm25_accumulate(const SparseTermIndex& index, const Index* tokens, I
             if (doc < 0 || doc >= index.n_docs)
                 throw std::out_of_range("posting " + std::to_string(j) + " names document " + std::to_string(doc) +
                                         ", not in [0, " + std::to_string(index.n_docs) + ")");
-            out[doc] = out[doc] + index.data[j];
+            if (doc >= doc_begin && doc < doc_end) out[doc - doc_begin] = out[doc - doc_begin] + index.data[j];
         }
     }
 }
 
 }  // namespace detail
 
-// Scores (B, n_docs) float32 of B queries over the index (data and indices: n_data entries each;
-// indptr: n_terms + 1 offsets), query b's tokens at token_ids[token_offsets[b] .. token_offsets[b + 1])
-// (token_offsets: B + 1 entries). Rows are independent, so the result does not depend on n_threads.
+// Scores float32 of B queries over the index (data and indices: n_data entries each; indptr:
+// n_terms + 1 offsets), query b's tokens at token_ids[token_offsets[b] .. token_offsets[b + 1])
+// (token_offsets: B + 1 entries), for the documents [doc_begin, doc_end) (a caller that reads one
+// block of documents, e.g. a conversation, pays for that block only): (B, doc_end − doc_begin),
+// column c = document doc_begin + c. Rows are independent: the result does not depend on n_threads.
 inline RowMatrixXf bm25_scores_batch(const float* data, Index n_data, const std::int32_t* indices, Index n_indices,
                                      const Index* indptr, Index n_indptr, Index n_docs, const Index* token_offsets,
-                                     Index n_offsets, const Index* token_ids, Index n_token_ids, Index n_threads) {
+                                     Index n_offsets, const Index* token_ids, Index n_token_ids, Index doc_begin,
+                                     Index doc_end, Index n_threads) {
     if (n_indices != n_data) fail("indices must have one entry per data entry (", n_data, "), got ", n_indices);
     if (n_indptr < 1) fail("indptr must hold n_terms + 1 >= 1 offsets");
     if (n_docs < 0) fail("n_docs must be >= 0, got ", n_docs);
@@ -68,11 +73,14 @@ inline RowMatrixXf bm25_scores_batch(const float* data, Index n_data, const std:
         if (token_offsets[b + 1] < token_offsets[b]) fail("token_offsets must be non-decreasing");
     if (token_offsets[B] != n_token_ids)
         fail("token_offsets must end at the number of token ids (", n_token_ids, "), got ", token_offsets[B]);
+    if (doc_begin < 0 || doc_begin > doc_end || doc_end > n_docs)
+        fail("the documents [doc_begin, doc_end) must lie in [0, ", n_docs, "], got [", doc_begin, ", ", doc_end, ")");
     const SparseTermIndex index{data, indices, indptr, n_indptr - 1, n_data, n_docs};
-    RowMatrixXf out = RowMatrixXf::Zero(B, n_docs);
+    const Index width = doc_end - doc_begin;
+    RowMatrixXf out = RowMatrixXf::Zero(B, width);
     parallel_for(0, B, n_threads, [&](Index b) {
-        detail::bm25_accumulate(index, token_ids + token_offsets[b], token_offsets[b + 1] - token_offsets[b],
-                                out.data() + b * n_docs);
+        detail::bm25_accumulate(index, token_ids + token_offsets[b], token_offsets[b + 1] - token_offsets[b], doc_begin,
+                                doc_end, out.data() + b * width);
     });
     return out;
 }
