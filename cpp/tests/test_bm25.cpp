@@ -18,11 +18,11 @@ struct Index3 {  // a small CSC index: 3 terms over 6 documents
 };
 
 RowMatrixXf score(const Index3& x, const std::vector<Index>& offsets, const std::vector<Index>& tokens,
-                  Index n_threads = 1, Index n_docs = 6, Index doc_begin = 0, Index doc_end = -1) {
+                  Index n_threads = 1, Index n_docs = 6, Index doc_begin = 0, Index doc_end = -1, bool sorted = false) {
     return bm25_scores_batch(x.data.data(), static_cast<Index>(x.data.size()), x.indices.data(),
                              static_cast<Index>(x.indices.size()), x.indptr.data(), static_cast<Index>(x.indptr.size()),
                              n_docs, offsets.data(), static_cast<Index>(offsets.size()), tokens.data(),
-                             static_cast<Index>(tokens.size()), doc_begin, doc_end < 0 ? n_docs : doc_end, n_threads);
+                             static_cast<Index>(tokens.size()), doc_begin, doc_end < 0 ? n_docs : doc_end, sorted, n_threads);
 }
 
 }  // namespace
@@ -45,6 +45,9 @@ TEST_CASE("bm25: scores are the float32 sums of the postings in token order") {
     const RowMatrixXf block = score(x, {0, 4, 4, 5}, {2, 0, 1, 0, 1}, 2, 6, 2, 5);
     REQUIRE(block.rows() == 3 && block.cols() == 3);
     CHECK(block == s.middleCols(2, 3));
+    for (Index lo = 0; lo <= 6; ++lo)  // the postings are sorted: binary-searched blocks, same bits
+        for (Index hi = lo; hi <= 6; ++hi)
+            CHECK(score(x, {0, 4, 4, 5}, {2, 0, 1, 0, 1}, 1, 6, lo, hi, true) == s.middleCols(lo, hi - lo));
     CHECK(score(x, {0, 1}, {0}, 1, 6, 4, 4).cols() == 0);
 }
 

@@ -273,11 +273,13 @@ def bm25_scores_batch(
     token_ids: _I64Vector,
     doc_begin: int = 0,
     doc_end: Optional[int] = None,
+    sorted_postings: bool = False,
     n_threads: int = 0,
 ) -> _F32Result:
     """(B, doc_end - doc_begin) float32 BM25 scores of the documents [doc_begin, doc_end) (None: n_docs)
     from bm25s's eager CSC arrays; query b's tokens are token_ids[token_offsets[b]:token_offsets[b + 1]].
-    Bit-identical to bm25s's get_scores_from_ids on those columns."""
+    Bit-identical to bm25s's get_scores_from_ids on those columns. sorted_postings=True (each term's
+    documents increasing) reads only the block's part of each posting list."""
 
 # Reduced-precision prefilter (python/fieldrank/quantized.py)
 

@@ -426,6 +426,19 @@ def _check_texts(texts: object, name: str) -> list[str]:
     return out
 
 
+def _postings_sorted(indices: np.ndarray, indptr: np.ndarray) -> bool:
+    """Whether every column of a CSC matrix lists its rows in increasing order (bm25s's builds and
+    :func:`_add_scaled` write them so; a loaded index is checked, not trusted)."""
+    if indices.size < 2:
+        return True
+    increasing = np.diff(indices) > 0
+    # A column's first entry may be below the previous column's last: those steps do not count.
+    starts = indptr[1:-1]
+    starts = starts[(starts > 0) & (starts < indices.size)]
+    increasing[starts - 1] = True
+    return bool(increasing.all())
+
+
 def _empty_ranking() -> IdsScores:
     return np.empty(0, dtype=_ID_DTYPE), np.empty(0, dtype=_SCORE_DTYPE)
 
@@ -644,7 +657,9 @@ class BM25Index:
             offsets = np.fromiter(itertools.accumulate((ids.size for ids in token_ids), initial=0), dtype=np.int64,
                                   count=len(token_ids) + 1)
             flat = np.concatenate(token_ids).astype(np.int64) if token_ids else np.empty(0, dtype=np.int64)
-        scores = _core.bm25_scores_batch(*arrays, self._n_docs, offsets, flat, begin, end, n_threads)
+        data, indices, indptr, ordered = arrays
+        scores = _core.bm25_scores_batch(data, indices, indptr, self._n_docs, offsets, flat, begin, end, ordered,
+                                         n_threads)
         nonoccurrence = self._retriever.nonoccurrence_array
         if nonoccurrence is not None:
             # BM25L / BM25+: bm25s adds the query's non-occurrence constant (a float32 sum) last.
@@ -653,13 +668,16 @@ class BM25Index:
                     scores[b] += nonoccurrence[ids].sum()
         return scores
 
-    def _native_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-        """(data, indices, indptr) of the bm25s matrix when the native scorer reads them as they are."""
+    def _native_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool] | None:
+        """(data, indices, indptr, postings sorted) of the bm25s matrix when the native scorer reads
+        them as they are; checked once per index (it is read-only)."""
         cached = getattr(self, "_native_arrays_cache", None)
         if cached is None:
             m = self._retriever.scores
-            fits = (m["data"].dtype == np.float32 and m["indices"].dtype == np.int32 and m["indptr"].dtype == np.int64)
-            cached = self._native_arrays_cache = ((m["data"], m["indices"], m["indptr"]) if fits else False,)
+            data, indices, indptr = m["data"], m["indices"], m["indptr"]
+            fits = data.dtype == np.float32 and indices.dtype == np.int32 and indptr.dtype == np.int64
+            cached = self._native_arrays_cache = (
+                (data, indices, indptr, _postings_sorted(indices, indptr)) if fits else False,)
         return cached[0] or None
 
     def _overlap_mask(self, token_ids: np.ndarray) -> np.ndarray:

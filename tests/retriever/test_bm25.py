@@ -161,6 +161,20 @@ def test_native_score_matrix_is_bm25s_bit_for_bit(corpus: list[str], queries: li
             np.testing.assert_array_equal(row, expected)
 
 
+def test_native_scores_of_a_block_of_documents_are_those_columns(corpus: list[str], queries: list[str]) -> None:
+    from fieldrank.bm25 import _postings_sorted
+
+    index = BM25Index(corpus, BM25Params(context_window=2))
+    token_ids = [index._token_ids(tokens) for tokens in index._tokenize(queries)]
+    full = index._scores_matrix(token_ids, 2)
+    assert index._native_arrays()[3]  # bm25s writes sorted postings: blocks are binary-searched
+    for docs in [(0, 5), (13, 61), (60, N_DOCS), (40, 40)]:
+        np.testing.assert_array_equal(index._scores_matrix(token_ids, 2, docs), full[:, docs[0]:docs[1]])
+    assert _postings_sorted(np.array([0, 3, 1, 2], dtype=np.int32), np.array([0, 2, 4], dtype=np.int64))
+    assert not _postings_sorted(np.array([0, 3, 2, 1], dtype=np.int32), np.array([0, 2, 4], dtype=np.int64))
+    assert not _postings_sorted(np.array([3, 0, 1], dtype=np.int32), np.array([0, 2, 3], dtype=np.int64))
+
+
 def test_native_scorer_refuses_out_of_range_tokens(index: BM25Index) -> None:
     from fieldrank import _core
 

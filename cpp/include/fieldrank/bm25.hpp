@@ -31,17 +31,26 @@ struct SparseTermIndex {
 namespace detail {
 
 // Adds query's postings into out[doc − doc_begin] for the documents in [doc_begin, doc_end).
+// sorted: every term's postings are in increasing document order, so only the part of each list
+// inside the block is read (found by binary search).
 inline void bm25_accumulate(const SparseTermIndex& index, const Index* tokens, Index n_tokens, Index doc_begin,
-                            Index doc_end, float* out) {
+                            Index doc_end, bool sorted, float* out) {
     for (Index t = 0; t < n_tokens; ++t) {
         const Index term = tokens[t];
         if (term < 0 || term >= index.n_terms)
             throw std::out_of_range("token id " + std::to_string(term) + " is not in [0, " +
                                     std::to_string(index.n_terms) + ")");
-        const Index begin = index.indptr[term];
-        const Index end = index.indptr[term + 1];
+        Index begin = index.indptr[term];
+        Index end = index.indptr[term + 1];
         if (begin < 0 || begin > end || end > index.nnz)
             fail("indptr of term ", term, " gives postings [", begin, ", ", end, ") outside [0, ", index.nnz, ")");
+        if (sorted && (doc_begin > 0 || doc_end < index.n_docs)) {
+            const std::int32_t* first = index.indices + begin;
+            const std::int32_t* last = index.indices + end;
+            const std::int32_t* lo = std::lower_bound(first, last, doc_begin);
+            begin = lo - index.indices;
+            end = std::lower_bound(lo, last, doc_end) - index.indices;
+        }
         for (Index j = begin; j < end; ++j) {
             const std::int32_t doc = index.indices[j];
             if (doc < 0 || doc >= index.n_docs)
@@ -58,11 +67,13 @@ inline void bm25_accumulate(const SparseTermIndex& index, const Index* tokens, I
 // n_terms + 1 offsets), query b's tokens at token_ids[token_offsets[b] .. token_offsets[b + 1])
 // (token_offsets: B + 1 entries), for the documents [doc_begin, doc_end) (a caller that reads one
 // block of documents, e.g. a conversation, pays for that block only): (B, doc_end − doc_begin),
-// column c = document doc_begin + c. Rows are independent: the result does not depend on n_threads.
+// column c = document doc_begin + c. sorted_postings: the caller knows every term's postings are in
+// increasing document order (bm25s writes them so), and a block reads only its part of each list.
+// Rows are independent: the result does not depend on n_threads.
 inline RowMatrixXf bm25_scores_batch(const float* data, Index n_data, const std::int32_t* indices, Index n_indices,
                                      const Index* indptr, Index n_indptr, Index n_docs, const Index* token_offsets,
                                      Index n_offsets, const Index* token_ids, Index n_token_ids, Index doc_begin,
-                                     Index doc_end, Index n_threads) {
+                                     Index doc_end, bool sorted_postings, Index n_threads) {
     if (n_indices != n_data) fail("indices must have one entry per data entry (", n_data, "), got ", n_indices);
     if (n_indptr < 1) fail("indptr must hold n_terms + 1 >= 1 offsets");
     if (n_docs < 0) fail("n_docs must be >= 0, got ", n_docs);
@@ -80,7 +91,7 @@ inline RowMatrixXf bm25_scores_batch(const float* data, Index n_data, const std:
     RowMatrixXf out = RowMatrixXf::Zero(B, width);
     parallel_for(0, B, n_threads, [&](Index b) {
         detail::bm25_accumulate(index, token_ids + token_offsets[b], token_offsets[b + 1] - token_offsets[b], doc_begin,
-                                doc_end, out.data() + b * width);
+                                doc_end, sorted_postings, out.data() + b * width);
     });
     return out;
 }
