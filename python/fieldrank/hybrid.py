@@ -54,7 +54,7 @@ from . import _validation as _v
 from . import embed as _embed
 from . import operators as ops
 from . import temporal as _temporal
-from ._results import SearchHit
+from ._results import Ranking, SearchHit
 from ._validation import unit_or_normalised as _unit_or_normalised
 from ._validation import unit_rows as _unit_rows
 from .bm25 import BM25Index
@@ -619,7 +619,7 @@ class HybridRetriever:
         Q = self._query_vector(vector) if self._needs_vector else None
         texts = [_check_text(text, "text")] if self._needs_text else None
         outputs = plan.run(self, texts, Q, 1, self._subset_ids(subset), 1)[0]
-        fused = ops._rrf_trusted([out.ids for out in outputs], plan.weights, plan.k, cfg.k0)
+        fused = plan.fuse([outputs], cfg.k0, 1)[0]
         return SearchResult(fused.ids, fused.scores, outputs, cfg, self._texts)
 
     # ---------------------------------------------------------------- batches
@@ -681,8 +681,7 @@ class HybridRetriever:
                 per_query[row] = outputs
         if not n_queries:
             return []
-        fused = ops._rrf_batch_trusted([[out.ids for out in outputs] for outputs in per_query], plan.weights,
-                                       plan.k, cfg.k0)
+        fused = plan.fuse(per_query, cfg.k0, n_threads)
         return [SearchResult(f.ids, f.scores, outputs, cfg, self._texts) for f, outputs in zip(fused, per_query)]
 
     def _subset_groups(self, n_queries: int, subset: SubsetLike,
@@ -933,6 +932,24 @@ class LegPlan:
             g.lex_scores = lexical_scores
         columns = [kind.run(leg, retriever, g) if n else [] for leg, kind in zip(self.legs, self.kinds)]
         return [[column[b] for column in columns] for b in range(n)]
+
+    def fuse(self, per_query: Sequence[Sequence[_LegOutput]], k0: float, n_threads: int) -> list:
+        """The weighted RRF of each query's leg outputs (:func:`fieldrank.rrf`), one ``Ranking`` per query.
+
+        A plan of one leg with a positive weight (the ``default`` preset) fuses to the leg's own
+        order, since its contributions ``weight / (k0 + rank)`` fall strictly with the rank: the
+        scores are those float64 quotients, computed as the native ``rrf`` computes them (the
+        same two operations, added to 0), without converting every query's ids for it.
+        """
+        if len(self.weights) == 1 and self.weights[0] > 0:
+            ranks = np.arange(1, self.k + 1, dtype=np.float64)
+            scores = self.weights[0] / (k0 + ranks)
+            return [Ranking(ids[: self.k].astype(_ID_DTYPE), scores[: min(self.k, ids.shape[0])].copy())
+                    for ((ids, _, _),) in per_query]
+        if len(per_query) == 1:
+            return [ops._rrf_trusted([out.ids for out in per_query[0]], self.weights, self.k, k0)]
+        return ops._rrf_batch_trusted([[out.ids for out in outputs] for outputs in per_query], self.weights, self.k,
+                                      k0, n_threads)
 
 
 def _question_features(texts: Optional[list[str]], timeline: _temporal.Timeline, rows: Optional[np.ndarray],

@@ -224,3 +224,28 @@ def test_lexical_scores_of_the_subset_block_only_give_the_same_ranking(subset_ki
                        lexical_begin=int(rows[0]))
     np.testing.assert_array_equal(part.ids, full.ids)
     np.testing.assert_array_equal(part.scores, full.scores)
+
+
+@pytest.mark.parametrize("weight", [1.0, 0.37, 2.5])
+def test_a_one_leg_plan_fuses_as_the_native_rrf(weight):
+    """The one-leg shortcut of LegPlan.fuse (the default preset) equals fieldrank's native RRF bit
+    for bit (a config's only leg has a positive weight)."""
+    import dataclasses
+
+    from fieldrank import _core
+    from fieldrank.config import preset
+    from fieldrank.hybrid import HybridRetriever
+
+    _, E, Q, _, timeline = _data(120, B=4, seed=8)
+    texts = [f"turn {i} about the lake" if i % 3 else f"turn {i} about cooking" for i in range(120)]
+    config = preset("default")
+    config = dataclasses.replace(config, legs=(dataclasses.replace(config.legs[0], weight=weight),))
+    retriever = HybridRetriever(texts, E, config, timeline=timeline)
+    for k in (3, 10, 25):  # 25: deeper than the leg (deepened to k)
+        plan = retriever._plan_for(k)
+        per_query = plan.run(retriever, QUESTIONS[:4], Q, 4, None, 1)
+        for fused, outputs in zip(plan.fuse(per_query, config.k0, 1), per_query):
+            native = _core.rrf([out.ids for out in outputs], plan.weights, plan.k, config.k0)
+            np.testing.assert_array_equal(fused.ids, native.ids)
+            np.testing.assert_array_equal(fused.scores, native.scores)
+            assert fused.ids.dtype == np.int64 and fused.scores.dtype == np.float64
