@@ -85,6 +85,7 @@ def __dir__() -> list[str]:
 #: Largest accepted deviation of a row or query norm from 1 when ``normalize=False``
 #: (float32 rounding of unit vectors, and dequantised int8 embeddings, stay well inside it).
 UNIT_NORM_ATOL = _v.UNIT_NORM_ATOL
+_FLOAT32_EPS = float(np.finfo(np.float32).eps)  # 2^-23
 _ID_DTYPE = np.int64
 _SCORE_DTYPE = np.float64
 
@@ -532,6 +533,12 @@ class HybridRetriever:
         q = _as_float32(vector, name, 1)
         if q.shape[0] != self.dim:
             _v.query(q, self.dim, name, "embeddings")  # raises the shared message
+        if not self._normalize and self.dim * _FLOAT32_EPS < UNIT_NORM_ATOL / 4:
+            # The float32 dot is within d·2^-24·|q|² of |q|² (any summation order), far inside the
+            # tolerance: a squared norm within 1 ± UNIT_NORM_ATOL is a norm within 1 ± UNIT_NORM_ATOL
+            # whatever the rounding. NaN, inf and every other value take the float64 check below.
+            if abs(float(np.dot(q, q)) - 1.0) <= UNIT_NORM_ATOL:
+                return q[None, :]
         q64 = q.astype(np.float64)
         norm_sq = float(np.dot(q64, q64))  # float64: a tiny finite query must not get norm 0
         if not 0.0 < norm_sq <= _v.FLOAT32_MAX:
