@@ -192,6 +192,7 @@ void score_int8_avx2(const std::int8_t* base, Index stride, const Index* ids, In
 extern const KernelTable avx2_kernels;
 const KernelTable avx2_kernels = {
     "avx2", score_f32, score_f32_stream, gram, pg_step, matvec_f64, read_sum, dot_f64, axpy_f64, cfs_update, mmr_update, score_bf16_generic, score_int8_avx2, score_f32_f64,
+    temporal_blend, temporal_support,
 };
 
 }  // namespace simd

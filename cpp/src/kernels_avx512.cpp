@@ -197,6 +197,7 @@ void score_f32_stream_ymm(const float* base, Index stride, Index n, Index d, con
 extern const KernelTable avx512_kernels;
 const KernelTable avx512_kernels = {
     "avx512", score_f32, score_f32_stream_ymm, gram, pg_step, matvec_f64, read_sum, dot_f64, axpy_f64, cfs_update, mmr_update, score_bf16_generic, score_int8_avx512, score_f32_f64,
+    temporal_blend, temporal_support,
 };
 
 }  // namespace simd

@@ -530,3 +530,76 @@ inline void score_f32_f64_tiles(const float* base, Index stride, const Index* id
     else
         score_f32_f64_tiles<kRowsF64Multi, kQueriesF64>(base, stride, ids, n, d, Qd, ldq, nq, out, ld_out, norms);
 }
+
+// ---------------------------------------------------------------- the temporal leg's sweeps
+// Plain element-wise loops that each variant's compiler vectorises at its own width; the
+// operations per element are fixed (kernel_table.hpp), so the bits do not depend on the width.
+
+// std::max's rule, (a < b) ? b : a (this file includes nothing).
+inline double max_of(double a, double b) { return a < b ? b : a; }
+
+template <typename Lex>
+inline double lex_at(const Lex* lex, const Index* rows, Index i) {
+    return static_cast<double>(lex[rows != nullptr ? rows[i] : i]);
+}
+
+template <typename Lex>
+inline void temporal_blend_of(const double* dense, const Lex* lex, const Index* rows, Index n, double share,
+                              double dense_mean, double dense_sd, double alpha, double lex_mean, double lex_sd,
+                              double* base) {
+    if (dense != nullptr && lex != nullptr) {
+        if (rows == nullptr) {
+            for (Index i = 0; i < n; ++i)
+                base[i] = share * ((dense[i] - dense_mean) / dense_sd) +
+                          alpha * ((static_cast<double>(lex[i]) - lex_mean) / lex_sd);
+        } else {
+            for (Index i = 0; i < n; ++i)
+                base[i] = share * ((dense[i] - dense_mean) / dense_sd) + alpha * ((lex_at(lex, rows, i) - lex_mean) / lex_sd);
+        }
+    } else if (dense != nullptr) {
+        for (Index i = 0; i < n; ++i) base[i] = share * ((dense[i] - dense_mean) / dense_sd);
+    } else if (rows == nullptr) {
+        for (Index i = 0; i < n; ++i) base[i] = 0.0 + alpha * ((static_cast<double>(lex[i]) - lex_mean) / lex_sd);
+    } else {
+        for (Index i = 0; i < n; ++i) base[i] = 0.0 + alpha * ((lex_at(lex, rows, i) - lex_mean) / lex_sd);
+    }
+}
+
+[[maybe_unused]] void temporal_blend(const double* dense, const float* lex32, const double* lex64, const Index* rows,
+                                     Index n, double share, double dense_mean, double dense_sd, double alpha,
+                                     double lex_mean, double lex_sd, double* base) {
+    if (lex64 != nullptr)
+        temporal_blend_of(dense, lex64, rows, n, share, dense_mean, dense_sd, alpha, lex_mean, lex_sd, base);
+    else
+        temporal_blend_of(dense, lex32, rows, n, share, dense_mean, dense_sd, alpha, lex_mean, lex_sd, base);
+}
+
+// Rows of support held at a time (in L1): each neighbour distance is one vectorised sweep over
+// the block instead of a branchy inner loop per row.
+constexpr Index kSupportBlock = 512;
+
+[[maybe_unused]] void temporal_support(const double* base, const Index* session, Index n, const double* factors,
+                                       Index radius, double gamma, double* score) {
+    double support[kSupportBlock];
+    for (Index b0 = 0; b0 < n; b0 += kSupportBlock) {
+        const Index m = n - b0 < kSupportBlock ? n - b0 : kSupportBlock;
+        const double* b = base + b0;
+        const Index* s = session + b0;
+        for (Index i = 0; i < m; ++i) support[i] = 0.0;
+        for (Index dist = 1; dist <= radius; ++dist) {
+            const double factor = factors[dist - 1];
+            // The neighbour after: b0 + i + dist < n.
+            const Index after_end = n - b0 - dist < m ? n - b0 - dist : m;
+            for (Index i = 0; i < after_end; ++i) {
+                const double same = static_cast<double>(s[i + dist] == s[i]);
+                support[i] = max_of(support[i], same * (factor * max_of(b[i + dist], 0.0)));
+            }
+            // The neighbour before: b0 + i - dist >= 0.
+            for (Index i = dist > b0 ? dist - b0 : 0; i < m; ++i) {
+                const double same = static_cast<double>(s[i - dist] == s[i]);
+                support[i] = max_of(support[i], same * (factor * max_of(b[i - dist], 0.0)));
+            }
+        }
+        for (Index i = 0; i < m; ++i) score[b0 + i] = b[i] + gamma * support[i];
+    }
+}

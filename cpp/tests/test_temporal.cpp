@@ -2,9 +2,11 @@
 // subsets, the batch against single queries for 1, 3 and 8 threads, and the argument errors.
 #include <fieldrank/temporal.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "check.hpp"
@@ -225,4 +227,88 @@ TEST_CASE("temporal: a corpus beyond the cache (rows split across threads) equal
         CHECK(single.ids.row(0) == one.ids.row(b));
         CHECK(single.scores.row(0) == one.scores.row(b));
     }
+}
+
+namespace {
+
+// The blend and support sweeps of the kernel table, written as plain loops from their contract
+// (kernel_table.hpp): every variant must give these bits exactly.
+std::vector<double> blend_formula(const std::vector<double>& dense, const std::vector<float>& lex,
+                                  const std::vector<Index>& rows, Index n, double alpha, bool with_dense,
+                                  bool with_lex) {
+    const double dm = 0.125, ds = 0.375, lm = 0.9, ls = 1.7, share = 1.0 - alpha;
+    std::vector<double> base(static_cast<std::size_t>(n));
+    for (Index i = 0; i < n; ++i) {
+        const double l = static_cast<double>(lex[static_cast<std::size_t>(rows.empty() ? i : rows[i])]);
+        const double z = (dense[i] - dm) / ds;
+        if (with_dense && with_lex) base[i] = share * z + alpha * ((l - lm) / ls);
+        else if (with_dense) base[i] = share * z;
+        else base[i] = 0.0 + alpha * ((l - lm) / ls);
+    }
+    return base;
+}
+
+std::vector<double> support_formula(const std::vector<double>& base, const std::vector<Index>& session,
+                                    const std::vector<double>& factors, double gamma) {
+    const Index n = static_cast<Index>(base.size());
+    std::vector<double> score(base.size());
+    for (Index i = 0; i < n; ++i) {
+        double support = 0.0;
+        for (Index dist = 1; dist <= static_cast<Index>(factors.size()); ++dist)
+            for (const Index j : {i + dist, i - dist})
+                if (j >= 0 && j < n && session[j] == session[i])
+                    support = std::max(support, factors[dist - 1] * std::max(base[j], 0.0));
+        score[i] = base[i] + gamma * support;
+    }
+    return score;
+}
+
+}  // namespace
+
+TEST_CASE("temporal: the blend and support kernels of every variant equal their formula bit for bit") {
+    const std::string before = simd::kernel_variant();
+    std::mt19937_64 gen(41);
+    std::normal_distribution<double> normal;
+    for (const Index n : {Index{1}, Index{3}, Index{97}, Index{1100}}) {  // 1100: across support blocks
+        std::vector<double> dense(static_cast<std::size_t>(n)), base(static_cast<std::size_t>(n));
+        std::vector<float> lex(static_cast<std::size_t>(2 * n));
+        std::vector<double> lex64(lex.size());
+        std::vector<Index> session(static_cast<std::size_t>(n)), rows;
+        for (Index i = 0; i < n; ++i) {
+            dense[i] = 0.3 * normal(gen);
+            base[i] = normal(gen);
+            session[i] = i / 7 + (i % 11 == 0 ? 1000 : 0);  // runs of equal keys, broken now and then
+            rows.push_back(2 * i + (i % 2));
+        }
+        for (std::size_t i = 0; i < lex.size(); ++i) {
+            lex[i] = i % 3 == 0 ? static_cast<float>(std::abs(normal(gen)) * 3.0) : 0.0f;
+            lex64[i] = static_cast<double>(lex[i]);
+        }
+        for (const std::string& variant : simd::supported_variants()) {
+            simd::set_kernel_variant(variant);
+            const simd::KernelTable& k = simd::kernels();
+            std::vector<double> got(static_cast<std::size_t>(n));
+            for (const bool subset : {false, true}) {
+                const Index* ids = subset ? rows.data() : nullptr;
+                const std::vector<Index> id_list = subset ? rows : std::vector<Index>{};
+                for (const double alpha : {0.0, 0.4, 1.0}) {
+                    const bool with_dense = alpha < 1.0, with_lex = alpha > 0.0;
+                    const auto want = blend_formula(dense, lex, id_list, n, alpha, with_dense, with_lex);
+                    k.temporal_blend(with_dense ? dense.data() : nullptr, with_lex ? lex.data() : nullptr, nullptr, ids,
+                                     n, 1.0 - alpha, 0.125, 0.375, alpha, 0.9, 1.7, got.data());
+                    CHECK(got == want);
+                    k.temporal_blend(with_dense ? dense.data() : nullptr, nullptr, with_lex ? lex64.data() : nullptr,
+                                     ids, n, 1.0 - alpha, 0.125, 0.375, alpha, 0.9, 1.7, got.data());
+                    CHECK(got == want);
+                }
+            }
+            for (const std::vector<double>& factors :
+                 {std::vector<double>{1.0}, std::vector<double>{1.0, 0.5}, std::vector<double>{1.0, 0.5, 0.25}}) {
+                k.temporal_support(base.data(), session.data(), n, factors.data(), static_cast<Index>(factors.size()),
+                                   0.3, got.data());
+                CHECK(got == support_formula(base, session, factors, 0.3));
+            }
+        }
+    }
+    simd::set_kernel_variant(before);
 }

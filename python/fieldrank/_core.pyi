@@ -1,7 +1,7 @@
 # Generated from the compiled fieldrank._core by pybind11-stubgen (python tools/gen_stubs.py): do not edit.
 # Change the bindings in cpp/bindings/, rebuild, and rerun the command.
 """
-fieldrank native core: prefilter, CFS-R, CFS, MMR, Ring, weighted RRF, the reduced-precision scans and the temporal leg (C++17/Eigen, the GIL released in every kernel call).
+fieldrank native core: prefilter, CFS-R, CFS, MMR, Ring, weighted RRF, the reduced-precision scans, the temporal leg and BM25 scoring (C++17/Eigen, the GIL released in every kernel call).
 
 Arrays are taken without conversion (.noconvert()): float32 or int64 as annotated, C-contiguous where flagged, of the stated rank; anything else raises TypeError. Parameters are not checked here beyond sizes and ids: call the validated wrappers in fieldrank (fieldrank.operators), which convert once and check every argument. This stub is generated: python tools/gen_stubs.py.
 """
@@ -10,7 +10,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['DEFAULTS', 'NativeBatchRanking', 'NativeBatchReconstruction', 'NativeFusedRanking', 'NativeRanking', 'NativeReconstruction', 'NativeTemporalRanking', 'build_info', 'cfs', 'cfs_batch', 'cfs_pool', 'cfsr', 'cfsr_batch', 'cfsr_pool', 'compiled_kernel_variants', 'cpu_features', 'hardware_threads', 'kernel_variant', 'mmr', 'mmr_batch', 'mmr_pool', 'prefilter', 'prefilter_batch', 'prefilter_bf16', 'prefilter_bf16_batch', 'prefilter_int8', 'prefilter_int8_batch', 'prefilter_pool', 'quantize_bf16', 'quantize_int8', 'read_probe', 'ring', 'ring_batch', 'ring_pool', 'rrf', 'rrf_batch', 'set_kernel_variant', 'supported_kernel_variants', 'temporal_batch', 'tie_key']
+__all__: list[str] = ['DEFAULTS', 'NativeBatchRanking', 'NativeBatchReconstruction', 'NativeFusedRanking', 'NativeRanking', 'NativeReconstruction', 'NativeTemporalRanking', 'bm25_scores_batch', 'build_info', 'cfs', 'cfs_batch', 'cfs_pool', 'cfsr', 'cfsr_batch', 'cfsr_pool', 'compiled_kernel_variants', 'cpu_features', 'hardware_threads', 'kernel_variant', 'mmr', 'mmr_batch', 'mmr_pool', 'prefilter', 'prefilter_batch', 'prefilter_bf16', 'prefilter_bf16_batch', 'prefilter_int8', 'prefilter_int8_batch', 'prefilter_pool', 'quantize_bf16', 'quantize_int8', 'read_probe', 'ring', 'ring_batch', 'ring_pool', 'rrf', 'rrf_batch', 'set_kernel_variant', 'supported_kernel_variants', 'temporal_batch', 'tie_key']
 class NativeRanking:
     """
     ids (int64) best first and their float32 scores.
@@ -77,6 +77,10 @@ class NativeTemporalRanking:
     @property
     def scores(self) -> typing.Annotated[numpy.typing.NDArray[numpy.float64], "[m, n]"]:
         ...
+def bm25_scores_batch(data: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, 1]"], indices: typing.Annotated[numpy.typing.NDArray[numpy.int32], "[m, 1]"], indptr: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"], n_docs: typing.SupportsInt | typing.SupportsIndex, token_offsets: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"], token_ids: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"], doc_begin: typing.SupportsInt | typing.SupportsIndex = 0, doc_end: typing.SupportsInt | typing.SupportsIndex | None = None, sorted_postings: bool = False, n_threads: typing.SupportsInt | typing.SupportsIndex = 0) -> typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, n]"]:
+    """
+    BM25 scores (B, doc_end - doc_begin) float32 of the documents [doc_begin, doc_end) (default: all n_docs) from an eager term-major index (bm25s's CSC arrays: data (nnz,) float32, indices (nnz,) int32 documents, indptr (n_terms + 1,) int64), query b's token ids token_ids[token_offsets[b]:token_offsets[b + 1]] (int64; token_offsets (B + 1,) int64). sorted_postings=True (every term's documents increasing) reads only the block's part of each list. Added in float32 in bm25s's order: bit-identical to bm25s.BM25.get_scores_from_ids (without the BM25L/BM25+ non-occurrence term). Raises IndexError for a token id or posting out of range.
+    """
 def build_info() -> dict[str, str]:
     """
     Compiler, flags of every kernel variant, build type and Eigen version of this binary.

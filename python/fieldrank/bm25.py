@@ -59,6 +59,7 @@ with ``allow_pickle=False`` (nothing is unpickled) and validates the parameters.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -72,6 +73,7 @@ import bm25s
 import numpy as np
 import Stemmer
 
+from . import _core
 from . import _validation as _v
 
 __all__ = [
@@ -376,6 +378,19 @@ def _check_texts(texts: object, name: str) -> list[str]:
     return out
 
 
+def _postings_sorted(indices: np.ndarray, indptr: np.ndarray) -> bool:
+    """Whether every column of a CSC matrix lists its rows in increasing order (bm25s's builds and
+    :func:`_add_scaled` write them so; a loaded index is checked, not trusted)."""
+    if indices.size < 2:
+        return True
+    increasing = np.diff(indices) > 0
+    # A column's first entry may be below the previous column's last: those steps do not count.
+    starts = indptr[1:-1]
+    starts = starts[(starts > 0) & (starts < indices.size)]
+    increasing[starts - 1] = True
+    return bool(increasing.all())
+
+
 def _empty_ranking() -> IdsScores:
     return np.empty(0, dtype=_ID_DTYPE), np.empty(0, dtype=_SCORE_DTYPE)
 
@@ -651,10 +666,55 @@ class BM25Index:
         return np.asarray(ids, dtype=self._retriever.int_dtype)
 
     def _scores_from_ids(self, token_ids: np.ndarray) -> np.ndarray:
-        if token_ids.size == 0:
-            return np.zeros(self._n_docs, dtype=_SCORE_DTYPE)
-        scores = self._retriever.get_scores_from_ids(token_ids)
-        return np.asarray(scores, dtype=_SCORE_DTYPE)
+        return self._scores_matrix([token_ids], 1)[0]
+
+    def _scores_matrix(self, token_ids: Sequence[np.ndarray], n_threads: int = 1,
+                       docs: tuple[int, int] | None = None) -> np.ndarray:
+        """(B, N) float32 scores of every document for each query's token ids (``docs=(begin, end)``:
+        of the documents ``begin .. end - 1`` only, (B, end - begin)).
+
+        ``bm25s.BM25.get_scores_from_ids``, bit for bit, in native code (``_core.bm25_scores_batch``:
+        the same float32 additions in the same order, postings read in place, GIL released, one
+        query per thread); a query without a known token scores 0 everywhere. An index whose
+        arrays have other dtypes than bm25s's defaults (float32 data, int32 indices, int64
+        indptr) is scored by bm25s itself.
+        """
+        begin, end = (0, self._n_docs) if docs is None else docs
+        arrays = self._native_arrays()
+        if arrays is None:
+            rows = [np.zeros(self._n_docs, dtype=_SCORE_DTYPE) if ids.size == 0
+                    else np.asarray(self._retriever.get_scores_from_ids(ids), dtype=_SCORE_DTYPE) for ids in token_ids]
+            full = np.stack(rows) if rows else np.zeros((0, self._n_docs), dtype=_SCORE_DTYPE)
+            return full[:, begin:end]
+        if len(token_ids) == 1:
+            flat = token_ids[0].astype(np.int64)
+            offsets = np.array([0, flat.size], dtype=np.int64)
+        else:
+            offsets = np.fromiter(itertools.accumulate((ids.size for ids in token_ids), initial=0), dtype=np.int64,
+                                  count=len(token_ids) + 1)
+            flat = np.concatenate(token_ids).astype(np.int64) if token_ids else np.empty(0, dtype=np.int64)
+        data, indices, indptr, ordered = arrays
+        scores = _core.bm25_scores_batch(data, indices, indptr, self._n_docs, offsets, flat, begin, end, ordered,
+                                         n_threads)
+        nonoccurrence = self._retriever.nonoccurrence_array
+        if nonoccurrence is not None:
+            # BM25L / BM25+: bm25s adds the query's non-occurrence constant (a float32 sum) last.
+            for b, ids in enumerate(token_ids):
+                if ids.size:
+                    scores[b] += nonoccurrence[ids].sum()
+        return scores
+
+    def _native_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool] | None:
+        """(data, indices, indptr, postings sorted) of the bm25s matrix when the native scorer reads
+        them as they are; checked once per index (it is read-only)."""
+        cached = getattr(self, "_native_arrays_cache", None)
+        if cached is None:
+            m = self._retriever.scores
+            data, indices, indptr = m["data"], m["indices"], m["indptr"]
+            fits = data.dtype == np.float32 and indices.dtype == np.int32 and indptr.dtype == np.int64
+            cached = self._native_arrays_cache = (
+                (data, indices, indptr, _postings_sorted(indices, indptr)) if fits else False,)
+        return cached[0] or None
 
     def _overlap_mask(self, token_ids: np.ndarray) -> np.ndarray:
         """Boolean mask of documents containing at least one of ``token_ids``.
@@ -673,11 +733,14 @@ class BM25Index:
         """Validate ``subset`` and return it as a boolean mask of length N (None: all)."""
         return _v.subset_mask(subset, self._n_docs, name)
 
-    def _rank(self, token_ids: np.ndarray, k: int, mask: np.ndarray | None) -> IdsScores:
-        """The single-query ranking shared by :meth:`top` and :meth:`top_batch`."""
+    def _rank(self, token_ids: np.ndarray, k: int, mask: np.ndarray | None,
+              scores: np.ndarray | None = None) -> IdsScores:
+        """The single-query ranking shared by :meth:`top` and :meth:`top_batch` (``scores``: the
+        query's :meth:`_scores_matrix` row when the caller has it already)."""
         if token_ids.size == 0:
             return _empty_ranking()
-        scores = self._scores_from_ids(token_ids)
+        if scores is None:
+            scores = self._scores_from_ids(token_ids)
         eligible = scores > 0
         if self._retriever.nonoccurrence_array is not None:
             # bm25l / bm25+ add a constant to every document: test term overlap explicitly.

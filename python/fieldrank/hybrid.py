@@ -54,7 +54,7 @@ from . import _validation as _v
 from . import embed as _embed
 from . import operators as ops
 from . import temporal as _temporal
-from ._results import SearchHit
+from ._results import Ranking, SearchHit
 from ._validation import unit_or_normalised as _unit_or_normalised
 from ._validation import unit_rows as _unit_rows
 from .bm25 import BM25Index
@@ -85,6 +85,7 @@ def __dir__() -> list[str]:
 #: Largest accepted deviation of a row or query norm from 1 when ``normalize=False``
 #: (float32 rounding of unit vectors, and dequantised int8 embeddings, stay well inside it).
 UNIT_NORM_ATOL = _v.UNIT_NORM_ATOL
+_FLOAT32_EPS = float(np.finfo(np.float32).eps)  # 2^-23
 _ID_DTYPE = np.int64
 _SCORE_DTYPE = np.float64
 
@@ -524,6 +525,12 @@ class HybridRetriever:
         q = _v.floating_array(vector, name, 1)
         if q.shape[0] != self.dim:
             _v.query(q, self.dim, name, "embeddings")  # raises the shared message
+        if not self._normalize and self.dim * _FLOAT32_EPS < UNIT_NORM_ATOL / 4:
+            # The float32 dot is within d·2^-24·|q|² of |q|² (any summation order), far inside the
+            # tolerance: a squared norm within 1 ± UNIT_NORM_ATOL is a norm within 1 ± UNIT_NORM_ATOL
+            # whatever the rounding. NaN, inf and every other value take the float64 check below.
+            if abs(float(np.dot(q, q)) - 1.0) <= UNIT_NORM_ATOL:
+                return q[None, :]
         q64 = q.astype(np.float64)
         norm_sq = float(np.dot(q64, q64))  # float64: a tiny finite query must not get norm 0
         if not 0.0 < norm_sq <= _v.FLOAT32_MAX:
@@ -611,7 +618,7 @@ class HybridRetriever:
         Q = self._query_vector(vector) if self._needs_vector else None
         texts = [_check_text(text, "text")] if self._needs_text else None
         outputs = plan.run(self, texts, Q, 1, self._subset_ids(subset), 1)[0]
-        fused = ops._rrf_trusted([out.ids for out in outputs], plan.weights, plan.k, cfg.k0)
+        fused = plan.fuse([outputs], cfg.k0, 1)[0]
         return SearchResult(fused.ids, fused.scores, outputs, cfg, self._texts)
 
     # ---------------------------------------------------------------- batches
@@ -673,8 +680,7 @@ class HybridRetriever:
                 per_query[row] = outputs
         if not n_queries:
             return []
-        fused = ops._rrf_batch_trusted([[out.ids for out in outputs] for outputs in per_query], plan.weights,
-                                       plan.k, cfg.k0)
+        fused = plan.fuse(per_query, cfg.k0, n_threads)
         return [SearchResult(f.ids, f.scores, outputs, cfg, self._texts) for f, outputs in zip(fused, per_query)]
 
     def _subset_groups(self, n_queries: int, subset: SubsetLike,
@@ -714,7 +720,7 @@ class HybridRetriever:
 class _Group:
     """What the legs of one plan share for a group of queries (same subset): computed once each."""
 
-    __slots__ = ("E", "Q", "lex_scores", "lex_top", "n", "n_threads", "pre", "rows", "sub", "texts",
+    __slots__ = ("E", "Q", "lex_begin", "lex_scores", "lex_top", "n", "n_threads", "pre", "rows", "sub", "texts",
                  "timeline_features")
 
     def __init__(self, E: np.ndarray, texts: Optional[list[str]], Q: Optional[np.ndarray], n: int,
@@ -729,6 +735,7 @@ class _Group:
         self.pre: Any = None    # shared cosine prefilter (B, P)
         self.lex_top: Optional[list] = None      # shared BM25 top lists, one (ids, scores) per query
         self.lex_scores: Optional[np.ndarray] = None  # (B, N) BM25 scores of every document
+        self.lex_begin: Optional[int] = None  # lex_scores covers documents lex_begin.. only (None: all N)
         self.timeline_features: Any = None       # (intent, windows) of the query texts
 
 
@@ -778,8 +785,9 @@ def _run_temporal(leg: TemporalLeg, retriever: HybridRetriever, g: _Group) -> li
         g.timeline_features = _question_features(g.texts, timeline, rows, span)
     intent, windows = g.timeline_features
     params = _temporal_params(leg)
-    r = _temporal._run_leg(g.E, g.Q, g.lex_scores if params.alpha > 0 else None, leg.depth, timeline, intent,
-                           windows, params, g.rows, False, g.n_threads)
+    blend = params.alpha > 0
+    r = _temporal._run_leg(g.E, g.Q, g.lex_scores if blend else None, leg.depth, timeline, intent, windows, params,
+                           g.rows, False, g.n_threads, lexical_begin=g.lex_begin if blend else None)
     return [_LegOutput(r.ids[b], r.scores[b], None) for b in range(g.n)]
 
 
@@ -904,19 +912,43 @@ class LegPlan:
         bm25 = retriever._bm25
         if (self.lexical_depth or (self.lexical_scores and lexical_scores is None)) and n:
             token_ids = [bm25._token_ids(tokens) for tokens in bm25._tokenize(texts)]
+            # Every document's scores of all queries in one native call when a leg blends them;
+            # the BM25 top lists then rank those rows instead of scoring again.
+            if self.lexical_scores and lexical_scores is None:
+                # Without a BM25 top list, only the block of documents the subset spans is scored
+                # (a conversation of a long log): the temporal leg reads no other column.
+                docs = None if sub is None or self.lexical_depth or not sub.size else (int(sub[0]), int(sub[-1]) + 1)
+                g.lex_scores = bm25._scores_matrix(token_ids, n_threads, docs)
+                g.lex_begin = None if docs is None else docs[0]
             if self.lexical_depth:
                 mask = None
                 if sub is not None:
                     mask = np.zeros(len(bm25), dtype=bool)
                     mask[sub] = True
-                g.lex_top = [bm25._rank(ids, self.lexical_depth, mask) for ids in token_ids]
-            if self.lexical_scores and lexical_scores is None:
-                scores = [bm25._scores_from_ids(ids) for ids in token_ids]
-                g.lex_scores = scores[0][None, :] if n == 1 else np.stack(scores)
+                rows = g.lex_scores if g.lex_scores is not None else [None] * n
+                g.lex_top = [bm25._rank(ids, self.lexical_depth, mask, row) for ids, row in zip(token_ids, rows)]
         if lexical_scores is not None:
             g.lex_scores = lexical_scores
         columns = [kind.run(leg, retriever, g) if n else [] for leg, kind in zip(self.legs, self.kinds)]
         return [[column[b] for column in columns] for b in range(n)]
+
+    def fuse(self, per_query: Sequence[Sequence[_LegOutput]], k0: float, n_threads: int) -> list:
+        """The weighted RRF of each query's leg outputs (:func:`fieldrank.rrf`), one ``Ranking`` per query.
+
+        A plan of one leg with a positive weight (the ``default`` preset) fuses to the leg's own
+        order, since its contributions ``weight / (k0 + rank)`` fall strictly with the rank: the
+        scores are those float64 quotients, computed as the native ``rrf`` computes them (the
+        same two operations, added to 0), without converting every query's ids for it.
+        """
+        if len(self.weights) == 1 and self.weights[0] > 0:
+            ranks = np.arange(1, self.k + 1, dtype=np.float64)
+            scores = self.weights[0] / (k0 + ranks)
+            return [Ranking(ids[: self.k].astype(_ID_DTYPE), scores[: min(self.k, ids.shape[0])].copy())
+                    for ((ids, _, _),) in per_query]
+        if len(per_query) == 1:
+            return [ops._rrf_trusted([out.ids for out in per_query[0]], self.weights, self.k, k0)]
+        return ops._rrf_batch_trusted([[out.ids for out in outputs] for outputs in per_query], self.weights, self.k,
+                                      k0, n_threads)
 
 
 def _question_features(texts: Optional[list[str]], timeline: _temporal.Timeline, rows: Optional[np.ndarray],

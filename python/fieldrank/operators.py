@@ -231,6 +231,6 @@ def _rrf_trusted(rankings: Sequence[np.ndarray], weights: Sequence[float], k: in
 
 
 def _rrf_batch_trusted(rankings: Sequence[Sequence[np.ndarray]], weights: Sequence[float], k: int,
-                       k0: float) -> List[Ranking]:
+                       k0: float, n_threads: int = 0) -> List[Ranking]:
     """:func:`rrf_batch` on legs' own outputs (int64 ids without repeats), weights checked once."""
-    return [_ranking(r) for r in _core.rrf_batch(rankings, weights, k, k0)]
+    return [_ranking(r) for r in _core.rrf_batch(rankings, weights, k, k0, n_threads)]

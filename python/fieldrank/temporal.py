@@ -414,12 +414,18 @@ def _window_arrays(windows: Optional[Sequence[Sequence[tuple[np.datetime64, np.d
 
 def _run_leg(E: np.ndarray, Q: np.ndarray, lexical: Optional[np.ndarray], k: int, timeline: Timeline,
              intent: Optional[np.ndarray], windows, params: TemporalParams, rows: Optional[np.ndarray],
-             check_rows: bool, n_threads: int, row_order: bool = False) -> Ranking:
+             check_rows: bool, n_threads: int, row_order: bool = False, lexical_begin: Optional[int] = None
+             ) -> Ranking:
     """The native leg on checked arguments (no copy of ``E``; ``rows`` sorted, None: all rows).
 
     ``row_order=True`` returns every row's score in the order of ``rows`` (ids empty, ``k``
     unused), for a caller that wants a short top and a few chosen rows' scores (the memory store)
     without a sort of every row.
+
+    ``lexical_begin``: ``lexical`` holds the scores of the corpus rows ``lexical_begin ..
+    lexical_begin + lexical.shape[1] - 1`` only, a block that contains every row of ``rows`` (the
+    retriever scores only the block a subset spans). The leg then runs on views of that block of
+    ``E`` and of the timeline (no copy), with the same scores and ids.
 
     Layers that validated their corpus once (:class:`fieldrank.HybridRetriever`, the memory store)
     call this with ``check_rows=False``; :func:`temporal_batch` checks each row it reads once per
@@ -433,14 +439,23 @@ def _run_leg(E: np.ndarray, Q: np.ndarray, lexical: Optional[np.ndarray], k: int
             lex64 = np.ascontiguousarray(lexical, dtype=np.float64)
     cue = None if timeline.cue is None or intent is None else timeline.cue.view(np.uint8)
     day = None if timeline.time is None else timeline.time.view(np.int64)
+    session = timeline.session
+    if lexical_begin is not None:
+        end = lexical_begin + lexical.shape[1]
+        E, session = E[lexical_begin:end], session[lexical_begin:end]
+        cue = None if cue is None else cue[lexical_begin:end]
+        day = None if day is None else day[lexical_begin:end]
+        rows = None if rows is None else rows - lexical_begin
     offsets, days = _window_arrays(windows if timeline.time is not None else None)
     r = _core.temporal_batch(
-        E, Q, np.ascontiguousarray(timeline.session), params.alpha, params.gamma, params.radius, params.decay,
+        E, Q, np.ascontiguousarray(session), params.alpha, params.gamma, params.radius, params.decay,
         params.tau, params.delta, params.before_days, params.after_days, k, lexical32=lex32, lexical64=lex64,
         rows=rows, cue=cue, day=day,
         intent=None if intent is None else np.ascontiguousarray(intent, dtype=bool).view(np.uint8),
         window_offsets=offsets, window_days=days, check_rows=check_rows, n_threads=n_threads,
         row_order=row_order)
+    if lexical_begin:
+        return Ranking(r.ids + lexical_begin, r.scores)  # every id is a row (k is capped at the rows)
     return Ranking(r.ids, r.scores)
 
 

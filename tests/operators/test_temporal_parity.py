@@ -208,3 +208,44 @@ def test_row_order_scores_are_the_ranked_scores_of_every_row(n, subset_kind):
     index_of[np.arange(n) if rows is None else rows] = np.arange(m)
     for b in range(Q.shape[0]):
         np.testing.assert_array_equal(scored.scores[b, index_of[ranked.ids[b]]], ranked.scores[b])
+
+
+@pytest.mark.parametrize("subset_kind", ["scattered", "contiguous"])
+def test_lexical_scores_of_the_subset_block_only_give_the_same_ranking(subset_kind):
+    """The retriever scores BM25 only over the block of rows a subset spans (``lexical_begin``):
+    the leg runs on views of that block and returns the same ids and scores, bit for bit."""
+    rng, E, Q, lex, timeline = _data(400, seed=5)
+    rows = (np.sort(rng.permutation(np.arange(37, 311))[:150]) if subset_kind == "scattered"
+            else np.arange(37, 311, dtype=np.int64))
+    intent, windows = tl.question_features(QUESTIONS, timeline, rows)
+    full = tl._run_leg(E, Q, lex, 12, timeline, intent, windows, tl.TemporalParams(), rows, False, 2)
+    block = np.ascontiguousarray(lex[:, rows[0]: rows[-1] + 1])
+    part = tl._run_leg(E, Q, block, 12, timeline, intent, windows, tl.TemporalParams(), rows, False, 2,
+                       lexical_begin=int(rows[0]))
+    np.testing.assert_array_equal(part.ids, full.ids)
+    np.testing.assert_array_equal(part.scores, full.scores)
+
+
+@pytest.mark.parametrize("weight", [1.0, 0.37, 2.5])
+def test_a_one_leg_plan_fuses_as_the_native_rrf(weight):
+    """The one-leg shortcut of LegPlan.fuse (the default preset) equals fieldrank's native RRF bit
+    for bit (a config's only leg has a positive weight)."""
+    import dataclasses
+
+    from fieldrank import _core
+    from fieldrank.config import preset
+    from fieldrank.hybrid import HybridRetriever
+
+    _, E, Q, _, timeline = _data(120, B=4, seed=8)
+    texts = [f"turn {i} about the lake" if i % 3 else f"turn {i} about cooking" for i in range(120)]
+    config = preset("default")
+    config = dataclasses.replace(config, legs=(dataclasses.replace(config.legs[0], weight=weight),))
+    retriever = HybridRetriever(texts, E, config, timeline=timeline)
+    for k in (3, 10, 25):  # 25: deeper than the leg (deepened to k)
+        plan = retriever._plan_for(k)
+        per_query = plan.run(retriever, QUESTIONS[:4], Q, 4, None, 1)
+        for fused, outputs in zip(plan.fuse(per_query, config.k0, 1), per_query):
+            native = _core.rrf([out.ids for out in outputs], plan.weights, plan.k, config.k0)
+            np.testing.assert_array_equal(fused.ids, native.ids)
+            np.testing.assert_array_equal(fused.scores, native.scores)
+            assert fused.ids.dtype == np.int64 and fused.scores.dtype == np.float64

@@ -144,6 +144,50 @@ def test_scores_equal_direct_bm25s(
         np.testing.assert_array_equal(got, expected)
 
 
+@pytest.mark.parametrize("method", BM25_METHODS)
+@pytest.mark.parametrize("context_window", [0, 2])
+def test_native_score_matrix_is_bm25s_bit_for_bit(corpus: list[str], queries: list[str], method: str,
+                                                  context_window: int) -> None:
+    """The native scorer (one call for a batch, any thread count) adds bm25s's float32 terms in
+    bm25s's order: repeated query tokens, unknown-only queries and neighbour-text expansion too."""
+    index = BM25Index(corpus, BM25Params(method=method, context_window=context_window))
+    token_ids = [index._token_ids(tokens) for tokens in index._tokenize([*queries, "zyzzyva", "cat cat dog cat"])]
+    batches = [index._scores_matrix(token_ids, n_threads) for n_threads in THREAD_COUNTS]
+    for ids, *rows in zip(token_ids, *batches):
+        expected = (np.asarray(index._retriever.get_scores_from_ids(ids), dtype=np.float32) if ids.size
+                    else np.zeros(len(corpus), dtype=np.float32))
+        for row in rows:
+            assert row.dtype == np.float32
+            np.testing.assert_array_equal(row, expected)
+
+
+def test_native_scores_of_a_block_of_documents_are_those_columns(corpus: list[str], queries: list[str]) -> None:
+    from fieldrank.bm25 import _postings_sorted
+
+    index = BM25Index(corpus, BM25Params(context_window=2))
+    token_ids = [index._token_ids(tokens) for tokens in index._tokenize(queries)]
+    full = index._scores_matrix(token_ids, 2)
+    assert index._native_arrays()[3]  # bm25s writes sorted postings: blocks are binary-searched
+    for docs in [(0, 5), (13, 61), (60, N_DOCS), (40, 40)]:
+        np.testing.assert_array_equal(index._scores_matrix(token_ids, 2, docs), full[:, docs[0]:docs[1]])
+    assert _postings_sorted(np.array([0, 3, 1, 2], dtype=np.int32), np.array([0, 2, 4], dtype=np.int64))
+    assert not _postings_sorted(np.array([0, 3, 2, 1], dtype=np.int32), np.array([0, 2, 4], dtype=np.int64))
+    assert not _postings_sorted(np.array([3, 0, 1], dtype=np.int32), np.array([0, 2, 3], dtype=np.int64))
+
+
+def test_native_scorer_refuses_out_of_range_tokens(index: BM25Index) -> None:
+    from fieldrank import _core
+
+    matrix = index._retriever.scores
+    n_terms = matrix["indptr"].shape[0] - 1
+    with pytest.raises(IndexError, match=f"token id {n_terms} is not in"):
+        _core.bm25_scores_batch(matrix["data"], matrix["indices"], matrix["indptr"], len(index),
+                                np.array([0, 1], dtype=np.int64), np.array([n_terms], dtype=np.int64))
+    with pytest.raises(ValueError, match="token_offsets must end"):
+        _core.bm25_scores_batch(matrix["data"], matrix["indices"], matrix["indptr"], len(index),
+                                np.array([0, 2], dtype=np.int64), np.array([0], dtype=np.int64))
+
+
 # Tiny corpus without stop words so that lengths are easy to count: dl = number of words.
 HAND_CORPUS = (
     "apple banana apple",

@@ -1,6 +1,7 @@
 // Umbrella header: every operator family of the fieldrank core.
 #pragma once
 
+#include "bm25.hpp"
 #include "cfs.hpp"
 #include "cfsr.hpp"
 #include "defaults.hpp"

@@ -78,6 +78,24 @@ struct KernelTable {
     // the tail in j order) and the scores are bit-identical across variants and positions.
     void (*score_f32_f64)(const float* base, Index stride, const Index* ids, Index n, Index d, const double* Qd,
                           Index ldq, Index nq, double* out, Index ld_out, double* norms);
+
+    // The temporal leg's base blend over n rows (temporal.hpp), lex(i) = the lexical score of row
+    // id(i) (lex32 or lex64, whichever is not null; id(i) = rows ? rows[i] : i) widened to double:
+    //   both inputs:   base[i] = share · ((dense[i] − dense_mean) / dense_sd) + alpha · ((lex(i) − lex_mean) / lex_sd)
+    //   no lexical:    base[i] = share · ((dense[i] − dense_mean) / dense_sd)
+    //   dense null:    base[i] = 0 + alpha · ((lex(i) − lex_mean) / lex_sd)
+    // Element-wise double operations in exactly this order (never fused), so every variant, whatever
+    // its vector width, writes the same bits as the reference's numpy expression.
+    void (*temporal_blend)(const double* dense, const float* lex32, const double* lex64, const Index* rows, Index n,
+                           double share, double dense_mean, double dense_sd, double alpha, double lex_mean,
+                           double lex_sd, double* base);
+
+    // score[i] = base[i] + gamma · support_i for n consecutive rows, support_i the max over
+    // 1 <= dist <= radius and j = i ± dist in [0, n) with session[j] == session[i] of
+    // factors[dist − 1] · max(base[j], 0), and 0 without such a j. Every candidate is a non-negative
+    // double (base is never −0), on which max is exact and order-free: every variant gives the same bits.
+    void (*temporal_support)(const double* base, const Index* session, Index n, const double* factors, Index radius,
+                             double gamma, double* score);
 };
 
 }  // namespace simd

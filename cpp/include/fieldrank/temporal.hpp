@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "defaults.hpp"
@@ -56,6 +57,7 @@ struct TemporalQueries {
 // the leg's rows). Null when alpha == 0.
 template <typename Lex>
 struct LexicalScores {
+    static_assert(std::is_same_v<Lex, float> || std::is_same_v<Lex, double>, "lexical scores are float32 or float64");
     const Lex* data = nullptr;
     Index ld = 0;
 };
@@ -194,33 +196,6 @@ inline void temporal_dense(const MatrixRef& E, const RowMatrixXd& Qd, Index q0, 
     }
 }
 
-// Support of position i over all N rows (rows == null): the max over same-session neighbours
-// i ± dist of decay^(dist-1) · max(base, 0), 0 without one. Read per position (no running writes)
-// and branch-free (a select per neighbour), so the loop over i has no dependency from one position
-// to the next and vectorises; max is exact and order-free, so this equals the reference's
-// accumulation. INTERIOR: every i ± dist lies in [0, n) (no bounds tests).
-template <bool INTERIOR>
-inline double support_all_rows(const double* base, const Index* session, Index n, Index i, Index radius,
-                               const double* factors) {
-    // Selects written as arithmetic (max of non-negatives, times 0 or 1) so that no branch depends
-    // on the sign of a score: those are unpredictable, and a branch per neighbour cost more than
-    // the rest of the sweep.
-    double support = 0.0;
-    const Index key = session[i];
-    for (Index dist = 1; dist <= radius; ++dist) {
-        const double factor = factors[dist - 1];
-        if (INTERIOR || i + dist < n) {
-            const double same = static_cast<double>(session[i + dist] == key);
-            support = std::max(support, same * (factor * std::max(base[i + dist], 0.0)));
-        }
-        if (INTERIOR || i - dist >= 0) {
-            const double same = static_cast<double>(session[i - dist] == key);
-            support = std::max(support, same * (factor * std::max(base[i - dist], 0.0)));
-        }
-    }
-    return support;
-}
-
 // One query's leg scores over the n rows, from its cosines (null when alpha == 1) and lexical
 // scores (null when alpha == 0), into score (n doubles); base holds n doubles of scratch (and
 // support n more when the rows are a subset). The operations per row are the reference's, in
@@ -240,15 +215,15 @@ void temporal_query_scores(const double* dense, const Lex* lexical, const Index*
         // A non-finite score makes the sum non-finite (float32 values cannot overflow a double sum).
         if (!std::isfinite(lex_z.mean)) fail("lexical must be finite");
     }
-    const double share = 1.0 - p.alpha;
-    if (p.alpha > 0.0 && p.alpha < 1.0) {
-        for (Index i = 0; i < n; ++i)
-            base[i] = share * ((dense[i] - dense_z.mean) / dense_z.sd) + p.alpha * ((lex_at(i) - lex_z.mean) / lex_z.sd);
-    } else if (p.alpha < 1.0) {
-        for (Index i = 0; i < n; ++i) base[i] = share * ((dense[i] - dense_z.mean) / dense_z.sd);
-    } else {
-        for (Index i = 0; i < n; ++i) base[i] = 0.0 + p.alpha * ((lex_at(i) - lex_z.mean) / lex_z.sd);
-    }
+    // The element-wise sweeps run in the kernel table (vectorised per instruction set, same bits).
+    const simd::KernelTable& kernels = simd::kernels();
+    const Lex* lex = p.alpha > 0.0 ? lexical : nullptr;
+    const float* lex32 = nullptr;
+    const double* lex64 = nullptr;
+    if constexpr (std::is_same_v<Lex, float>) lex32 = lex;
+    else lex64 = lex;
+    kernels.temporal_blend(p.alpha < 1.0 ? dense : nullptr, lex32, lex64, rows, n, 1.0 - p.alpha, dense_z.mean,
+                           dense_z.sd, p.alpha, lex_z.mean, lex_z.sd, base);
     // Support: max over same-session neighbours rows[i] ± dist (inside the rows) of
     // decay^(dist-1) · max(base, 0); distances from the first with factor 0 on lend nothing.
     thread_local std::vector<double> factors;
@@ -264,12 +239,7 @@ void temporal_query_scores(const double* dense, const Lex* lexical, const Index*
     const Index* session = timeline.session;
     if (p.gamma > 0.0 && rows == nullptr) {
         // All rows: the neighbour of row i at offset ±dist is position i ± dist.
-        const double* f = factors.data();
-        const Index head = std::min(radius, n);
-        const Index tail = std::max(head, n - radius);
-        for (Index i = 0; i < head; ++i) score[i] = base[i] + p.gamma * support_all_rows<false>(base, session, n, i, radius, f);
-        for (Index i = head; i < tail; ++i) score[i] = base[i] + p.gamma * support_all_rows<true>(base, session, n, i, radius, f);
-        for (Index i = tail; i < n; ++i) score[i] = base[i] + p.gamma * support_all_rows<false>(base, session, n, i, radius, f);
+        kernels.temporal_support(base, session, n, factors.data(), radius, p.gamma, score);
     } else if (p.gamma > 0.0) {
         std::fill(support, support + n, 0.0);
         for (Index k = 0; k < radius; ++k) {
