@@ -20,7 +20,7 @@ import pytest
 import fieldrank
 from fieldrank import cli
 from fieldrank.memory import MODES, MemoryStore, StoreFormatError
-from fieldrank.memory.schema import MEMORY_ID_LIMIT, RECALL_COUNT_RANGE
+from fieldrank.memory._schema import MEMORY_ID_LIMIT, RECALL_COUNT_RANGE
 from fieldrank.persistence import IndexFormatError
 
 from tests.helpers import SEED, unit_rows

@@ -62,7 +62,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from . import memory_cases as cases
+from . import _memory_cases as cases
 from ..memory import MemoryStore
 
 __all__ = [

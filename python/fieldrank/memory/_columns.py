@@ -20,9 +20,9 @@ from typing import Optional
 import numpy as np
 
 from ..temporal import time_cues
-from .lexical import LexicalLeg
-from .params import MemoryParams
-from .schema import TIERS
+from ._lexical import LexicalLeg
+from ._params import MemoryParams
+from ._schema import TIERS
 
 __all__ = ["Generation", "GrowingArray", "RowBatch", "Snapshot"]
 

@@ -24,10 +24,10 @@ from typing import Optional
 import numpy as np
 
 from .._validation import FLOAT32_MAX
-from .schema import IMPORTANCE_RANGE, MEMORY_ID_LIMIT, RECALL_COUNT_RANGE, TIERS, VALENCE_RANGE
+from ._schema import IMPORTANCE_RANGE, MEMORY_ID_LIMIT, RECALL_COUNT_RANGE, TIERS, VALENCE_RANGE
 
 #: The store file's format name and version (in its ``meta`` table); defined here, with the
-#: checks, and re-exported by :mod:`fieldrank.memory.persistence`, which imports this module.
+#: checks, and re-exported by :mod:`fieldrank.memory._persistence`, which imports this module.
 FORMAT_NAME = "fieldrank.memory"
 FORMAT_VERSION = 1
 

@@ -17,8 +17,8 @@ from typing import Optional
 
 import numpy as np
 
-from .columns import TIER_CODE, Snapshot
-from .schema import GATES, TIERS
+from ._columns import TIER_CODE, Snapshot
+from ._schema import GATES, TIERS
 
 __all__ = ["GATES", "Eligibility", "GateSpec", "eligible_rows", "failed_gates", "passes_union_gates"]
 

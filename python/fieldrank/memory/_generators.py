@@ -40,11 +40,11 @@ import numpy as np
 
 from ..operators import prefilter
 from ..temporal import Timeline, _run_leg, date_windows, time_intent
-from .columns import Snapshot
-from .gates import Eligibility
-from .lexical import top_by_score
-from .params import MemoryParams
-from .schema import GENERATORS, SECONDS_PER_DAY, TIERS
+from ._columns import Snapshot
+from ._gates import Eligibility
+from ._lexical import top_by_score
+from ._params import MemoryParams
+from ._schema import GENERATORS, SECONDS_PER_DAY, TIERS
 
 CORE_TIER_CODE = TIERS.index("core")
 

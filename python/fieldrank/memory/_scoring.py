@@ -45,9 +45,9 @@ from typing import Optional
 
 import numpy as np
 
-from .columns import Snapshot
-from .generators import Cue, durable_rows
-from .params import (
+from ._columns import Snapshot
+from ._generators import Cue, durable_rows
+from ._params import (
     GRAPH_BOOST_MIN,
     RETRIEVAL_STRENGTH_MAX,
     RETRIEVAL_STRENGTH_MIN,
@@ -56,7 +56,7 @@ from .params import (
     VALENCE_ALIGNMENT_MIN,
     MemoryParams,
 )
-from .schema import SECONDS_PER_DAY
+from ._schema import SECONDS_PER_DAY
 
 __all__ = ["FactorArrays", "durable_rows", "fuse", "retrieval_strength", "storage_bounded"]
 

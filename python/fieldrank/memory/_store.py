@@ -52,14 +52,14 @@ from .. import _validation as _v
 from ..embed import Embedder, check_embedder, embed_documents, embed_queries
 from ..operators import cfs_pool, cfsr_pool
 from ._file_check import check_embedding_values
-from .columns import Generation, RowBatch, Snapshot
-from .gates import Eligibility, GateSpec, eligible_rows, failed_gates, passes_union_gates
-from .columns import NO_MEMORY
-from .generators import Admissions, Cue, Relevance, generate, generator_rank, relevance_core
-from .params import DEFAULT_PARAMS, MemoryParams
-from .persistence import SYNCHRONOUS_MODES, SqliteBackend, encode_labels
-from .provenance import Hit, RecallResult, ScoreFactors, WhyNot
-from .schema import (
+from ._columns import Generation, RowBatch, Snapshot
+from ._gates import Eligibility, GateSpec, eligible_rows, failed_gates, passes_union_gates
+from ._columns import NO_MEMORY
+from ._generators import Admissions, Cue, Relevance, generate, generator_rank, relevance_core
+from ._params import DEFAULT_PARAMS, MemoryParams
+from ._persistence import SYNCHRONOUS_MODES, SqliteBackend, encode_labels
+from ._provenance import Hit, RecallResult, ScoreFactors, WhyNot
+from ._schema import (
     DEFAULT_IMPORTANCE,
     DEFAULT_MODE,
     KEYWORD_MODE,
@@ -94,7 +94,7 @@ from .schema import (
     embedding_rows,
     embedding_vector,
 )
-from .scoring import FactorArrays, fuse, retrieval_strength
+from ._scoring import FactorArrays, fuse, retrieval_strength
 
 __all__ = ["MemoryStore"]
 
