@@ -73,6 +73,7 @@ import numpy as np
 import Stemmer
 
 from . import _validation as _v
+from ._api import public_dir
 
 __all__ = [
     "BM25_METHODS",
@@ -83,9 +84,7 @@ __all__ = [
     "BM25Params",
 ]
 
-
-def __dir__() -> list[str]:
-    return list(__all__)
+__dir__ = public_dir(__all__)
 
 
 #: Scoring variants of ``bm25s`` (``method``); the single list used for validation.

@@ -28,6 +28,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from .._api import public_dir
+
 __all__ = ["bench", "calibrate", "evaluate", "locomo", "metrics", "stats"]
 #: Public functions defined in private submodules: name -> submodule.
 _FUNCTIONS = {"evaluate": "_runner"}
@@ -43,5 +45,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(msg)
 
 
-def __dir__() -> list[str]:
-    return list(__all__)
+__dir__ = public_dir(__all__)

@@ -13,6 +13,7 @@ are private and may change.
 
 from __future__ import annotations
 
+from .._api import public_dir
 from ._file_check import StoreFormatError
 from ._params import DEFAULT_PARAMS, RERANK_OPERATORS, MemoryParams
 from ._provenance import FACTOR_NAMES, Hit, RecallResult, ScoreFactors, WhyNot
@@ -53,6 +54,4 @@ __all__ = [
     "WhyNot",
 ]
 
-
-def __dir__() -> list[str]:
-    return list(__all__)
+__dir__ = public_dir(__all__)
