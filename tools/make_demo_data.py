@@ -274,15 +274,21 @@ def check_and_report(k=5):
     return manifest
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--check", action="store_true",
-                    help="only verify the existing files and print top-5 (numpy only)")
-    args = ap.parse_args(argv)
+def generate_then_check(description, generate, check_and_report, check_help, argv=None):
+    """The command line of a generator of committed files: ``generate()`` (which needs the
+    embedding model) unless ``--check``, then ``check_and_report()`` (numpy only) either way."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--check", action="store_true", help=check_help)
+    args = parser.parse_args(argv)
     if not args.check:
         generate()
     check_and_report()
     return 0
+
+
+def main(argv=None):
+    return generate_then_check(__doc__.split("\n")[0], generate, check_and_report,
+                               "only verify the existing files and print top-5 (numpy only)", argv)
 
 
 if __name__ == "__main__":

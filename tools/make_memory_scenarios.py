@@ -33,7 +33,6 @@ without it (numpy only: sha256, unit norms, cosine ranks of each cue's memories)
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import io
 import json
@@ -42,7 +41,7 @@ import sys
 
 import numpy as np
 
-from make_demo_data import FILLER, sha256_file  # tools/ is sys.path[0] when run as a script
+from make_demo_data import FILLER, generate_then_check, sha256_file  # tools/ is sys.path[0] when run as a script
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -417,13 +416,8 @@ def check_and_report():
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--check", action="store_true", help="only verify the committed files (numpy only)")
-    args = parser.parse_args(argv)
-    if not args.check:
-        generate()
-    check_and_report()
-    return 0
+    return generate_then_check(__doc__.split("\n")[0], generate, check_and_report,
+                               "only verify the committed files (numpy only)", argv)
 
 
 if __name__ == "__main__":
