@@ -212,12 +212,7 @@ def generate():
     E = embed(texts)  # one call, fixed order: reproducible on the same stack
     assert E.shape == (len(texts), 384) and E.dtype == np.float32
 
-    os.makedirs(DATA_DIR, exist_ok=True)
-    npy_path = os.path.join(DATA_DIR, NPY_NAME)
-    buf = io.BytesIO()
-    np.save(buf, E)
-    with open(npy_path, "wb") as f:
-        f.write(buf.getvalue())
+    npy_path = write_npy(DATA_DIR, NPY_NAME, E)
 
     info = model_info()
     manifest = {
@@ -272,6 +267,17 @@ def check_and_report(k=5):
         rel_ranks = {i: order.index(i) + 1 for i in sorted(rel)}
         print(f"  cosine ranks of relevant: {rel_ranks}")
     return manifest
+
+
+def write_npy(data_dir, name, E):
+    """Write ``E`` as ``data_dir/name`` (the folder made if missing) in one write; returns the path."""
+    os.makedirs(data_dir, exist_ok=True)
+    path = os.path.join(data_dir, name)
+    buf = io.BytesIO()
+    np.save(buf, E)
+    with open(path, "wb") as f:
+        f.write(buf.getvalue())
+    return path
 
 
 def generate_then_check(description, generate, check_and_report, check_help, argv=None):

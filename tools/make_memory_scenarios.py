@@ -34,14 +34,13 @@ without it (numpy only: sha256, unit norms, cosine ranks of each cue's memories)
 from __future__ import annotations
 
 import datetime
-import io
 import json
 import os
 import sys
 
 import numpy as np
 
-from make_demo_data import FILLER, generate_then_check, sha256_file  # tools/ is sys.path[0] when run as a script
+from make_demo_data import FILLER, generate_then_check, sha256_file, write_npy  # tools/ is sys.path[0] when run as a script
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -353,12 +352,7 @@ def generate():
     if E.shape != (len(texts), 384) or E.dtype != np.float32:
         msg = f"unexpected embeddings {E.shape} {E.dtype}"
         raise SystemExit(msg)
-    os.makedirs(DATA_DIR, exist_ok=True)
-    npy_path = os.path.join(DATA_DIR, NPY_NAME)
-    buf = io.BytesIO()
-    np.save(buf, E)
-    with open(npy_path, "wb") as f:
-        f.write(buf.getvalue())
+    npy_path = write_npy(DATA_DIR, NPY_NAME, E)
     manifest = {
         "description": "fieldrank memory-store adversarial scenarios (truncation trap, chatter vs rule, "
                        "lexical twins, graph-near stale, emotionally salient) with real all-MiniLM-L6-v2 "
