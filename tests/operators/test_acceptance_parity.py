@@ -127,6 +127,12 @@ def _fresh(arguments):
     return copy.deepcopy(arguments)
 
 
+def _pop_lead(family, params):
+    """Take the size argument that every form passes positionally out of the drawn parameters:
+    ``p`` for the prefilter, ``k`` for the other families."""
+    return params.pop("p") if family == "prefilter" else params.pop("k")
+
+
 def _both(fn_name, args, kwargs, module_of=lambda m: m):
     """Calls ``fn_name`` in both modules on independent copies of the same arguments."""
     results = []
@@ -192,7 +198,7 @@ def _check_parity(family, result_n, result_r, arrays, params):
 def test_accept_parity_corpus_form(family, call, data):
     E, q, subset, bad = call
     params = data.draw(fz.operator_params(family, bad))
-    lead = params.pop("p") if family == "prefilter" else params.pop("k")
+    lead = _pop_lead(family, params)
     (n_kind, n), (_, r) = _both(family, (E, q, lead), {**params, "subset": subset})
     if n_kind == "ok":
         _check_parity(family, n, r, [E, q], params)
@@ -203,7 +209,7 @@ def test_accept_parity_corpus_form(family, call, data):
 def test_accept_parity_batch_form(family, call, data):
     E, Q, subset, n_threads, bad = call
     params = data.draw(fz.operator_params(family, bad))
-    lead = params.pop("p") if family == "prefilter" else params.pop("k")
+    lead = _pop_lead(family, params)
     (n_kind, n), (_, r) = _both(f"{family}_batch", (E, Q, lead), {**params, "subset": subset, "n_threads": n_threads})
     if n_kind == "ok":
         _check_parity(family, n, r, [E, Q], params)
@@ -214,7 +220,7 @@ def test_accept_parity_batch_form(family, call, data):
 def test_accept_parity_pool_form(family, call, data):
     ids, C, q, sims, bad = call
     params = data.draw(fz.operator_params(family, bad, pool=True))
-    lead = params.pop("p") if family == "prefilter" else params.pop("k")
+    lead = _pop_lead(family, params)
     extra = {} if family == "prefilter" else {"sims": sims}
     (n_kind, n), (_, r) = _both(f"{family}_pool", (ids, C, q, lead), {**params, **extra})
     if n_kind == "ok":
