@@ -1,6 +1,6 @@
 """Candidate generators (SPEC §8 step 1): each signal admits up to its own quota, independently.
 
-Every generator searches only the eligible rows (see :mod:`.gates`) and returns rows best first.
+Every generator searches only the eligible rows (see :mod:`._gates`) and returns rows best first.
 They never see each other's output, except ``graph``, which by definition expands the union of
 the others; its quota is its own, and it admits only rows the others did not, so no generator
 can consume another's budget. :class:`Admissions` records which generators admitted each row

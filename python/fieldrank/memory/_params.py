@@ -5,7 +5,7 @@ The floors of the fused score (SPEC §8) are not parameters: they are fixed by t
 specification and live here as constants.
 
 Fused score: the ``default`` preset's relevance plus bounded additive boosts (see
-:mod:`.scoring` and docs/memory.md, "Protection and ranking")::
+:mod:`._scoring` and docs/memory.md, "Protection and ranking")::
 
     s = rel + B · In · D' + τ · tag + γ · a / (1 + a) + (V − 1)        D' = 1 for durable memories
 

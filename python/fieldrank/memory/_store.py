@@ -3,25 +3,25 @@
 Pipeline of one recall:
 
 1. **gates pushed down**: the rows of the cue's tenant that are live and pass every hard gate
-   (:mod:`.gates`);
+   (:mod:`._gates`);
 2. **relevance core**: ``fieldrank.temporal.temporal_batch`` with the ``default`` preset's
    parameters scores every eligible row (:func:`.generators.relevance_core`);
 3. **candidate generation**: each generator of the mode admits up to its own quota from those
    rows, independently; in the protecting modes the protected tier (every durable row) is
    admitted whole; the union is taken, plus the replacement of every superseded candidate
-   (:mod:`.generators`);
+   (:mod:`._generators`);
 4. **gates on the union** (re-checked per candidate);
 5. **fused score** of every candidate: relevance plus bounded additive terms, superseded
-   memories capped below their replacement (:mod:`.scoring`); in ``rerank`` mode the fused union
+   memories capped below their replacement (:mod:`._scoring`); in ``rerank`` mode the fused union
    is then reranked by CFS-R or CFS (``fieldrank.cfsr_pool`` / ``cfs_pool`` with the fused scores
    as the pool's query similarities);
 6. the top ``k``, with a reserved share for protected memories close to the cue, with
-   provenance (:mod:`.provenance`); with ``reinforce=True`` the returned memories are
+   provenance (:mod:`._provenance`); with ``reinforce=True`` the returned memories are
    strengthened and linked (SPEC §8 recall dynamics), as SQL increments with a file.
 
 Several processes or store objects may share a file: ids are allocated in the file, and every
 public call first applies what others committed (``PRAGMA data_version``, row revisions; see
-:mod:`.persistence`).
+:mod:`._persistence`).
 
 Thread-safety model. One re-entrant lock serialises writers (``add``, ``add_many``, ``update``,
 ``forget``, ``compact``, the bookkeeping at the end of a recall) and the SQLite connection. A
@@ -29,8 +29,8 @@ recall holds the lock only to take a snapshot (rows ``[0, n)`` of the current ge
 copy of the live mask, O(n) bytes) and, if it reinforces, for the bookkeeping; candidate
 generation and scoring run without it, and the native prefilter releases the GIL. Rows a
 snapshot can see are never modified except the bookkeeping columns (element writes), and a
-half-added memory is never visible: writers publish the row count last (:mod:`.columns`). The
-BM25 leg has its own lock (:mod:`.lexical`). A memory forgotten before a recall takes its
+half-added memory is never visible: writers publish the row count last (:mod:`._columns`). The
+BM25 leg has its own lock (:mod:`._lexical`). A memory forgotten before a recall takes its
 snapshot is never returned by it.
 """
 
@@ -1224,7 +1224,7 @@ class MemoryStore:
         )
 
     def _reinforce(self, memory_ids: list[int], at_time: float) -> None:
-        """Recall dynamics for the returned memories (see :mod:`.scoring`), persisted atomically.
+        """Recall dynamics for the returned memories (see :mod:`._scoring`), persisted atomically.
 
         With a file, the file does the arithmetic (``recall_count = recall_count + 1``, S grows
         by the gain, ``last_access`` only moves forward, links ``w += rate · (1 − w)``) in one
