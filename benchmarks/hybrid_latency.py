@@ -35,6 +35,7 @@ import numpy as np
 import fieldrank
 import fieldrank.temporal
 from fieldrank.config import BM25Leg, CFSLeg, CFSRLeg, CosineLeg, MMRLeg, RingLeg, TemporalLeg
+from fieldrank.evaluation import locomo
 from fieldrank.hybrid import HybridRetriever
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo"
@@ -47,15 +48,13 @@ MS = 1e3
 
 
 def _load(data: Path, embeddings: str):
-    turns = [json.loads(line) for line in (data / "turns.jsonl").read_text(encoding="utf-8").splitlines()]
-    questions = [json.loads(line) for line in (data / "questions.jsonl").read_text(encoding="utf-8").splitlines()]
-    E = np.load(data / "emb" / embeddings / "turns.npy")
-    Q = np.load(data / "emb" / embeddings / "questions.npy")
-    texts = [t["embed_text"] for t in turns]
-    conversation = np.array([t["conv_index"] for t in turns])
-    subsets = {c: np.flatnonzero(conversation == c) for c in np.unique(conversation)}
-    query_subsets = [subsets[q["conv_index"]] for q in questions]
-    return texts, E, [q["question"] for q in questions], Q, query_subsets
+    """Pooled turns (``embed_text``), questions and one embedding set, through the harness's
+    checked loader; each question's subset is its own conversation's rows."""
+    loaded = locomo.load_locomo(data, embeddings, checksums=False)
+    subsets = {c: np.arange(start, end) for c, (start, end) in loaded.conv_ranges.items()}
+    query_subsets = [subsets[int(c)] for c in loaded.questions.conv_index]
+    return (list(loaded.turns.embed_text), loaded.turn_embeddings, list(loaded.questions.question),
+            loaded.question_embeddings, query_subsets)
 
 
 def _timeline(retriever: HybridRetriever) -> fieldrank.temporal.Timeline:

@@ -1,6 +1,6 @@
 """The memory store's adversarial suite at 1k / 10k / 50k filler, per case and mode (issue 17).
 
-Scenarios and their embeddings are committed (:mod:`fieldrank.evaluation.memory_suite`); the
+Scenarios and their embeddings are committed (:mod:`fieldrank.evaluation._memory_suite`); the
 filler is LoCoMo conversation text drawn at run time from ``../shared/data/locomo`` (skipped when
 absent). Writes a Markdown report.
 
@@ -18,7 +18,7 @@ import platform
 import sys
 import time
 
-from fieldrank.evaluation import memory_suite as ms
+from fieldrank.evaluation import _memory_suite as ms
 
 SIZES = (1_000, 10_000, 50_000)
 MODES = ("hybrid", "full", "vector")
@@ -65,7 +65,7 @@ def report(rows: list[dict], command: str) -> str:
         "committed) among LoCoMo filler drawn at run time (~2 % important; beyond 5,882 turns the "
         "conversations are drawn again with a small embedding jitter, so some filler texts repeat). "
         "One tenant holds all scenarios and the filler; k = 10; default parameters. Metric "
-        "definitions: `fieldrank/evaluation/memory_suite.py`. `dense` = plain cosine top-10 over the "
+        "definitions: `fieldrank/evaluation/_memory_suite.py`. `dense` = plain cosine top-10 over the "
         "tenant; `core` = the relevance core alone (the `default` preset's scorer).",
         "",
         "| filler | mode | case | n | protected recall@budget | hit@1 | hit@10 | dense hit@1 | dense hit@10 | "

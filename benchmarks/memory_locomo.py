@@ -5,7 +5,7 @@ tenant (one tenant per conversation, turns in corpus order, each session a memor
 the session's date as ``created_at``, the default importance 0.5), and every question is
 recalled in the default mode (``recall()`` with no mode, k = 10, ``reinforce=False``, at one
 day after the conversation's last session). The rankings are scored by the same harness and
-metrics as every retriever (``fieldrank.evaluation.runner.evaluate``), next to
+metrics as every retriever (``fieldrank.evaluation._runner.evaluate``), next to
 ``HybridRetriever`` with the ``default`` preset, for both local embedders.
 
 Run (from the repository root; needs ``../shared/data/locomo``)::
@@ -29,7 +29,7 @@ import numpy as np
 
 from fieldrank import MemoryStore
 from fieldrank.evaluation import locomo
-from fieldrank.evaluation.runner import Corpus, evaluate
+from fieldrank.evaluation._runner import Corpus, evaluate
 
 EMBEDDING_SETS = ("minilm-l6-v2", "mpnet-base-v2")
 SPLITS = ("holdout", "tune")

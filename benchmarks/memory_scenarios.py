@@ -2,7 +2,7 @@
 
 Part 1 runs the committed adversarial suite (``fieldrank/data/memory_scenarios.*``, real
 all-MiniLM-L6-v2 embeddings) with the suite budget (every quota 5, k = 5) and prints, per mode,
-the metrics defined in ``fieldrank.evaluation.memory_scenarios`` and ``docs/memory.md``.
+the metrics defined in ``fieldrank.evaluation._memory_scenarios`` and ``docs/memory.md``.
 
 Part 2 puts the suite's memories among synthetic filler (random unit vectors, synthetic texts;
 d = 384) to reach 10k and 100k memories in the cues' tenant and measures recall latency per mode
@@ -33,7 +33,7 @@ import time
 import numpy as np
 
 from fieldrank.memory import DEFAULT_PARAMS, MODES, MemoryStore
-from fieldrank.evaluation.memory_scenarios import (
+from fieldrank.evaluation._memory_scenarios import (
     SUITE_K,
     SUITE_QUOTA,
     build_store,

@@ -229,31 +229,27 @@ def union_pool(bn: Bench, S_bm25: np.ndarray, p_dense: int, p_lex: int) -> list[
     return pools
 
 
-def cfsr_pool_leg(bn: Bench, pools: list[np.ndarray], m: int = 50, w: float = 0.9, lam: float = 0.005,
-                  iters: int = 80) -> np.ndarray:
+def pool_leg(bn: Bench, pools: list[np.ndarray], m: int, rerank) -> np.ndarray:
+    """Per question, ``rerank(ids, C, q, sims)`` (a pool operator) over its pool; (B, m) ids, -1 padded."""
     d = bn.data
     out = np.full((bn.B, m), -1, np.int64)
     for i in range(bn.B):
         ids = pools[i].astype(np.int64)
-        C = d.turn_embeddings[bn.start[i] + ids]
+        C = np.ascontiguousarray(d.turn_embeddings[bn.start[i] + ids])
         q = d.question_embeddings[bn.rows[i]]
-        res = fr.cfsr_pool(ids, np.ascontiguousarray(C), q, m, w=w, lam=lam, iters=iters,
-                           sims=bn.cos[i, ids].astype(np.float32))
+        res = rerank(ids, C, q, bn.cos[i, ids].astype(np.float32))
         out[i, : len(res.ids)] = res.ids
     return out
+
+
+def cfsr_pool_leg(bn: Bench, pools: list[np.ndarray], m: int = 50, w: float = 0.9, lam: float = 0.005,
+                  iters: int = 80) -> np.ndarray:
+    return pool_leg(bn, pools, m, lambda ids, C, q, sims: fr.cfsr_pool(ids, C, q, m, w=w, lam=lam, iters=iters,
+                                                                        sims=sims))
 
 
 def cfs_pool_leg(bn: Bench, pools: list[np.ndarray], m: int = 50, sigma: float = 0.4, beta: float = 0.2) -> np.ndarray:
-    d = bn.data
-    out = np.full((bn.B, m), -1, np.int64)
-    for i in range(bn.B):
-        ids = pools[i].astype(np.int64)
-        C = d.turn_embeddings[bn.start[i] + ids]
-        q = d.question_embeddings[bn.rows[i]]
-        res = fr.cfs_pool(ids, np.ascontiguousarray(C), q, m, sigma=sigma, beta=beta,
-                          sims=bn.cos[i, ids].astype(np.float32))
-        out[i, : len(res.ids)] = res.ids
-    return out
+    return pool_leg(bn, pools, m, lambda ids, C, q, sims: fr.cfs_pool(ids, C, q, m, sigma=sigma, beta=beta, sims=sims))
 
 
 def mmr_leg(bn: Bench, k: int = 10, p: int = 150, mu: float = 0.5) -> np.ndarray:
@@ -392,6 +388,11 @@ def temporal_leg_scores(bn: Bench, emb: str, S_lex: np.ndarray, params: tl.Tempo
         out[np.ix_(sel, np.arange(e - s))] = reference.temporal_scores(
             bn.cos[sel, : e - s], S_lex[sel, : e - s], rows, tline, params, intent=intent, windows=windows)
     return out
+
+
+def log_leg_row(name: str, bn: Bench, emb: str, S_lex: np.ndarray, params: tl.TemporalParams) -> None:
+    """One row of a table: the time-aware leg with ``params`` over the bench."""
+    log(fmt_row(name, summary_of_scores(bn, temporal_leg_scores(bn, emb, S_lex, params))))
 
 
 @experiment
@@ -574,9 +575,8 @@ def neighbour_variants(emb, split):
         for name, sup in [("previous turn", prev), ("next turn", nxt), ("mean(prev, next)", (prev + nxt) / 2),
                           ("max(prev, next)", np.maximum(prev, nxt))]:
             log(fmt_row(f"gamma={g} {name}", summary_of_scores(bn, B0 + g * sup)))
-        p = tl.TemporalParams(alpha=0.5, gamma=g, radius=2, decay=0.5, tau=0.0, delta=0.0)
-        log(fmt_row(f"gamma={g} max(±1, 0.5·±2)  [the leg, radius 2]",
-                    summary_of_scores(bn, temporal_leg_scores(bn, emb, S, p))))
+        log_leg_row(f"gamma={g} max(±1, 0.5·±2)  [the leg, radius 2]", bn, emb, S,
+                    tl.TemporalParams(alpha=0.5, gamma=g, radius=2, decay=0.5, tau=0.0, delta=0.0))
 
 
 @experiment
@@ -601,12 +601,11 @@ def temporal_priors(emb, split):
         log(fmt_row(f"+ {v} for session-opening turns (pos<=2) of time questions [not kept]",
                     summary_of_scores(bn, F + opening)))
     for tau in [0.5, 1.0, 1.5]:
-        p = tl.TemporalParams(alpha=0.5, gamma=0.5, radius=2, tau=tau, delta=0.0)
-        log(fmt_row(f"+ time cues tau={tau}", summary_of_scores(bn, temporal_leg_scores(bn, emb, S, p))))
+        log_leg_row(f"+ time cues tau={tau}", bn, emb, S,
+                    tl.TemporalParams(alpha=0.5, gamma=0.5, radius=2, tau=tau, delta=0.0))
     for delta in [0.5, 1.0, 1.5, 2.0, 3.0]:
-        p = tl.TemporalParams(alpha=0.5, gamma=0.5, radius=2, tau=1.0, delta=delta)
-        log(fmt_row(f"+ time cues tau=1 + session dates delta={delta}",
-                    summary_of_scores(bn, temporal_leg_scores(bn, emb, S, p))))
+        log_leg_row(f"+ time cues tau=1 + session dates delta={delta}", bn, emb, S,
+                    tl.TemporalParams(alpha=0.5, gamma=0.5, radius=2, tau=1.0, delta=delta))
 
 
 @experiment
@@ -655,7 +654,7 @@ def no_timeline(emb, split):
     try:
         for name, tline in variants.items():
             timeline = lambda e, t=tline: t  # noqa: E731
-            log(fmt_row(name, summary_of_scores(bn, temporal_leg_scores(bn, emb, S, CHOSEN))))
+            log_leg_row(name, bn, emb, S, CHOSEN)
     finally:
         timeline = saved
 

@@ -128,6 +128,13 @@ def _as_dtype(X: np.ndarray, dtype) -> np.ndarray:
         return X.astype(dtype)
 
 
+def _drawn_layout(draw, X: np.ndarray, layouts, label: str) -> np.ndarray:
+    """``X`` in a memory layout drawn from ``layouts``, noted with ``label`` for the failure report."""
+    layout = draw(st.sampled_from(layouts))
+    note(f"{label} shape {X.shape} dtype {X.dtype} layout {layout}")
+    return _layout(X, layout)
+
+
 def _layout(X: np.ndarray, layout: str) -> np.ndarray:
     """The same values in another memory layout (no layout changes the logical array)."""
     if layout == "C" or X.dtype == object:
@@ -263,9 +270,7 @@ def matrices(draw, name: str, bad: set, allow_empty: bool = False, dim=None, max
         X = X.reshape(1, *X.shape)
     elif kind == "dtype":
         X = _as_dtype(X, draw(st.sampled_from(BAD_DTYPES)))
-    layout = draw(st.sampled_from(MATRIX_LAYOUTS))
-    note(f"{name}: shape {X.shape} kind {kind} dtype {X.dtype} layout {layout} seed {seed}")
-    return _layout(X, layout), d, rng
+    return _drawn_layout(draw, X, MATRIX_LAYOUTS, f"{name}: kind {kind} seed {seed}"), d, rng
 
 
 def _base_query(kind: str, rng, E, d: int) -> np.ndarray:
@@ -288,9 +293,7 @@ def vectors(draw, name: str, bad: set, E, d: int, rng):
         q = q.reshape(1, -1)
     elif kind == "dtype":
         q = _as_dtype(q, draw(st.sampled_from(BAD_DTYPES)))
-    layout = draw(st.sampled_from(VECTOR_LAYOUTS))
-    note(f"{name}: kind {kind} shape {q.shape} dtype {q.dtype} layout {layout}")
-    return _layout(q, layout)
+    return _drawn_layout(draw, q, VECTOR_LAYOUTS, f"{name}: kind {kind}")
 
 
 @st.composite
@@ -312,9 +315,7 @@ def queries(draw, bad: set, E, d: int, rng):
         Q = Q.reshape(-1)
     elif kind == "dtype":
         Q = _as_dtype(Q, draw(st.sampled_from(BAD_DTYPES)))
-    layout = draw(st.sampled_from(MATRIX_LAYOUTS))
-    note(f"Q: kind {kind} shape {Q.shape} dtype {Q.dtype} layout {layout}")
-    return _layout(Q, layout)
+    return _drawn_layout(draw, Q, MATRIX_LAYOUTS, f"Q: kind {kind}")
 
 
 @st.composite

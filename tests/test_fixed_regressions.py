@@ -106,7 +106,7 @@ def test_fixed_hybrid_normalize_tiny_query():
 
 
 def test_fixed_memory_store_embedding_norm_overflow():
-    """memory/schema.py embedding_rows casts the float64 norm to float32 before dividing: a finite
+    """memory/_schema.py embedding_rows casts the float64 norm to float32 before dividing: a finite
     row whose norm passes FLT_MAX becomes a zero row (with a RuntimeWarning), and from then on
     every recall of the store raises 'E rows must have a non-zero, finite norm'."""
     memory = _memory_module()

@@ -20,7 +20,7 @@ import pytest
 import fieldrank
 from fieldrank import cli
 from fieldrank.memory import MODES, MemoryStore, StoreFormatError
-from fieldrank.memory.schema import MEMORY_ID_LIMIT, RECALL_COUNT_RANGE
+from fieldrank.memory._schema import MEMORY_ID_LIMIT, RECALL_COUNT_RANGE
 from fieldrank.persistence import IndexFormatError
 
 from tests.helpers import SEED, unit_rows
@@ -232,6 +232,8 @@ def test_text_utf8_cannot_encode_is_refused_alike_in_memory_and_on_file(tmp_path
 
 _N_DOCS, _CLI_DIM = 12, 8
 _DEEP = 100_000  # far past Python's recursion limit
+#: A JSON (and TOML) array nested _DEEP times: a parser that recurses per level overflows on it.
+_NESTED = "[" * _DEEP + "]" * _DEEP
 
 
 def _write_npy_declaring(path, shape, dtype="<f4", data=b""):
@@ -271,15 +273,15 @@ def _hostile_cli_case(name, tmp_path, paths):
     search = ["search", "--index", str(paths["index"]), "--text", "garden"]
     if name == "nested jsonl line":
         texts = tmp_path / "nested.jsonl"
-        texts.write_text('{"text": "a"}\n' + "[" * _DEEP + "]" * _DEEP + "\n", encoding="utf-8")
+        texts.write_text('{"text": "a"}\n' + _NESTED + "\n", encoding="utf-8")
         return index + ["--texts", str(texts)], "line 2: the JSON is nested too deeply"
     if name == "nested json":
         texts = tmp_path / "nested.json"
-        texts.write_text("[" * _DEEP + "]" * _DEEP, encoding="utf-8")
+        texts.write_text(_NESTED, encoding="utf-8")
         return index + ["--texts", str(texts)], "nested too deeply"
     if name == "nested toml config":
         config = tmp_path / "deep.toml"
-        config.write_text("x = " + "[" * _DEEP + "]" * _DEEP + "\n", encoding="utf-8")
+        config.write_text("x = " + _NESTED + "\n", encoding="utf-8")
         return search + ["--config", str(config)], "nested too deeply"
     if name == "npy declaring 1e11 rows":
         embeddings = tmp_path / "huge.npy"
@@ -355,7 +357,7 @@ def test_index_embeddings_header_declaring_1e11_rows_resealed(cli_files):
 @pytest.mark.parametrize("name", ["manifest.json", "texts.json"])
 def test_index_nested_json_is_an_index_format_error(cli_files, name):
     directory = cli_files["index"]
-    (directory / name).write_text("[" * _DEEP + "]" * _DEEP)
+    (directory / name).write_text(_NESTED)
     if name != "manifest.json":
         _reseal(directory, name)
     with pytest.raises(IndexFormatError, match=f"{name} is nested too deeply"):

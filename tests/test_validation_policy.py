@@ -16,8 +16,7 @@ from fieldrank import _validation as _v
 from fieldrank.bm25 import BM25Index, BM25Params
 from fieldrank.config import CFSLeg, CFSRLeg, CosineLeg, RingLeg
 from fieldrank.hybrid import HybridRetriever
-from fieldrank.memory import MemoryStore
-from fieldrank.memory.params import MemoryParams
+from fieldrank.memory import MemoryParams, MemoryStore
 
 DIM = 8
 TEXTS = ["the cat sat", "a dog ran", "cats and dogs", "paint the garden", "violin music"]

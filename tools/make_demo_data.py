@@ -212,12 +212,7 @@ def generate():
     E = embed(texts)  # one call, fixed order: reproducible on the same stack
     assert E.shape == (len(texts), 384) and E.dtype == np.float32
 
-    os.makedirs(DATA_DIR, exist_ok=True)
-    npy_path = os.path.join(DATA_DIR, NPY_NAME)
-    buf = io.BytesIO()
-    np.save(buf, E)
-    with open(npy_path, "wb") as f:
-        f.write(buf.getvalue())
+    npy_path = write_npy(DATA_DIR, NPY_NAME, E)
 
     info = model_info()
     manifest = {
@@ -274,15 +269,32 @@ def check_and_report(k=5):
     return manifest
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--check", action="store_true",
-                    help="only verify the existing files and print top-5 (numpy only)")
-    args = ap.parse_args(argv)
+def write_npy(data_dir, name, E):
+    """Write ``E`` as ``data_dir/name`` (the folder made if missing) in one write; returns the path."""
+    os.makedirs(data_dir, exist_ok=True)
+    path = os.path.join(data_dir, name)
+    buf = io.BytesIO()
+    np.save(buf, E)
+    with open(path, "wb") as f:
+        f.write(buf.getvalue())
+    return path
+
+
+def generate_then_check(description, generate, check_and_report, check_help, argv=None):
+    """The command line of a generator of committed files: ``generate()`` (which needs the
+    embedding model) unless ``--check``, then ``check_and_report()`` (numpy only) either way."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--check", action="store_true", help=check_help)
+    args = parser.parse_args(argv)
     if not args.check:
         generate()
     check_and_report()
     return 0
+
+
+def main(argv=None):
+    return generate_then_check(__doc__.split("\n")[0], generate, check_and_report,
+                               "only verify the existing files and print top-5 (numpy only)", argv)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Embed the adversarial memory suite of issue 17 once, with a real local model (all-MiniLM-L6-v2).
 
-Reads every text of :mod:`fieldrank.evaluation.memory_cases` (written for this project; no
+Reads every text of :mod:`fieldrank.evaluation._memory_cases` (written for this project; no
 LoCoMo text), embeds the unique ones and writes (small, committed):
 
 * ``python/fieldrank/data/memory_adversarial.npy``: float32 (n, 384), L2-normalised;
@@ -37,7 +37,7 @@ UNIT_NORM_TOLERANCE = 1e-4
 
 def suite_texts() -> list[str]:
     """Every unique text of the five cases, in first-seen order."""
-    from fieldrank.evaluation.memory_suite import case_texts
+    from fieldrank.evaluation._memory_suite import case_texts
 
     seen: dict[str, None] = {}
     for text in case_texts():
@@ -81,7 +81,7 @@ def check() -> int:
     if np.abs(np.linalg.norm(vectors, axis=1) - 1).max() > UNIT_NORM_TOLERANCE:
         problems.append("rows are not unit norm")
     if manifest["texts"] != suite_texts():
-        problems.append("the texts of fieldrank.evaluation.memory_cases changed: regenerate")
+        problems.append("the texts of fieldrank.evaluation._memory_cases changed: regenerate")
     for problem in problems:
         print("FAIL:", problem)
     if not problems:

@@ -33,16 +33,14 @@ without it (numpy only: sha256, unit norms, cosine ranks of each cue's memories)
 
 from __future__ import annotations
 
-import argparse
 import datetime
-import io
 import json
 import os
 import sys
 
 import numpy as np
 
-from make_demo_data import FILLER, sha256_file  # tools/ is sys.path[0] when run as a script
+from make_demo_data import FILLER, generate_then_check, sha256_file, write_npy  # tools/ is sys.path[0] when run as a script
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -354,12 +352,7 @@ def generate():
     if E.shape != (len(texts), 384) or E.dtype != np.float32:
         msg = f"unexpected embeddings {E.shape} {E.dtype}"
         raise SystemExit(msg)
-    os.makedirs(DATA_DIR, exist_ok=True)
-    npy_path = os.path.join(DATA_DIR, NPY_NAME)
-    buf = io.BytesIO()
-    np.save(buf, E)
-    with open(npy_path, "wb") as f:
-        f.write(buf.getvalue())
+    npy_path = write_npy(DATA_DIR, NPY_NAME, E)
     manifest = {
         "description": "fieldrank memory-store adversarial scenarios (truncation trap, chatter vs rule, "
                        "lexical twins, graph-near stale, emotionally salient) with real all-MiniLM-L6-v2 "
@@ -417,13 +410,8 @@ def check_and_report():
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--check", action="store_true", help="only verify the committed files (numpy only)")
-    args = parser.parse_args(argv)
-    if not args.check:
-        generate()
-    check_and_report()
-    return 0
+    return generate_then_check(__doc__.split("\n")[0], generate, check_and_report,
+                               "only verify the committed files (numpy only)", argv)
 
 
 if __name__ == "__main__":

@@ -23,24 +23,22 @@ class QuantizedPrefilter:
         self.E, self.q = corpus_and_query(N, d)
         self.QC = None if precision == "fp32" else fieldrank.quantize(self.E, precision)
 
-    def time_prefilter(self, N, d, precision):
+    def _prefilter(self, module):
+        """The fp32 scan, or the quantized scan with its exact rescoring, in ``module``."""
         if self.QC is None:
-            fieldrank.prefilter(self.E, self.q, P)
+            module.prefilter(self.E, self.q, P)
         else:
-            fieldrank.prefilter_quantized(self.QC, self.E, self.q, P)
+            module.prefilter_quantized(self.QC, self.E, self.q, P)
+
+    def time_prefilter(self, N, d, precision):
+        self._prefilter(fieldrank)
 
     def time_prefilter_reference(self, N, d, precision):
         reference_fits(N, d)
-        if self.QC is None:
-            ref.prefilter(self.E, self.q, P)
-        else:
-            ref.prefilter_quantized(self.QC, self.E, self.q, P)
+        self._prefilter(ref)
 
     def peakmem_prefilter(self, N, d, precision):
-        if self.QC is None:
-            fieldrank.prefilter(self.E, self.q, P)
-        else:
-            fieldrank.prefilter_quantized(self.QC, self.E, self.q, P)
+        self._prefilter(fieldrank)
 
 
 def pool_recall(QC, E, Q, factor):

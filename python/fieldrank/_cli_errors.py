@@ -1,6 +1,6 @@
 """The command line's error type, apart from :mod:`fieldrank.cli`.
 
-Subcommand modules (:mod:`fieldrank.evaluation.command`, :mod:`fieldrank.evaluation.calibrate`) raise it;
+Subcommand modules (:mod:`fieldrank.evaluation._command`, :mod:`fieldrank.evaluation.calibrate`) raise it;
 they import it from here so that the CLI, which imports them, is not imported back (no cycle).
 :mod:`fieldrank.cli` re-exports it: ``fieldrank.cli.CommandError`` is the public name.
 """

@@ -1,8 +1,8 @@
 """The one validation module: every layer's input checks, all ``(value, name)``, one policy.
 
 The operators (:mod:`fieldrank`, :mod:`fieldrank.reference`), the legs and the retriever
-(``bm25``, ``temporal``, ``config``, ``hybrid``), the memory store (``memory.params``,
-``memory.schema``) and the harness call these functions, so that they accept and refuse the
+(``bm25``, ``temporal``, ``config``, ``hybrid``), the memory store (``memory._params``,
+``memory._schema``) and the harness call these functions, so that they accept and refuse the
 same input with the same messages. Every check takes the value first and the name to print
 second; the name is what the caller calls the field (``"k"``, ``"BM25Params.k1"``,
 ``"CFSLeg.sigma"``). The policy:

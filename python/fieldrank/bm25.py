@@ -75,6 +75,7 @@ import Stemmer
 
 from . import _core
 from . import _validation as _v
+from ._api import public_dir
 
 __all__ = [
     "BM25_METHODS",
@@ -85,9 +86,7 @@ __all__ = [
     "BM25Params",
 ]
 
-
-def __dir__() -> list[str]:
-    return list(__all__)
+__dir__ = public_dir(__all__)
 
 
 #: Scoring variants of ``bm25s`` (``method``); the single list used for validation.

@@ -111,7 +111,8 @@ def _register_harness() -> None:
     """``eval`` and ``calibrate``: the evaluation harness, imported when the parser is built
     (not with this module) so that ``import fieldrank.cli`` stays light."""
     try:
-        from .evaluation import calibrate, command
+        from .evaluation import _command as command
+        from .evaluation import calibrate
     except Exception as exc:  # noqa: BLE001 - a broken harness must not break `fieldrank demo`
         _note(f"the evaluation subcommands are unavailable ({type(exc).__name__}: {exc})")
         return

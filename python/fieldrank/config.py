@@ -80,6 +80,7 @@ from typing import Any, Callable, ClassVar, Optional, Union
 
 from . import _core
 from . import _validation as _v
+from ._api import public_dir
 from .bm25 import DEFAULT_PARAMS, BM25Params
 from .temporal import TemporalParams
 
@@ -108,9 +109,7 @@ __all__ = [
     "resolve_config",
 ]
 
-
-def __dir__() -> list[str]:
-    return list(__all__)
+__dir__ = public_dir(__all__)
 
 
 _D = _core.DEFAULTS

@@ -39,6 +39,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from ._api import public_dir
 from .hybrid import HybridRetriever
 
 __all__ = [
@@ -58,9 +59,7 @@ __all__ = [
     "run_demo",
 ]
 
-
-def __dir__() -> list[str]:
-    return list(__all__)
+__dir__ = public_dir(__all__)
 
 
 #: Methods shown, in column order: single operators, then the hybrid presets (SPEC §6).

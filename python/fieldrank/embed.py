@@ -30,6 +30,7 @@ from typing import Any, Optional, Protocol, Union, runtime_checkable
 import numpy as np
 
 from . import _validation as _v
+from ._api import public_dir
 
 __all__ = [
     "DEFAULT_BATCH_SIZE", "EMBEDDER_FILE", "PROGRESS_MIN_TEXTS", "Embedder", "SentenceTransformerEmbedder",
@@ -37,9 +38,7 @@ __all__ = [
     "save_embedder_spec",
 ]
 
-
-def __dir__() -> list[str]:
-    return list(__all__)
+__dir__ = public_dir(__all__)
 
 
 #: Texts encoded per forward pass (sentence-transformers' own default).

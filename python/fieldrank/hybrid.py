@@ -54,6 +54,7 @@ from . import _validation as _v
 from . import embed as _embed
 from . import operators as ops
 from . import temporal as _temporal
+from ._api import public_dir
 from ._results import Ranking, SearchHit
 from ._validation import unit_or_normalised as _unit_or_normalised
 from ._validation import unit_rows as _unit_rows
@@ -77,9 +78,7 @@ from .embed import Embedder
 __all__ = ["LEG_REGISTRY", "UNIT_NORM_ATOL", "HybridRetriever", "LegHits", "LegKind", "LegPlan", "SearchHit",
            "SearchResult"]
 
-
-def __dir__() -> list[str]:
-    return list(__all__)
+__dir__ = public_dir(__all__)
 
 
 #: Largest accepted deviation of a row or query norm from 1 when ``normalize=False``

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 
 import numpy as np
 
+from ._api import public_dir
 from ._validation import unit_rows
 from .bm25 import BM25Index
 from .config import RetrieverConfig
@@ -64,9 +65,7 @@ __all__ = [
     "save_index",
 ]
 
-
-def __dir__() -> list[str]:
-    return list(__all__)
+__dir__ = public_dir(__all__)
 
 
 FORMAT_NAME = "fieldrank.hybrid-index"

@@ -15,8 +15,7 @@ import pytest
 
 import fieldrank
 from fieldrank import HybridRetriever, MemoryStore
-from fieldrank.memory.provenance import ScoreFactors
-from fieldrank.memory.schema import DEFAULT_IMPORTANCE
+from fieldrank.memory import DEFAULT_IMPORTANCE, ScoreFactors
 from fieldrank.temporal import Timeline
 
 from tests.helpers import unit_rows
@@ -180,7 +179,7 @@ def test_search_with_a_vector_and_no_text_runs_the_dense_legs(tmp_path: Path, rn
 
 def test_eval_and_bench_do_not_default_to_the_committed_results(monkeypatch, capsys):
     from fieldrank.evaluation import bench
-    from fieldrank.evaluation import command
+    from fieldrank.evaluation import _command as command
 
     args = command.build_parser().parse_args(["locomo"])
     assert args.out == Path("fieldrank-results") and args.json is False

@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fieldrank.evaluation import locomo, runner
+from fieldrank.evaluation import _runner as runner
+from fieldrank.evaluation import locomo
 
 DATA_DIR = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo"
 PREFERRED_SETS = ("mpnet-base-v2", "minilm-l6-v2")

@@ -16,7 +16,11 @@ import numpy as np
 import pytest
 
 from fieldrank.config import BM25Leg, CFSRLeg, CosineLeg, RetrieverConfig
-from fieldrank.evaluation import command, locomo, report, ring_experiment, runner
+from fieldrank.evaluation import _command as command
+from fieldrank.evaluation import _report as report
+from fieldrank.evaluation import _ring_experiment as ring_experiment
+from fieldrank.evaluation import _runner as runner
+from fieldrank.evaluation import locomo
 
 SEED = 20261130
 N_CONVERSATIONS = 10

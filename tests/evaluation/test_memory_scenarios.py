@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from fieldrank.memory import DEFAULT_PARAMS, MODES, MemoryStore
-from fieldrank.evaluation.memory_scenarios import (
+from fieldrank.evaluation._memory_scenarios import (
     SUITE_K,
     build_store,
     evaluate,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fieldrank.evaluation import memory_suite as ms
+from fieldrank.evaluation import _memory_suite as ms
 
 SEED = 1701
 FILLER = 1_000

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from fieldrank.memory import MODES, MemoryStore
-from fieldrank.memory.persistence import FORMAT_NAME
+from fieldrank.memory._persistence import FORMAT_NAME
 
 DIM = 12
 NOW = 1_800_000_000.0

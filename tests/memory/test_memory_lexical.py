@@ -9,7 +9,7 @@ import pytest
 
 from fieldrank.bm25 import BM25Index
 from fieldrank.memory import DEFAULT_PARAMS, MemoryStore
-from fieldrank.memory.lexical import LexicalLeg
+from fieldrank.memory._lexical import LexicalLeg
 
 SEED = 7
 WORDS = (

@@ -3,7 +3,7 @@ gate of the reserved share, and what the reserve and the entity cap may never do
 
 The synthetic stores have *hubs*: durable filler close to the direction every conversational
 vector shares (generic chatter rated important), so raw cosine ranks them above a specific rule
-the cue is about, and only the memory-side z-score (:mod:`fieldrank.memory.tier`) finds the rule.
+the cue is about, and only the memory-side z-score (:mod:`fieldrank.memory._tier`) finds the rule.
 """
 
 from __future__ import annotations

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from fieldrank.memory import DEFAULT_PARAMS, MemoryStore
-from fieldrank.memory.columns import DerivedCache
-from fieldrank.memory.gates import GateSpec, eligible_rows
-from fieldrank.memory.generators import LinkIndex
+from fieldrank.memory._columns import DerivedCache
+from fieldrank.memory._gates import GateSpec, eligible_rows
+from fieldrank.memory._generators import LinkIndex
 
 SEED = 20261201
 DIM = 16

@@ -20,7 +20,7 @@ from fieldrank.memory import (
     MemoryParams,
     MemoryStore,
 )
-from fieldrank.memory.params import (
+from fieldrank.memory._params import (
     RETRIEVAL_STRENGTH_MIN,
     VALENCE_ALIGNMENT_MIN,
 )
@@ -441,7 +441,7 @@ def test_floors_hold_for_extreme_memories(rng):
 
 
 def test_dominant_and_weakest_factor_rules():
-    from fieldrank.memory.provenance import ScoreFactors
+    from fieldrank.memory import ScoreFactors
 
     def factors(sim, importance, valence, tag, graph):
         return ScoreFactors(sim, importance, valence, tag, graph, sim, 1, 1, 1, 1, 0, 0,

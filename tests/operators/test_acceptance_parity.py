@@ -127,6 +127,16 @@ def _fresh(arguments):
     return copy.deepcopy(arguments)
 
 
+def _accept_alike(family, fn_name, head, params, extra, arrays):
+    """Call ``fn_name`` in both modules with ``head``, the drawn size argument (``p`` for the
+    prefilter, ``k`` for the other families; passed positionally), the other drawn parameters and
+    ``extra``; both must accept or refuse alike (``_both``), and accepted results must agree."""
+    lead = params.pop("p") if family == "prefilter" else params.pop("k")
+    (n_kind, n), (_, r) = _both(fn_name, (*head, lead), {**params, **extra})
+    if n_kind == "ok":
+        _check_parity(family, n, r, arrays, params)
+
+
 def _both(fn_name, args, kwargs, module_of=lambda m: m):
     """Calls ``fn_name`` in both modules on independent copies of the same arguments."""
     results = []
@@ -192,10 +202,7 @@ def _check_parity(family, result_n, result_r, arrays, params):
 def test_accept_parity_corpus_form(family, call, data):
     E, q, subset, bad = call
     params = data.draw(fz.operator_params(family, bad))
-    lead = params.pop("p") if family == "prefilter" else params.pop("k")
-    (n_kind, n), (_, r) = _both(family, (E, q, lead), {**params, "subset": subset})
-    if n_kind == "ok":
-        _check_parity(family, n, r, [E, q], params)
+    _accept_alike(family, family, (E, q), params, {"subset": subset}, [E, q])
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -203,10 +210,7 @@ def test_accept_parity_corpus_form(family, call, data):
 def test_accept_parity_batch_form(family, call, data):
     E, Q, subset, n_threads, bad = call
     params = data.draw(fz.operator_params(family, bad))
-    lead = params.pop("p") if family == "prefilter" else params.pop("k")
-    (n_kind, n), (_, r) = _both(f"{family}_batch", (E, Q, lead), {**params, "subset": subset, "n_threads": n_threads})
-    if n_kind == "ok":
-        _check_parity(family, n, r, [E, Q], params)
+    _accept_alike(family, f"{family}_batch", (E, Q), params, {"subset": subset, "n_threads": n_threads}, [E, Q])
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -214,11 +218,8 @@ def test_accept_parity_batch_form(family, call, data):
 def test_accept_parity_pool_form(family, call, data):
     ids, C, q, sims, bad = call
     params = data.draw(fz.operator_params(family, bad, pool=True))
-    lead = params.pop("p") if family == "prefilter" else params.pop("k")
     extra = {} if family == "prefilter" else {"sims": sims}
-    (n_kind, n), (_, r) = _both(f"{family}_pool", (ids, C, q, lead), {**params, **extra})
-    if n_kind == "ok":
-        _check_parity(family, n, r, [C, q, sims if extra else None], params)
+    _accept_alike(family, f"{family}_pool", (ids, C, q), params, extra, [C, q, sims if extra else None])
 
 
 @given(data=st.data())

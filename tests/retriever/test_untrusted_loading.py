@@ -399,28 +399,17 @@ def test_store_not_a_database(store_file, damage):
         _open_and_recall(store_file)
 
 
-def test_store_embedding_blob_of_wrong_length(store_file):
-    _sql(store_file, "UPDATE memories SET embedding = ? WHERE id = 3", b"\0" * 12)
-    with pytest.raises(ValueError, match="memory 3, column 'embedding'.* 12-byte embedding"):
-        _open_and_recall(store_file)
-
-
-def test_store_dim_disagrees_with_blobs(store_file):
-    _sql(store_file, "UPDATE meta SET value = '4' WHERE key = 'dim'")
-    with pytest.raises(ValueError, match="embedding"):
-        _open_and_recall(store_file)
-
-
-@pytest.mark.parametrize("key,value", [("format_version", "99"), ("format", "other.app")])
-def test_store_tampered_meta(store_file, key, value):
-    _sql(store_file, "UPDATE meta SET value = ? WHERE key = ?", value, key)
-    with pytest.raises(ValueError, match="format"):
-        _open_and_recall(store_file)
-
-
-def test_store_unknown_tier(store_file):
-    _sql(store_file, "UPDATE memories SET tier = 'root' WHERE id = 2")
-    with pytest.raises(ValueError, match="memory 2, column 'tier'"):
+@pytest.mark.parametrize("sql,args,match", [
+    ("UPDATE memories SET embedding = ? WHERE id = 3", (b"\0" * 12,), "memory 3, column 'embedding'.* 12-byte embedding"),
+    ("UPDATE meta SET value = '4' WHERE key = 'dim'", (), "embedding"),
+    ("UPDATE meta SET value = ? WHERE key = ?", ("99", "format_version"), "format"),
+    ("UPDATE meta SET value = ? WHERE key = ?", ("other.app", "format"), "format"),
+    ("UPDATE memories SET tier = 'root' WHERE id = 2", (), "memory 2, column 'tier'"),
+], ids=["embedding-blob-of-wrong-length", "dim-disagrees-with-blobs", "format-version", "format-name", "unknown-tier"])
+def test_store_tampered_file_is_refused(store_file, sql, args, match):
+    # One edit of the SQLite file behind the store's back: opening it names what is wrong.
+    _sql(store_file, sql, *args)
+    with pytest.raises(ValueError, match=match):
         _open_and_recall(store_file)
 
 

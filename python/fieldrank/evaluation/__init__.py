@@ -1,6 +1,6 @@
 """Evaluation harness for fieldrank on LoCoMo (SPEC §9).
 
-Submodules (pure numpy/scipy/stdlib; none needs the native core):
+Public submodules (pure numpy/scipy/stdlib; none needs the native core):
 
 - :mod:`fieldrank.evaluation.locomo`: load and check the LoCoMo data
   (:func:`~fieldrank.evaluation.locomo.load_locomo`), splits and reporting subsets.
@@ -9,16 +9,18 @@ Submodules (pure numpy/scipy/stdlib; none needs the native core):
 - :mod:`fieldrank.evaluation.stats`: seeded bootstrap intervals, paired bootstrap
   and McNemar's test.
 
-The harness (these use the native core and :mod:`fieldrank.hybrid`):
+Public tools (these use the native core and :mod:`fieldrank.hybrid`):
 
-- :mod:`fieldrank.evaluation.runner`: :func:`~fieldrank.evaluation.runner.evaluate`
-  runs ``{name: RetrieverConfig | preset | callable}`` over a split, one batch per
-  conversation, asserting equal k; fitting on tune only.
-- :mod:`fieldrank.evaluation.report`: intervals, paired tests, the generated Markdown.
-- :mod:`fieldrank.evaluation.ring_experiment`: the pre-registered Ring experiment.
-- :mod:`fieldrank.evaluation.plots`: the report figure.
-- :mod:`fieldrank.evaluation.command`: ``fieldrank eval locomo`` (also
-  ``python -m fieldrank.evaluation locomo``).
+- :func:`evaluate` runs ``{name: RetrieverConfig | preset | callable}`` over a split, one
+  batch per conversation, asserting equal k; fitting on tune only.
+- :mod:`fieldrank.evaluation.calibrate`: ``fieldrank calibrate`` (re-fit ``default`` on a
+  labelled tuning split).
+- :mod:`fieldrank.evaluation.bench`: ``python -m fieldrank.evaluation.bench`` (asv imports it).
+
+Private (the machinery behind ``fieldrank eval locomo`` and the memory suites; may change):
+``_runner`` (where :func:`evaluate` lives), ``_report``, ``_plots``, ``_ring_experiment``,
+``_command`` (``fieldrank eval locomo``, also ``python -m fieldrank.evaluation locomo``),
+``_memory_scenarios``, ``_memory_suite``, ``_memory_cases``.
 """
 
 from __future__ import annotations
@@ -26,10 +28,11 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = [
-    "command", "evaluate", "locomo", "metrics", "plots", "report", "ring_experiment", "runner", "stats",
-]
-_FUNCTIONS = {"evaluate": "runner"}
+from .._api import public_dir
+
+__all__ = ["bench", "calibrate", "evaluate", "locomo", "metrics", "stats"]
+#: Public functions defined in private submodules: name -> submodule.
+_FUNCTIONS = {"evaluate": "_runner"}
 
 
 def __getattr__(name: str) -> Any:
@@ -42,5 +45,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(msg)
 
 
-def __dir__() -> list[str]:
-    return list(__all__)
+__dir__ = public_dir(__all__)

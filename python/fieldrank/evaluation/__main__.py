@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .command import main
+from ._command import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -39,7 +39,10 @@ _THREAD_ENV = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 #: Default --out: a folder of its own in the working directory, never the committed docs/results.
 DEFAULT_OUT_DIR = "fieldrank-results"
 
-__all__ = ["main", "locomo_stack_inputs", "retriever_inputs", "run_stack", "synthetic_texts"]
+__all__ = [
+    "DATA_SEED", "locomo_stack_inputs", "main", "queries_near", "retriever_inputs", "run_stack", "synthetic_texts",
+    "unit_rows",
+]
 
 
 # --------------------------------------------------------------------------- timing

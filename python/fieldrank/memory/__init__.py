@@ -6,14 +6,19 @@ tags, entities) per tenant, in memory or in a SQLite file, and recalls them with
 share of k is reserved for the ones the cue is unusually close to), the relevance core is the ``default``
 preset's scorer, the store's own signals are bounded additive terms on it, and every hit carries
 its provenance. See ``docs/memory.md``, "Protection and ranking".
+
+The public API is ``__all__`` below; the submodules (``_store``, ``_schema``, ``_params``, ...)
+are private and may change.
 """
 
 from __future__ import annotations
 
+from .._api import public_dir
 from ._file_check import StoreFormatError
-from .params import DEFAULT_PARAMS, RERANK_OPERATORS, MemoryParams
-from .provenance import FACTOR_NAMES, Hit, RecallResult, ScoreFactors, WhyNot
-from .schema import (
+from ._params import DEFAULT_PARAMS, RERANK_OPERATORS, MemoryParams
+from ._provenance import FACTOR_NAMES, Hit, RecallResult, ScoreFactors, WhyNot
+from ._schema import (
+    DEFAULT_IMPORTANCE,
     DEFAULT_MODE,
     DEFAULT_TENANT,
     GATES,
@@ -24,9 +29,10 @@ from .schema import (
     WHY_NOT_REASONS,
     Memory,
 )
-from .store import MemoryStore
+from ._store import MemoryStore
 
 __all__ = [
+    "DEFAULT_IMPORTANCE",
     "DEFAULT_MODE",
     "DEFAULT_PARAMS",
     "DEFAULT_TENANT",
@@ -48,6 +54,4 @@ __all__ = [
     "WhyNot",
 ]
 
-
-def __dir__() -> list[str]:
-    return list(__all__)
+__dir__ = public_dir(__all__)

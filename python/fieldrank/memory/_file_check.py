@@ -3,7 +3,7 @@
 A store file may come from anywhere: another version, another program, an attacker. Every
 value the store will later read is checked here, once, before the store loads anything, so
 that a store that opened never fails afterwards because of what it read. What is refused is
-exactly what the API refuses (the ranges come from :mod:`.schema`), and every refusal is one
+exactly what the API refuses (the ranges come from :mod:`._schema`), and every refusal is one
 :class:`StoreFormatError` naming the file, the table, the row and the column.
 
 The checks are driven by :data:`MEMORY_COLUMNS`, :data:`LINK_COLUMNS` and :data:`META_KEYS`: a
@@ -24,10 +24,10 @@ from typing import Optional
 import numpy as np
 
 from .._validation import FLOAT32_MAX
-from .schema import IMPORTANCE_RANGE, MEMORY_ID_LIMIT, RECALL_COUNT_RANGE, TIERS, VALENCE_RANGE
+from ._schema import IMPORTANCE_RANGE, MEMORY_ID_LIMIT, RECALL_COUNT_RANGE, TIERS, VALENCE_RANGE
 
 #: The store file's format name and version (in its ``meta`` table); defined here, with the
-#: checks, and re-exported by :mod:`fieldrank.memory.persistence`, which imports this module.
+#: checks, and re-exported by :mod:`fieldrank.memory._persistence`, which imports this module.
 FORMAT_NAME = "fieldrank.memory"
 FORMAT_VERSION = 1
 

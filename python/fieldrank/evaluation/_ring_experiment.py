@@ -35,7 +35,7 @@ from typing import Any, Final, Optional
 import numpy as np
 
 from . import locomo, stats
-from .runner import (
+from ._runner import (
     DEFAULT_K,
     FIT_SPLIT,
     HELD_OUT_SPLIT,
@@ -126,7 +126,7 @@ def check_ablation(
     corpus : Corpus
     seeds : sequence of int
     k, n_threads, progress
-        As :func:`~fieldrank.evaluation.runner.evaluate`.
+        As :func:`~fieldrank.evaluation._runner.evaluate`.
     cosine, ablation : optional
         Override the compared methods (tests inject a broken ablation); ``ablation``
         maps seed → method.
@@ -279,7 +279,7 @@ def run_ring_experiment(
         A fit already made by :func:`fit_ring` (otherwise it is made here).
     seeds : sequence of int, default (0, 1, 2, 3, 4)
     k, n_threads, progress
-        As :func:`~fieldrank.evaluation.runner.evaluate`.
+        As :func:`~fieldrank.evaluation._runner.evaluate`.
     n_resamples, bootstrap_seed, confidence
         Paired bootstrap settings.
     ablation_result : dict, optional
@@ -289,7 +289,7 @@ def run_ring_experiment(
     Returns
     -------
     dict
-        JSON-serialisable; see :func:`fieldrank.evaluation.report.render_section` for the
+        JSON-serialisable; see :func:`fieldrank.evaluation._report.render_section` for the
         fields it shows.
 
     Raises
@@ -420,7 +420,7 @@ def _statement(
     multi: Optional[str], single: Optional[str], subsets: Mapping[str, Any], metric: str
 ) -> str:
     """One plain sentence per pre-registered condition."""
-    from .report import display, fmt_points
+    from ._report import display, fmt_points
 
     parts = []
     if multi is not None:

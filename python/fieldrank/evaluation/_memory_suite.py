@@ -1,6 +1,6 @@
 """The memory store's adversarial suite (issue 17): five cases of >= 40 scenarios among filler.
 
-Scenarios (:mod:`.memory_cases`, written for this project) and their precomputed all-MiniLM-L6-v2
+Scenarios (:mod:`._memory_cases`, written for this project) and their precomputed all-MiniLM-L6-v2
 embeddings (``fieldrank/data/memory_adversarial.{json,npy}``, made once by
 ``tools/make_memory_adversarial.py``) are committed. The filler is realistic conversational
 text drawn at run time from LoCoMo (``turns.jsonl`` + ``emb/minilm-l6-v2/turns.npy`` under
@@ -62,7 +62,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from . import memory_cases as cases
+from . import _memory_cases as cases
 from ..memory import MemoryStore
 
 __all__ = [

@@ -20,8 +20,8 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from .columns import TIER_CODE, Snapshot, frozen
-from .schema import GATES, TIERS
+from ._columns import TIER_CODE, Snapshot, frozen
+from ._schema import GATES, TIERS
 
 __all__ = ["GATES", "Eligibility", "GateSpec", "eligible_rows", "failed_gates", "passes_union_gates"]
 

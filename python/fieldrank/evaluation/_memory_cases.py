@@ -1,7 +1,7 @@
 """Hand-written scenarios of the memory store's adversarial suite (issue 17), five cases of >= 40.
 
 Written for this project (no LoCoMo text). Each scenario is one tuple; the suite builder
-(:mod:`fieldrank.evaluation.memory_suite`) turns them into memories with ages, importances,
+(:mod:`fieldrank.evaluation._memory_suite`) turns them into memories with ages, importances,
 entities and gold labels. The cases are those of ``shared/seeds/003_*.txt``:
 
 * (a) ``CONSTRAINTS``: low similarity, high importance, never recalled, >= 1 year old. ``(constraint,

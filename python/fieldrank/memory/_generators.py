@@ -1,6 +1,6 @@
 """Candidate generators (SPEC §8 step 1): each signal admits up to its own quota, independently.
 
-Every generator searches only the eligible rows (see :mod:`.gates`) and returns rows best first.
+Every generator searches only the eligible rows (see :mod:`._gates`) and returns rows best first.
 They never see each other's output, except ``graph``, which by definition expands the union of
 the others; its quota is its own, and it admits only rows the others did not, so no generator
 can consume another's budget. :class:`Admissions` records which generators admitted each row
@@ -17,7 +17,7 @@ generator               admits (best first; every tie -> lower row, i.e. older i
 ``temporal``            rows created nearest the cue time (``cue_time``, default ``at_time``)
 ``importance``          the protected tier: durable rows (importance >= ``durable_importance`` or
                         tier ``core``) ordered for this cue by the memory-side z-score of its cosine
-                        (:mod:`.tier`) and by the relevance core, interleaved; top
+                        (:mod:`._tier`) and by the relevance core, interleaved; top
                         ``importance_quota`` (cue-conditioned: no global top-n)
 ``graph``               rows with the highest graph activation from the other generators' rows
 ======================  ==========================================================================
@@ -41,11 +41,11 @@ import numpy as np
 
 from ..operators import prefilter
 from ..temporal import Timeline, _run_leg, date_windows, time_intent
-from .columns import NO_MEMORY, Snapshot
-from .gates import Eligibility
-from .lexical import top_by_score
-from .params import MemoryParams
-from .schema import GENERATORS, TIERS
+from ._columns import NO_MEMORY, Snapshot
+from ._gates import Eligibility
+from ._lexical import top_by_score
+from ._params import MemoryParams
+from ._schema import GENERATORS, TIERS
 
 CORE_TIER_CODE = TIERS.index("core")
 
@@ -279,7 +279,7 @@ def temporal(snapshot: Snapshot, cue: Cue, eligible: Eligibility, quota: int, co
 
 
 def tier_cue_z(snapshot: Snapshot, rows: np.ndarray, cosine: np.ndarray) -> np.ndarray:
-    """Memory-side z-score of the cue for each durable row (:mod:`.tier`); rows of one tenant.
+    """Memory-side z-score of the cue for each durable row (:mod:`._tier`); rows of one tenant.
 
     Rows without statistics (not durable) get +inf; see :meth:`.tier.TierStatistics.cue_z`.
     """
@@ -318,7 +318,7 @@ def protected_tier(snapshot: Snapshot, cue: Cue, eligible: Eligibility, core: Re
                    params: MemoryParams) -> np.ndarray:
     """The durable eligible rows ordered for the cue: by memory-side z and by relevance, interleaved.
 
-    Position 2i holds the i-th best by the cue's memory-side z-score (:mod:`.tier`: how unusual
+    Position 2i holds the i-th best by the cue's memory-side z-score (:mod:`._tier`: how unusual
     the cue's cosine is for that memory), 2i + 1 the i-th best by relevance (skipping rows already
     placed), so a durable memory that is close in meaning but shares no word with the cue (the
     truncation trap's victim) ranks as high as one the lexical half of the relevance likes.

@@ -63,7 +63,7 @@ import numpy as np
 import Stemmer
 
 from ..bm25 import BM25Index, _context_token_ids, entry_scores, expanded_entry_scores
-from .params import MemoryParams
+from ._params import MemoryParams
 
 __all__ = ["LexicalLeg"]
 

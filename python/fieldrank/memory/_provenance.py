@@ -8,7 +8,7 @@ Dominant and weakest factor. The fused score is the product of five factors
 * ``dominant_factor``: the factor that raised the score most, i.e. the largest of the
   multipliers importance, tag, graph; ``"sim"`` when none of them exceeds 1 (the score is then
   similarity alone, possibly lowered by V). Importance competes only for a memory stored
-  *above* the default importance (:data:`~fieldrank.memory.schema.DEFAULT_IMPORTANCE`): every
+  *above* the default importance (:data:`fieldrank.memory.DEFAULT_IMPORTANCE`): every
   memory at the default gets the same importance multiplier, which explains none of them.
 * ``weakest_factor``: the factor with the smallest value among all five (the one that held the
   score down most; usually ``sim``, or V when the valences disagree strongly).
@@ -24,7 +24,7 @@ from typing import Iterator, Mapping, Optional
 
 import numpy as np
 
-from .schema import DEFAULT_IMPORTANCE
+from ._schema import DEFAULT_IMPORTANCE
 
 __all__ = ["FACTOR_NAMES", "Hit", "RecallResult", "ScoreFactors", "WhyNot"]
 

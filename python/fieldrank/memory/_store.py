@@ -3,26 +3,26 @@
 Pipeline of one recall:
 
 1. **gates pushed down**: the rows of the cue's tenant that are live and pass every hard gate
-   (:mod:`.gates`);
+   (:mod:`._gates`);
 2. **relevance core**: ``fieldrank.temporal.temporal_batch`` with the ``default`` preset's
    parameters scores every eligible row (:func:`.generators.relevance_core`);
 3. **candidate generation**: each generator of the mode admits up to its own quota from those
    rows, independently; in the protecting modes the protected tier (every durable row) is
    admitted whole; the union is taken, plus the replacement of every superseded candidate
-   (:mod:`.generators`);
+   (:mod:`._generators`);
 4. **gates on the union** (re-checked per candidate);
 5. **fused score** of every candidate: relevance plus bounded additive terms; with cue
    entities, memories about other entities capped below the best one about the cue's; superseded
-   memories capped below their replacement (:mod:`.scoring`); in ``rerank`` mode the fused union
+   memories capped below their replacement (:mod:`._scoring`); in ``rerank`` mode the fused union
    is then reranked by CFS-R or CFS (``fieldrank.cfsr_pool`` / ``cfs_pool`` with the fused scores
    as the pool's query similarities);
 6. the top ``k``, with a reserved share for the protected memories a cue-conditioned gate picks, with
-   provenance (:mod:`.provenance`); with ``reinforce=True`` the returned memories are
+   provenance (:mod:`._provenance`); with ``reinforce=True`` the returned memories are
    strengthened and linked (SPEC §8 recall dynamics), as SQL increments with a file.
 
 Several processes or store objects may share a file: ids are allocated in the file, and every
 public call first applies what others committed (``PRAGMA data_version``, row revisions; see
-:mod:`.persistence`).
+:mod:`._persistence`).
 
 Thread-safety model. One re-entrant lock serialises writers (``add``, ``add_many``, ``update``,
 ``forget``, ``compact``, the bookkeeping at the end of a recall) and the SQLite connection. A
@@ -31,8 +31,8 @@ read-only copies of the live mask and ``superseded_by``, shared until a tombston
 changes them) and, if it reinforces, for the bookkeeping; candidate
 generation and scoring run without it, and the native prefilter releases the GIL. Rows a
 snapshot can see are never modified except the bookkeeping columns (element writes), and a
-half-added memory is never visible: writers publish the row count last (:mod:`.columns`). The
-BM25 leg has its own lock (:mod:`.lexical`). A memory forgotten before a recall takes its
+half-added memory is never visible: writers publish the row count last (:mod:`._columns`). The
+BM25 leg has its own lock (:mod:`._lexical`). A memory forgotten before a recall takes its
 snapshot is never returned by it.
 """
 
@@ -54,14 +54,14 @@ from .. import _validation as _v
 from ..embed import Embedder, check_embedder, embed_documents, embed_queries
 from ..operators import cfs_pool, cfsr_pool
 from ._file_check import check_embedding_values
-from .columns import Generation, RowBatch, Snapshot
-from .gates import Eligibility, GateSpec, eligible_rows, failed_gates, passes_union_gates
-from .columns import NO_MEMORY
-from .generators import Admissions, Cue, LinkIndex, Relevance, by_cue_z, generate, generator_rank, relevance_core
-from .params import DEFAULT_PARAMS, MemoryParams
-from .persistence import SYNCHRONOUS_MODES, SqliteBackend, encode_labels
-from .provenance import Hit, RecallResult, ScoreFactors, WhyNot
-from .schema import (
+from ._columns import Generation, RowBatch, Snapshot
+from ._gates import Eligibility, GateSpec, eligible_rows, failed_gates, passes_union_gates
+from ._columns import NO_MEMORY
+from ._generators import Admissions, Cue, LinkIndex, Relevance, by_cue_z, generate, generator_rank, relevance_core
+from ._params import DEFAULT_PARAMS, MemoryParams
+from ._persistence import SYNCHRONOUS_MODES, SqliteBackend, encode_labels
+from ._provenance import Hit, RecallResult, ScoreFactors, WhyNot
+from ._schema import (
     DEFAULT_IMPORTANCE,
     DEFAULT_MODE,
     KEYWORD_MODE,
@@ -96,7 +96,7 @@ from .schema import (
     embedding_rows,
     embedding_vector,
 )
-from .scoring import FactorArrays, fuse, retrieval_strength
+from ._scoring import FactorArrays, fuse, retrieval_strength
 
 __all__ = ["MemoryStore"]
 
@@ -1255,7 +1255,7 @@ class MemoryStore:
         )
 
     def _reinforce(self, memory_ids: list[int], at_time: float) -> None:
-        """Recall dynamics for the returned memories (see :mod:`.scoring`), persisted atomically.
+        """Recall dynamics for the returned memories (see :mod:`._scoring`), persisted atomically.
 
         With a file, the file does the arithmetic (``recall_count = recall_count + 1``, S grows
         by the gain, ``last_access`` only moves forward, links ``w += rate · (1 − w)``) in one

@@ -30,11 +30,11 @@ from typing import Any, Callable, Hashable, Mapping, Optional
 import numpy as np
 
 from ..temporal import time_cues
-from . import tier as tier_statistics
-from .lexical import LexicalLeg
-from .params import MemoryParams
-from .schema import SECONDS_PER_DAY, TIERS
-from .tier import TierStatistics
+from . import _tier as tier_statistics
+from ._lexical import LexicalLeg
+from ._params import MemoryParams
+from ._schema import SECONDS_PER_DAY, TIERS
+from ._tier import TierStatistics
 
 __all__ = ["DerivedCache", "Generation", "GrowingArray", "RowBatch", "Snapshot", "creation_days"]
 
@@ -208,7 +208,7 @@ class Generation:
         self.row_of: dict[int, int] = {}
         self.lexical = LexicalLeg(params, ids=self.ids, sessions=self.session_keys, live=self.live)
         self._durable_importance = params.durable_importance
-        #: tenant code -> cosine statistics of its durable rows (:mod:`.tier`); an entry is replaced,
+        #: tenant code -> cosine statistics of its durable rows (:mod:`._tier`); an entry is replaced,
         #: never modified, on every write, so a reader holding one sees a consistent object.
         self.tier_stats: dict[int, TierStatistics] = {}
         #: Published row count: readers never look at rows >= n.

@@ -18,7 +18,7 @@ D           ``clip(2^(−Δ / (h · S)), 0.10, 1.0)``, Δ = days since last acce
             ``retrieval_half_life_days``: decays with disuse, slower when S is high
 S, Sb       storage strength S >= 1 (never decreases); ``Sb = 2 − 1/S`` (reported)
 tag         ``1 + τ · |tags(C) ∩ tags(T)| / |tags(C)|`` (1 without cue tags)
-G           ``1 + γ · a / (1 + a)``, a = graph activation (see :mod:`.generators`)
+G           ``1 + γ · a / (1 + a)``, a = graph activation (see :mod:`._generators`)
 E           ``1 + ε · |E(C) ∩ E(T)| / |E(C)|`` (the share of the cue's entities the memory is
             about), or ``1 − ε`` when the memory is about entities and none is the cue's (a
             lexical twin about another entity: "Dan's number" for "What is Dana's number?"); 1
@@ -45,9 +45,9 @@ from typing import Optional
 
 import numpy as np
 
-from .columns import Snapshot
-from .generators import Cue, durable_rows
-from .params import (
+from ._columns import Snapshot
+from ._generators import Cue, durable_rows
+from ._params import (
     GRAPH_BOOST_MIN,
     RETRIEVAL_STRENGTH_MAX,
     RETRIEVAL_STRENGTH_MIN,
@@ -56,7 +56,7 @@ from .params import (
     VALENCE_ALIGNMENT_MIN,
     MemoryParams,
 )
-from .schema import SECONDS_PER_DAY
+from ._schema import SECONDS_PER_DAY
 
 __all__ = ["FactorArrays", "durable_rows", "fuse", "retrieval_strength", "storage_bounded"]
 

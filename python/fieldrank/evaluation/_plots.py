@@ -50,7 +50,7 @@ def plot_summary(
     metric: str | None = None,
     baseline: str = "cosine",
 ) -> Path:
-    """Write the two-panel PNG of a :func:`~fieldrank.evaluation.report.summarize` result.
+    """Write the two-panel PNG of a :func:`~fieldrank.evaluation._report.summarize` result.
 
     Left: every method's overall ``metric`` with its 95% interval (dashed line at
     ``baseline``). Right: the same metric per LoCoMo category, one bar per method, with
@@ -59,7 +59,7 @@ def plot_summary(
     Parameters
     ----------
     summary : mapping
-        Output of :func:`~fieldrank.evaluation.report.summarize`.
+        Output of :func:`~fieldrank.evaluation._report.summarize`.
     path : path-like
         Where the PNG goes (folders are created).
     title : str
@@ -77,7 +77,7 @@ def plot_summary(
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
 
-    from .report import display
+    from ._report import display
 
     metric = metric or summary["metrics"][0]
     methods = list(summary["methods"])

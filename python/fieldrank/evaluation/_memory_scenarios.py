@@ -49,9 +49,8 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from ..memory.params import DEFAULT_PARAMS, MemoryParams
-from ..memory.schema import GENERATORS, MODE_GENERATORS, MODES, SECONDS_PER_DAY
-from ..memory.store import MemoryStore
+from ..memory import DEFAULT_PARAMS, GENERATORS, MODE_GENERATORS, MODES, MemoryParams, MemoryStore
+from ..memory._schema import SECONDS_PER_DAY
 
 __all__ = [
     "SUITE_K", "SUITE_QUOTA", "ScenarioSuite", "build_store", "evaluate", "load_suite", "suite_params",

@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from ._file_check import FORMAT_NAME, FORMAT_VERSION, check_store_file
-from .schema import RECALL_COUNT_RANGE
+from ._schema import RECALL_COUNT_RANGE
 
 __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "SYNCHRONOUS_MODES", "SqliteBackend"]
 

@@ -5,7 +5,7 @@ The floors of the fused score (SPEC §8) are not parameters: they are fixed by t
 specification and live here as constants.
 
 Fused score: the ``default`` preset's relevance plus bounded additive boosts (see
-:mod:`.scoring` and docs/memory.md, "Protection and ranking")::
+:mod:`._scoring` and docs/memory.md, "Protection and ranking")::
 
     s = rel + B · In · D' + τ · tag + γ · a / (1 + a) + (V − 1)        D' = 1 for durable memories
 
@@ -22,7 +22,7 @@ graph_quota               20       entity-graph neighbours of the other candidat
 durable_importance        0.7      importance from which a memory is durable (tier "core" always is)
 protected_share           0.3      share of k reserved for the durable memories the cue-conditioned gate picks
 protected_min_z           2.0      memory-side z of the cue's cosine (vs the memory's cosines to the tenant's
-                                   other memories, :mod:`.tier`) a durable memory needs for a reserved slot
+                                   other memories, :mod:`._tier`) a durable memory needs for a reserved slot
 importance_boost (B)      1.0      additive importance term B · In · D' (z units of relevance)
 tag_boost (τ)             0.5      additive cue-tag containment term τ · tag
 graph_boost (γ)           0.5      additive graph term γ · a / (1 + a), a = graph activation

@@ -1,4 +1,4 @@
-"""Summaries of an :class:`~fieldrank.evaluation.runner.EvaluationRun`: intervals, paired
+"""Summaries of an :class:`~fieldrank.evaluation._runner.EvaluationRun`: intervals, paired
 tests, the write-ups' ordering check, and the generated ``locomo.md`` / JSON files.
 
 :func:`summarize` turns per-question scores into the figures of the report:
@@ -30,7 +30,7 @@ from typing import Any, Final
 import numpy as np
 
 from . import locomo, stats
-from .runner import BASELINE_METHODS, EvaluationRun
+from ._runner import BASELINE_METHODS, EvaluationRun
 
 __all__ = [
     "MARKDOWN_FILE",
@@ -277,7 +277,7 @@ METRIC_DISPLAY: Final[Mapping[str, str]] = {"ndcg": "NDCG", "recall": "Recall", 
 
 
 def display(metric: str) -> str:
-    """``"ndcg@10"`` → ``"NDCG@10"`` (names from :func:`~fieldrank.evaluation.runner.metric_names`)."""
+    """``"ndcg@10"`` → ``"NDCG@10"`` (names from :func:`~fieldrank.evaluation._runner.metric_names`)."""
     name, _, depth = metric.partition("@")
     return f"{METRIC_DISPLAY.get(name, name)}@{depth}" if depth else METRIC_DISPLAY.get(name, name)
 
@@ -329,7 +329,7 @@ def render_section(report: Mapping[str, Any]) -> str:
     Parameters
     ----------
     report : mapping
-        The JSON document written by :func:`fieldrank.evaluation.command.run_locomo`.
+        The JSON document written by :func:`fieldrank.evaluation._command.run_locomo`.
 
     Returns
     -------
