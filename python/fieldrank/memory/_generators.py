@@ -41,7 +41,7 @@ import numpy as np
 
 from ..operators import prefilter
 from ..temporal import Timeline, _run_leg, date_windows, time_intent
-from ._columns import NO_MEMORY, Snapshot
+from ._columns import NO_MEMORY, Snapshot, frozen
 from ._gates import Eligibility
 from ._lexical import top_by_score
 from ._params import MemoryParams
@@ -134,6 +134,47 @@ def _cue_features(text: Optional[str], timeline: Timeline, eligible: Eligibility
     return time_intent([text]), [date_windows(text, years)]
 
 
+def isolated_positions(snapshot: Snapshot, eligible: Eligibility, radius: int) -> np.ndarray:
+    """Positions in ``eligible.rows`` of the rows with no same-session neighbour among the eligible rows.
+
+    A neighbour of row r is row r ± d (1 <= d <= ``radius``) with the same session key that is
+    itself eligible, as the relevance core's neighbour support defines it; a memory stored without
+    a session has none. O(eligible rows), once per eligibility (memoised with it).
+    """
+    rows = eligible.rows
+    keys = snapshot.session_keys
+    n = keys.shape[0]
+    has_neighbour = np.zeros(rows.size, dtype=bool)
+    for distance in range(1, radius + 1):
+        for other in (rows - distance, rows + distance):
+            inside = (other >= 0) & (other < n)
+            clipped = np.clip(other, 0, n - 1)
+            has_neighbour |= inside & eligible.mask[clipped] & (keys[clipped] == keys[rows])
+    return frozen(np.flatnonzero(~has_neighbour))
+
+
+def _support_isolated(scores: np.ndarray, snapshot: Snapshot, eligible: Eligibility, radius: int,
+                      gamma: float) -> np.ndarray:
+    """``scores`` (in ``eligible.rows`` order) with every isolated row's ``s`` replaced by ``s + γ · max(s, 0)``.
+
+    The neighbour support of the ``default`` scorer lifts a dialogue turn by its neighbours' base
+    relevance (``γ · decay^(d−1) · max(b_{i±d}, 0)``), which a memory without neighbours (a fact
+    or rule stored on its own, ``session=None``) can never get: in a store that mixes the two, a
+    standalone memory loses to chatter whose *neighbours* are about the cue. A standalone memory
+    is its own evidence span, so it counts as its own neighbour at distance 1 with its own leg
+    score (base and priors: it has nothing else), the convention the BM25 neighbour-text
+    expansion already uses (its context document is its own text). The map is monotone, so the
+    order among standalone memories is unchanged; rows with a neighbour are untouched, so a store
+    of dialogue turns (LoCoMo) ranks exactly as ``default``.
+    """
+    positions = eligible.derived(("isolated", radius), lambda: isolated_positions(snapshot, eligible, radius))
+    if positions.size == 0:
+        return scores
+    supported = scores.copy()  # the leg's buffer is read-only
+    supported[positions] += gamma * np.maximum(scores[positions], 0.0)
+    return supported
+
+
 def relevance_core(snapshot: Snapshot, cue: Cue, eligible: Eligibility, params: MemoryParams,
                    depth: int) -> Relevance:
     """Score every eligible row with the ``default`` preset's scorer; keep the best ``depth`` in order.
@@ -168,6 +209,8 @@ def relevance_core(snapshot: Snapshot, cue: Cue, eligible: Eligibility, params: 
     scores = _run_leg(snapshot.embeddings, query, lexical[None, :], rows.size, timeline, intent, windows,
                       relevance_params, rows, check_rows=False, n_threads=0, row_order=True).scores[0]
     scores = np.asarray(scores, dtype=np.float64)
+    if params.isolated_self_support and relevance_params.gamma > 0.0:
+        scores = _support_isolated(scores, snapshot, eligible, relevance_params.radius, relevance_params.gamma)
     by_row[rows] = scores
     if depth <= 0:
         return Relevance(_EMPTY_ROWS, np.empty(0), by_row)

@@ -40,6 +40,9 @@ entity_weight             1.0      activation per entity a candidate shares with
 cue_entity_weight         1.0      activation per cue entity a candidate carries
 entity_fanout             256      most recent rows read per entity when spreading activation
 rerank_operator           "cfsr"   operator of the ``rerank`` mode: "cfsr" or "cfs"
+isolated_self_support     True     in the relevance core, a memory with no same-session neighbour among the
+                                   eligible rows is its own neighbour (support γ · max(base, 0)), so a
+                                   standalone memory is not outranked by chatter for its neighbours' support
 bm25_params               default  the ``default`` preset's :class:`~fieldrank.bm25.BM25Params` (lucene, neighbour-text expansion)
 relevance_params          default  the ``default`` preset's :class:`~fieldrank.temporal.TemporalParams`
 bm25_delta_min_docs       1024     the BM25 delta may hold this many documents ...
@@ -141,6 +144,7 @@ DEFAULT_ENTITY_WEIGHT = 1.0
 DEFAULT_CUE_ENTITY_WEIGHT = 1.0
 DEFAULT_ENTITY_FANOUT = 256
 DEFAULT_RERANK_OPERATOR = "cfsr"
+DEFAULT_ISOLATED_SELF_SUPPORT = True
 DEFAULT_BM25_DELTA_MIN_DOCS = 1024
 DEFAULT_BM25_DELTA_FRACTION = 0.125
 
@@ -200,6 +204,7 @@ class MemoryParams:
     cue_entity_weight: float = DEFAULT_CUE_ENTITY_WEIGHT
     entity_fanout: int = DEFAULT_ENTITY_FANOUT
     rerank_operator: str = DEFAULT_RERANK_OPERATOR
+    isolated_self_support: bool = DEFAULT_ISOLATED_SELF_SUPPORT
     bm25_params: BM25Params = DEFAULT_BM25_PARAMS
     relevance_params: TemporalParams = DEFAULT_RELEVANCE_PARAMS
     bm25_delta_min_docs: int = DEFAULT_BM25_DELTA_MIN_DOCS
@@ -222,6 +227,7 @@ class MemoryParams:
         for name in _OPEN_UNIT_INTERVAL_FIELDS:
             check(name, _v.real, low=0.0, high=1.0, low_open=True)
         check("retrieval_half_life_days", _v.real, low=0.0, low_open=True)
+        check("isolated_self_support", _v.flag)
         _v.one_of(self.rerank_operator, "MemoryParams.rerank_operator", RERANK_OPERATORS)
         _v.instance_of(self.bm25_params, "MemoryParams.bm25_params", BM25Params)
         if not isinstance(self.relevance_params, TemporalParams):

@@ -10,7 +10,9 @@ term        definition (parameters in :class:`~fieldrank.memory.MemoryParams`)
 rel         the relevance core: :func:`fieldrank.temporal.temporal_batch` with the ``default``
             preset's parameters over the recall's eligible rows (z-scored BM25 and cosine
             blended, same-session neighbour support, time-intent and session-date priors),
-            i.e. the score the ``default`` HybridRetriever ranks by; z units of the tenant's rows
+            i.e. the score the ``default`` HybridRetriever ranks by; z units of the tenant's rows.
+            A memory with no same-session neighbour is its own (``isolated_self_support``:
+            ``s + γ · max(s, 0)``, see :mod:`._generators`)
 I           ``1 + B · In · D'``: In = ``clip(importance, importance_floor, 1)``; D' = 1 for a
             *durable* memory (importance >= ``durable_importance`` or tier ``core``: a rule never
             recalled for a year is still a rule), else the retrieval strength D
