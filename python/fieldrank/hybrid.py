@@ -745,10 +745,10 @@ class _Group:
         self.sub = sub          # validated unique ids, sorted (None: every document)
         self.rows = sub
         self.n_threads = n_threads
-        self.pre: Any = None    # shared cosine prefilter: one (ids, scores) pair of 1-D arrays per query
+        self.pre: Any = None    # shared cosine prefilter: one _LegOutput (1-D arrays) per query
         self.pre_depth = 0      # the depth it was computed at
         self.lex_depth = 0      # the depth of lex_top
-        self.lex_top: Optional[list] = None      # shared BM25 top lists, one (ids, scores) per query
+        self.lex_top: Optional[list] = None      # shared BM25 top lists, one _LegOutput per query
         self.lex_scores: Optional[np.ndarray] = None  # (B, N) BM25 scores of every document
         self.lex_begin: Optional[int] = None  # lex_scores covers documents lex_begin.. only (None: all N)
         self.timeline_features: Any = None       # (intent, windows) of the query texts
@@ -787,15 +787,15 @@ def _is_union(leg: Leg) -> bool:
 def _run_cosine(leg: CosineLeg, retriever: HybridRetriever, g: _Group) -> list[_LegOutput]:
     depth = leg.depth
     if depth >= g.pre_depth:  # the whole shared prefilter (its rows are no longer than that)
-        return [_LegOutput(ids, scores, None) for ids, scores in g.pre]
-    return [_LegOutput(ids[:depth], scores[:depth], None) for ids, scores in g.pre]
+        return g.pre
+    return [_LegOutput(ids[:depth], scores[:depth], None) for ids, scores, _ in g.pre]
 
 
 def _run_bm25(leg: BM25Leg, retriever: HybridRetriever, g: _Group) -> list[_LegOutput]:
     depth = leg.depth
     if depth >= g.lex_depth:  # the whole shared BM25 top list
-        return [_LegOutput(ids, scores, None) for ids, scores in g.lex_top]
-    return [_LegOutput(ids[:depth], scores[:depth], None) for ids, scores in g.lex_top]
+        return g.lex_top
+    return [_LegOutput(ids[:depth], scores[:depth], None) for ids, scores, _ in g.lex_top]
 
 
 def _run_temporal(leg: TemporalLeg, retriever: HybridRetriever, g: _Group) -> list[_LegOutput]:
@@ -839,7 +839,7 @@ def _run_rerank(leg: Leg, retriever: HybridRetriever, g: _Group) -> list[_LegOut
             return list(pool.map(one, range(g.n)))
     if g.n == 1:
         depth = _RERANK_POOL_DEPTH[leg.kind](leg)
-        pre_ids, pre_scores = g.pre[0]
+        pre_ids, pre_scores, _ = g.pre[0]
         ids = pre_ids[:depth]
         return [_pool_output(leg, ops._pool_trusted(leg.kind, ids, E[ids], g.Q[0], leg.depth, pre_scores[:depth],
                                                     params))]
@@ -936,10 +936,10 @@ class LegPlan:
         if depth:
             if n == 1:  # the single-query scan; its 1-D arrays are the group's one row
                 pre = _core.prefilter(g.E, Q[0], depth, sub)
-                g.pre = [(pre.ids, pre.scores)]
+                g.pre = [_LegOutput(pre.ids, pre.scores, None)]
             else:
                 pre = ops._prefilter_batch_trusted(g.E, Q, depth, sub, n_threads)
-                g.pre = list(zip(pre.ids, pre.scores))
+                g.pre = [_LegOutput(ids, scores, None) for ids, scores in zip(pre.ids, pre.scores)]
             g.pre_depth = depth
         bm25 = retriever._bm25
         if self.lexical_depth or (self.lexical_scores and lexical_scores is None):
@@ -959,9 +959,9 @@ class LegPlan:
                     mask[sub] = True
                 g.lex_depth = self.lexical_depth
                 if g.lex_scores is None:
-                    g.lex_top = [bm25._rank(ids, self.lexical_depth, mask) for ids in token_ids]
+                    g.lex_top = [_LegOutput(*bm25._rank(ids, self.lexical_depth, mask), None) for ids in token_ids]
                 else:
-                    g.lex_top = [bm25._rank(ids, self.lexical_depth, mask, row)
+                    g.lex_top = [_LegOutput(*bm25._rank(ids, self.lexical_depth, mask, row), None)
                                  for ids, row in zip(token_ids, g.lex_scores)]
         if lexical_scores is not None:
             g.lex_scores = lexical_scores
@@ -987,11 +987,15 @@ class LegPlan:
 
 
     def fuse_one(self, outputs: Sequence[_LegOutput], k0: float) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`fuse` of one query: its ``(ids, scores)``, straight from the native ``rrf``."""
+        """:meth:`fuse` of one query: its ``(ids, scores)``.
+
+        The legs' outputs are what ``rrf`` checks for (int64 ids, none twice) and the plan's weights,
+        ``k`` and ``k0`` were checked with the config, so the native fusion runs unchecked
+        (``_core.rrf_unchecked``: the same sums as ``rrf``, the id arrays read in place)."""
         if self._one_leg:
             ids = outputs[0].ids
             return ids[: self.k].astype(_ID_DTYPE), (self.weights[0] / (k0 + self._ranks[: min(self.k, ids.shape[0])]))
-        fused = _core.rrf([out.ids for out in outputs], self.weights, self.k, k0)
+        fused = _core.rrf_unchecked([out.ids for out in outputs], self.weights, self.k, k0)
         return fused.ids, fused.scores
 
 

@@ -32,13 +32,15 @@ inline void check_unique_ids(const IdVector& ranking, std::size_t leg) {
 }
 
 // Sums in leg order, then rank order; the numpy reference adds in the same order, so the
-// fused scores agree bit for bit.
-inline FusedRanking rrf_unchecked(const std::vector<IdVector>& rankings, const std::vector<double>& weights, Index k,
-                                  double k0) {
+// fused scores agree bit for bit. No checks: the caller guarantees one weight per ranking
+// (finite, >= 0), k > 0, k0 >= 0 and rankings without repeated ids. `Rankings` is any
+// sequence of id vectors (IdVector, or Eigen::Map<const IdVector> over a caller's arrays).
+template <class Rankings>
+inline FusedRanking rrf_unchecked(const Rankings& rankings, const std::vector<double>& weights, Index k, double k0) {
     std::unordered_map<Index, double> fused;
     std::vector<Index> first_seen;
     for (std::size_t leg = 0; leg < rankings.size(); ++leg) {
-        const IdVector& ranking = rankings[leg];
+        const auto& ranking = rankings[leg];
         for (Index r = 0; r < ranking.size(); ++r) {
             const double contribution = weights[leg] / (k0 + static_cast<double>(r + 1));
             auto [slot, inserted] = fused.emplace(ranking[r], 0.0);
