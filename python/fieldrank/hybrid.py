@@ -86,6 +86,7 @@ __dir__ = public_dir(__all__)
 #: (float32 rounding of unit vectors, and dequantised int8 embeddings, stay well inside it).
 UNIT_NORM_ATOL = _v.UNIT_NORM_ATOL
 _FLOAT32_EPS = float(np.finfo(np.float32).eps)  # 2^-23
+_FLOAT32 = np.dtype(np.float32)  # the native float32 dtype (an equal dtype that is another object takes the slow path)
 _FLOAT32_STRIDE = (np.dtype(np.float32).itemsize,)  # a 1-D float32 array read in place
 _ID_DTYPE = np.int64
 _SCORE_DTYPE = np.float64
@@ -527,7 +528,7 @@ class HybridRetriever:
     # float32-range and unit checks); the layers below trust it, as they trust the corpus.
     def _query_vector(self, vector: object, name: str = "vector") -> np.ndarray:
         """One query vector as a (1, d) float32 batch of one, unit norm (or normalised)."""
-        if (type(vector) is np.ndarray and vector.dtype == np.float32 and vector.shape == self._query_shape
+        if (type(vector) is np.ndarray and vector.dtype is _FLOAT32 and vector.shape == self._query_shape
                 and vector.strides == _FLOAT32_STRIDE and vector.flags.aligned):
             q = vector  # the common case: what floating_array would return as is, without its steps
         else:
