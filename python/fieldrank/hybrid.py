@@ -819,6 +819,12 @@ def _temporal_params(leg: TemporalLeg) -> _temporal.TemporalParams:
     return leg.params()
 
 
+@functools.lru_cache(maxsize=256)
+def _operator_kwargs(leg: Leg) -> dict[str, Any]:
+    """``leg.operator_kwargs()`` once per (frozen, hashable) leg; the dict is only ever unpacked."""
+    return leg.operator_kwargs()
+
+
 def _pool_output(leg: Leg, native) -> _LegOutput:
     return _LegOutput(native.ids, native.scores, native.coef if leg.kind == "cfsr" else None)
 
@@ -826,7 +832,7 @@ def _pool_output(leg: Leg, native) -> _LegOutput:
 def _run_rerank(leg: Leg, retriever: HybridRetriever, g: _Group) -> list[_LegOutput]:
     """CFS-R, CFS, MMR, Ring: a union pool per query; a dense pool on the shared prefilter prefix
     (one query) or through the kind's native ``*_batch`` operator, which reads E in place (batches)."""
-    E, params = g.E, leg.operator_kwargs()
+    E, params = g.E, _operator_kwargs(leg)
     if _is_union(leg):
         def one(b: int) -> _LegOutput:
             pool_ids = np.union1d(g.pre[b][0][: leg.p], g.lex_top[b][0][: _union_depth(leg)])
