@@ -10,7 +10,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['DEFAULTS', 'NativeBatchRanking', 'NativeBatchReconstruction', 'NativeFusedRanking', 'NativeRanking', 'NativeReconstruction', 'NativeTemporalRanking', 'bm25_scores_batch', 'build_info', 'cfs', 'cfs_batch', 'cfs_pool', 'cfsr', 'cfsr_batch', 'cfsr_pool', 'compiled_kernel_variants', 'cpu_features', 'hardware_threads', 'kernel_variant', 'mmr', 'mmr_batch', 'mmr_pool', 'prefilter', 'prefilter_batch', 'prefilter_bf16', 'prefilter_bf16_batch', 'prefilter_int8', 'prefilter_int8_batch', 'prefilter_pool', 'quantize_bf16', 'quantize_int8', 'read_probe', 'ring', 'ring_batch', 'ring_pool', 'rrf', 'rrf_batch', 'set_kernel_variant', 'supported_kernel_variants', 'temporal_batch', 'tie_key']
+__all__: list[str] = ['DEFAULTS', 'NativeBatchRanking', 'NativeBatchReconstruction', 'NativeFusedRanking', 'NativeRanking', 'NativeReconstruction', 'NativeTemporalRanking', 'bm25_scores_batch', 'build_info', 'cfs', 'cfs_batch', 'cfs_pool', 'cfsr', 'cfsr_batch', 'cfsr_pool', 'compiled_kernel_variants', 'cpu_features', 'hardware_threads', 'kernel_variant', 'mmr', 'mmr_batch', 'mmr_pool', 'prefilter', 'prefilter_batch', 'prefilter_bf16', 'prefilter_bf16_batch', 'prefilter_int8', 'prefilter_int8_batch', 'prefilter_pool', 'quantize_bf16', 'quantize_int8', 'read_probe', 'ring', 'ring_batch', 'ring_pool', 'rrf', 'rrf_batch', 'rrf_unchecked', 'set_kernel_variant', 'supported_kernel_variants', 'temporal_batch', 'tie_key']
 class NativeRanking:
     """
     ids (int64) best first and their float32 scores.
@@ -196,6 +196,10 @@ def rrf(rankings: collections.abc.Sequence[typing.Annotated[numpy.typing.ArrayLi
 def rrf_batch(rankings: collections.abc.Sequence[collections.abc.Sequence[typing.Annotated[numpy.typing.ArrayLike, numpy.int64, "[m, 1]"]]], weights: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], k: typing.SupportsInt | typing.SupportsIndex, k0: typing.SupportsFloat | typing.SupportsIndex, n_threads: typing.SupportsInt | typing.SupportsIndex = 0) -> list[NativeFusedRanking]:
     """
     rrf for every query's list of rankings. Returns a list of NativeFusedRanking.
+    """
+def rrf_unchecked(rankings: collections.abc.Sequence[typing.Annotated[numpy.typing.ArrayLike, numpy.int64]], weights: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], k: typing.SupportsInt | typing.SupportsIndex, k0: typing.SupportsFloat | typing.SupportsIndex) -> NativeFusedRanking:
+    """
+    rrf without its checks, for callers that guarantee them (one finite weight >= 0 per ranking, k > 0, k0 >= 0, no id twice in a ranking); the 1-D int64 rankings are read in place.
     """
 def set_kernel_variant(variant: str) -> None:
     """

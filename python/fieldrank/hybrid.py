@@ -50,6 +50,7 @@ from typing import Any, Iterator, NamedTuple, Optional, Union, overload
 
 import numpy as np
 
+from . import _core
 from . import _validation as _v
 from . import embed as _embed
 from . import operators as ops
@@ -85,6 +86,8 @@ __dir__ = public_dir(__all__)
 #: (float32 rounding of unit vectors, and dequantised int8 embeddings, stay well inside it).
 UNIT_NORM_ATOL = _v.UNIT_NORM_ATOL
 _FLOAT32_EPS = float(np.finfo(np.float32).eps)  # 2^-23
+_FLOAT32 = np.dtype(np.float32)  # the native float32 dtype (an equal dtype that is another object takes the slow path)
+_FLOAT32_STRIDE = (np.dtype(np.float32).itemsize,)  # a 1-D float32 array read in place
 _ID_DTYPE = np.int64
 _SCORE_DTYPE = np.float64
 
@@ -395,8 +398,12 @@ class HybridRetriever:
             self._timeline_years = _temporal._years_spanned(self._timeline, None)
         # Leg plans by k (a k above a leg's depth deepens it): built on first use.
         self._plans: dict[int, LegPlan] = {}
+        self._default_plan: Optional[LegPlan] = None  # the plan for config.k, once built
         self._needs_vector = config.needs_vector
         self._needs_text = config.needs_text
+        # Per-query constants of the query check (_query_vector), computed once here.
+        self._query_shape = (int(E.shape[1]),)
+        self._float32_unit_check = not normalize and E.shape[1] * _FLOAT32_EPS < UNIT_NORM_ATOL / 4
 
     @classmethod
     def _from_parts(cls, texts: tuple[str, ...], E: np.ndarray, config: RetrieverConfig, bm25: BM25Index,
@@ -521,14 +528,18 @@ class HybridRetriever:
     # float32-range and unit checks); the layers below trust it, as they trust the corpus.
     def _query_vector(self, vector: object, name: str = "vector") -> np.ndarray:
         """One query vector as a (1, d) float32 batch of one, unit norm (or normalised)."""
-        q = _v.floating_array(vector, name, 1)
-        if q.shape[0] != self.dim:
-            _v.query(q, self.dim, name, "embeddings")  # raises the shared message
-        if not self._normalize and self.dim * _FLOAT32_EPS < UNIT_NORM_ATOL / 4:
+        if (type(vector) is np.ndarray and vector.dtype is _FLOAT32 and vector.shape == self._query_shape
+                and vector.strides == _FLOAT32_STRIDE and vector.flags.aligned):
+            q = vector  # the common case: what floating_array would return as is, without its steps
+        else:
+            q = _v.floating_array(vector, name, 1)
+            if q.shape[0] != self.dim:
+                _v.query(q, self.dim, name, "embeddings")  # raises the shared message
+        if self._float32_unit_check:
             # The float32 dot is within d·2^-24·|q|² of |q|² (any summation order), far inside the
             # tolerance: a squared norm within 1 ± UNIT_NORM_ATOL is a norm within 1 ± UNIT_NORM_ATOL
             # whatever the rounding. NaN, inf and every other value take the float64 check below.
-            if abs(float(np.dot(q, q)) - 1.0) <= UNIT_NORM_ATOL:
+            if abs(float(q.dot(q)) - 1.0) <= UNIT_NORM_ATOL:
                 return q[None, :]
         q64 = q.astype(np.float64)
         norm_sq = float(np.dot(q64, q64))  # float64: a tiny finite query must not get norm 0
@@ -613,12 +624,14 @@ class HybridRetriever:
             vector = _embed.embed_query(self._embedder, _check_text(text, "text"))
         self._check_query_inputs(text is not None, vector is not None, "vector")
         cfg = self._config
-        plan = self._plan_for(self._final_k(k))
+        plan = self._default_plan if k is None else None  # any given k is checked (bool, 3.0: refused)
+        if plan is None:
+            plan = self._plan_for(self._final_k(k))
         Q = self._query_vector(vector) if self._needs_vector else None
         texts = [_check_text(text, "text")] if self._needs_text else None
-        outputs = plan.run(self, texts, Q, 1, self._subset_ids(subset), 1)[0]
-        fused = plan.fuse([outputs], cfg.k0, 1)[0]
-        return SearchResult(fused.ids, fused.scores, outputs, cfg, self._texts)
+        outputs = plan.run(self, texts, Q, 1, None if subset is None else self._subset_ids(subset), 1)[0]
+        ids, scores = plan.fuse_one(outputs, cfg.k0)
+        return SearchResult(ids, scores, outputs, cfg, self._texts)
 
     # ---------------------------------------------------------------- batches
     def search_batch(self, texts: Optional[Sequence[str]] = None, vectors: Optional[np.ndarray] = None,
@@ -712,6 +725,8 @@ class HybridRetriever:
         if plan is None:
             plan = LegPlan(self._config, k)
             self._plans[k] = plan
+            if k == self._config.k:
+                self._default_plan = plan
         return plan
 
 
@@ -719,8 +734,8 @@ class HybridRetriever:
 class _Group:
     """What the legs of one plan share for a group of queries (same subset): computed once each."""
 
-    __slots__ = ("E", "Q", "lex_begin", "lex_scores", "lex_top", "n", "n_threads", "pre", "rows", "sub", "texts",
-                 "timeline_features")
+    __slots__ = ("E", "Q", "lex_begin", "lex_depth", "lex_scores", "lex_top", "n", "n_threads", "pre", "pre_depth",
+                 "rows", "sub", "texts", "timeline_features")
 
     def __init__(self, E: np.ndarray, texts: Optional[list[str]], Q: Optional[np.ndarray], n: int,
                  sub: Optional[np.ndarray], n_threads: int) -> None:
@@ -731,8 +746,10 @@ class _Group:
         self.sub = sub          # validated unique ids, sorted (None: every document)
         self.rows = sub
         self.n_threads = n_threads
-        self.pre: Any = None    # shared cosine prefilter (B, P)
-        self.lex_top: Optional[list] = None      # shared BM25 top lists, one (ids, scores) per query
+        self.pre: Any = None    # shared cosine prefilter: one _LegOutput (1-D arrays) per query
+        self.pre_depth = 0      # the depth it was computed at
+        self.lex_depth = 0      # the depth of lex_top
+        self.lex_top: Optional[list] = None      # shared BM25 top lists, one _LegOutput per query
         self.lex_scores: Optional[np.ndarray] = None  # (B, N) BM25 scores of every document
         self.lex_begin: Optional[int] = None  # lex_scores covers documents lex_begin.. only (None: all N)
         self.timeline_features: Any = None       # (intent, windows) of the query texts
@@ -769,11 +786,17 @@ def _is_union(leg: Leg) -> bool:
 
 
 def _run_cosine(leg: CosineLeg, retriever: HybridRetriever, g: _Group) -> list[_LegOutput]:
-    return [_LegOutput(g.pre.ids[b, : leg.depth], g.pre.scores[b, : leg.depth], None) for b in range(g.n)]
+    depth = leg.depth
+    if depth >= g.pre_depth:  # the whole shared prefilter (its rows are no longer than that)
+        return g.pre
+    return [_LegOutput(ids[:depth], scores[:depth], None) for ids, scores, _ in g.pre]
 
 
 def _run_bm25(leg: BM25Leg, retriever: HybridRetriever, g: _Group) -> list[_LegOutput]:
-    return [_LegOutput(ids[: leg.depth], scores[: leg.depth], None) for ids, scores in g.lex_top]
+    depth = leg.depth
+    if depth >= g.lex_depth:  # the whole shared BM25 top list
+        return g.lex_top
+    return [_LegOutput(ids[:depth], scores[:depth], None) for ids, scores, _ in g.lex_top]
 
 
 def _run_temporal(leg: TemporalLeg, retriever: HybridRetriever, g: _Group) -> list[_LegOutput]:
@@ -796,6 +819,12 @@ def _temporal_params(leg: TemporalLeg) -> _temporal.TemporalParams:
     return leg.params()
 
 
+@functools.lru_cache(maxsize=256)
+def _operator_kwargs(leg: Leg) -> dict[str, Any]:
+    """``leg.operator_kwargs()`` once per (frozen, hashable) leg; the dict is only ever unpacked."""
+    return leg.operator_kwargs()
+
+
 def _pool_output(leg: Leg, native) -> _LegOutput:
     return _LegOutput(native.ids, native.scores, native.coef if leg.kind == "cfsr" else None)
 
@@ -803,10 +832,10 @@ def _pool_output(leg: Leg, native) -> _LegOutput:
 def _run_rerank(leg: Leg, retriever: HybridRetriever, g: _Group) -> list[_LegOutput]:
     """CFS-R, CFS, MMR, Ring: a union pool per query; a dense pool on the shared prefilter prefix
     (one query) or through the kind's native ``*_batch`` operator, which reads E in place (batches)."""
-    E, params = g.E, leg.operator_kwargs()
+    E, params = g.E, _operator_kwargs(leg)
     if _is_union(leg):
         def one(b: int) -> _LegOutput:
-            pool_ids = np.union1d(g.pre.ids[b, : leg.p], g.lex_top[b][0][: _union_depth(leg)])
+            pool_ids = np.union1d(g.pre[b][0][: leg.p], g.lex_top[b][0][: _union_depth(leg)])
             return _pool_output(leg, ops._pool_trusted(leg.kind, pool_ids, E[pool_ids], g.Q[b], leg.depth, None,
                                                        params))
 
@@ -817,8 +846,9 @@ def _run_rerank(leg: Leg, retriever: HybridRetriever, g: _Group) -> list[_LegOut
             return list(pool.map(one, range(g.n)))
     if g.n == 1:
         depth = _RERANK_POOL_DEPTH[leg.kind](leg)
-        ids = g.pre.ids[0, :depth]
-        return [_pool_output(leg, ops._pool_trusted(leg.kind, ids, E[ids], g.Q[0], leg.depth, g.pre.scores[0, :depth],
+        pre_ids, pre_scores, _ = g.pre[0]
+        ids = pre_ids[:depth]
+        return [_pool_output(leg, ops._pool_trusted(leg.kind, ids, E[ids], g.Q[0], leg.depth, pre_scores[:depth],
                                                     params))]
     p = None if leg.kind == "ring" else leg.p
     r = ops._batch_trusted(leg.kind, E, g.Q, leg.depth, p, g.sub, g.n_threads, params)
@@ -891,7 +921,10 @@ class LegPlan:
         self.legs = legs
         self.kinds = tuple(LEG_REGISTRY[leg.kind] for leg in self.legs)
         self.weights = list(config.weights)
-        pairs = tuple(zip(self.legs, self.kinds))
+        # One leg with a positive weight fuses to its own order (see fuse): its ranks 1..k, once.
+        self._one_leg = len(self.weights) == 1 and self.weights[0] > 0
+        self._ranks = np.arange(1, k + 1, dtype=np.float64)
+        pairs = self._legs_kinds = tuple(zip(self.legs, self.kinds))
         self.dense_depth_single = max((kind.dense_depth(leg, False) for leg, kind in pairs), default=0)
         self.dense_depth_batch = max((kind.dense_depth(leg, True) for leg, kind in pairs), default=0)
         self.lexical_depth = max((kind.lexical_depth(leg) for leg, kind in pairs), default=0)
@@ -903,14 +936,21 @@ class LegPlan:
             ) -> list[list[_LegOutput]]:
         """Every leg's output for ``n`` queries sharing the subset ``sub`` (sorted unique ids or
         None), per query. ``lexical_scores`` (n, N) may pass BM25 scores computed already."""
+        if not n:
+            return []
         g = _Group(retriever._E, texts, Q, n, sub, n_threads)
         depth = self.dense_depth_single if n == 1 else self.dense_depth_batch
-        if depth and n:
-            g.pre = (ops._prefilter_trusted(g.E, Q, depth, sub) if n == 1
-                     else ops._prefilter_batch_trusted(g.E, Q, depth, sub, n_threads))
+        if depth:
+            if n == 1:  # the single-query scan; its 1-D arrays are the group's one row
+                pre = _core.prefilter(g.E, Q[0], depth, sub)
+                g.pre = [_LegOutput(pre.ids, pre.scores, None)]
+            else:
+                pre = ops._prefilter_batch_trusted(g.E, Q, depth, sub, n_threads)
+                g.pre = [_LegOutput(ids, scores, None) for ids, scores in zip(pre.ids, pre.scores)]
+            g.pre_depth = depth
         bm25 = retriever._bm25
-        if (self.lexical_depth or (self.lexical_scores and lexical_scores is None)) and n:
-            token_ids = [bm25._token_ids(tokens) for tokens in bm25._tokenize(texts)]
+        if self.lexical_depth or (self.lexical_scores and lexical_scores is None):
+            token_ids = list(map(bm25._token_ids, bm25._tokenize(texts)))
             # Every document's scores of all queries in one native call when a leg blends them;
             # the BM25 top lists then rank those rows instead of scoring again.
             if self.lexical_scores and lexical_scores is None:
@@ -924,12 +964,16 @@ class LegPlan:
                 if sub is not None:
                     mask = np.zeros(len(bm25), dtype=bool)
                     mask[sub] = True
-                rows = g.lex_scores if g.lex_scores is not None else [None] * n
-                g.lex_top = [bm25._rank(ids, self.lexical_depth, mask, row) for ids, row in zip(token_ids, rows)]
+                g.lex_depth = self.lexical_depth
+                if g.lex_scores is None:
+                    g.lex_top = [_LegOutput(*bm25._rank(ids, self.lexical_depth, mask), None) for ids in token_ids]
+                else:
+                    g.lex_top = [_LegOutput(*bm25._rank(ids, self.lexical_depth, mask, row), None)
+                                 for ids, row in zip(token_ids, g.lex_scores)]
         if lexical_scores is not None:
             g.lex_scores = lexical_scores
-        columns = [kind.run(leg, retriever, g) if n else [] for leg, kind in zip(self.legs, self.kinds)]
-        return [[column[b] for column in columns] for b in range(n)]
+        # One column of outputs per leg, transposed to one row of legs per query.
+        return [list(row) for row in zip(*[kind.run(leg, retriever, g) for leg, kind in self._legs_kinds])]
 
     def fuse(self, per_query: Sequence[Sequence[_LegOutput]], k0: float, n_threads: int) -> list:
         """The weighted RRF of each query's leg outputs (:func:`fieldrank.rrf`), one ``Ranking`` per query.
@@ -939,15 +983,27 @@ class LegPlan:
         scores are those float64 quotients, computed as the native ``rrf`` computes them (the
         same two operations, added to 0), without converting every query's ids for it.
         """
-        if len(self.weights) == 1 and self.weights[0] > 0:
-            ranks = np.arange(1, self.k + 1, dtype=np.float64)
-            scores = self.weights[0] / (k0 + ranks)
+        if self._one_leg:
+            scores = self.weights[0] / (k0 + self._ranks)
             return [Ranking(ids[: self.k].astype(_ID_DTYPE), scores[: min(self.k, ids.shape[0])].copy())
                     for ((ids, _, _),) in per_query]
         if len(per_query) == 1:
-            return [ops._rrf_trusted([out.ids for out in per_query[0]], self.weights, self.k, k0)]
+            return [Ranking(*self.fuse_one(per_query[0], k0))]
         return ops._rrf_batch_trusted([[out.ids for out in outputs] for outputs in per_query], self.weights, self.k,
                                       k0, n_threads)
+
+
+    def fuse_one(self, outputs: Sequence[_LegOutput], k0: float) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`fuse` of one query: its ``(ids, scores)``.
+
+        The legs' outputs are what ``rrf`` checks for (int64 ids, none twice) and the plan's weights,
+        ``k`` and ``k0`` were checked with the config, so the native fusion runs unchecked
+        (``_core.rrf_unchecked``: the same sums as ``rrf``, the id arrays read in place)."""
+        if self._one_leg:
+            ids = outputs[0].ids
+            return ids[: self.k].astype(_ID_DTYPE), (self.weights[0] / (k0 + self._ranks[: min(self.k, ids.shape[0])]))
+        fused = _core.rrf_unchecked([out.ids for out in outputs], self.weights, self.k, k0)
+        return fused.ids, fused.scores
 
 
 def _question_features(texts: Optional[list[str]], timeline: _temporal.Timeline, rows: Optional[np.ndarray],

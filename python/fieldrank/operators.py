@@ -206,12 +206,6 @@ def _prefilter_batch_trusted(E: np.ndarray, Q: np.ndarray, p: int, subset: Optio
     return _ranking(_core.prefilter_batch(E, Q, p, subset, n_threads))
 
 
-def _prefilter_trusted(E: np.ndarray, Q: np.ndarray, p: int, subset: Optional[np.ndarray]) -> Ranking:
-    """One query (``Q`` of shape (1, d)) through the single-query scan; (1, m) arrays like a batch."""
-    r = _core.prefilter(E, Q[0], p, subset)
-    return Ranking(r.ids[None, :], r.scores[None, :])
-
-
 def _pool_trusted(kind: str, ids: np.ndarray, C: np.ndarray, q: np.ndarray, k: int, sims: Optional[np.ndarray],
                   params: dict):
     """``<kind>_pool`` on a checked pool; returns the native result (ids, scores[, coef])."""
@@ -223,11 +217,6 @@ def _batch_trusted(kind: str, E: np.ndarray, Q: np.ndarray, k: int, p: Optional[
     """``<kind>_batch`` on a checked corpus and queries; ``p`` None for Ring (its pool follows k)."""
     depth = {} if p is None else {"p": p}
     return _BATCH_OPERATORS[kind](E, Q, k, subset=subset, n_threads=n_threads, **depth, **params)
-
-
-def _rrf_trusted(rankings: Sequence[np.ndarray], weights: Sequence[float], k: int, k0: float) -> Ranking:
-    """:func:`rrf` of one query's legs (their own outputs), weights checked once."""
-    return _ranking(_core.rrf(rankings, weights, k, k0))
 
 
 def _rrf_batch_trusted(rankings: Sequence[Sequence[np.ndarray]], weights: Sequence[float], k: int,

@@ -674,6 +674,24 @@ def test_rrf_bit_identical(rng, k, k0):
             assert len(native.ids) == min(k, len(set(np.concatenate(legs).tolist())))
 
 
+def test_rrf_unchecked_equals_rrf(rng):
+    """``_core.rrf_unchecked`` (the retriever's single-query fusion: no checks, ids read in place)
+    gives ``rrf``'s ids and scores bit for bit, whatever the layout or integer dtype of the legs."""
+    for n_legs, universe, depth in ((1, 5, 5), (2, 600, 10), (3, 30, 10), (5, 200, 50)):
+        legs = _random_legs(rng, n_legs, universe, depth)
+        for weights in ([1.0] * n_legs, (rng.random(n_legs) * 3).tolist(), [0.0] * n_legs):
+            for k, k0 in ((1, 0.0), (10, 60.0), (1000, 1.5)):
+                ref = REF.rrf(legs, weights, k, k0=k0)
+                for given in (legs, [leg.astype(np.int32) for leg in legs],
+                              [np.repeat(leg, 2)[::2] for leg in legs]):  # int32 / strided: converted
+                    fused = _core.rrf_unchecked(given, weights, k, k0)
+                    np.testing.assert_array_equal(fused.ids, ref.ids)
+                    np.testing.assert_array_equal(fused.scores, ref.scores)
+                    assert fused.ids.dtype == np.int64 and fused.scores.dtype == np.float64
+    empty = _core.rrf_unchecked([np.array([], dtype=np.int64)] * 2, [1.0, 1.0], 5, 60.0)
+    assert empty.ids.shape == (0,) and empty.scores.shape == (0,)
+
+
 def test_rrf_formula_and_tie_rule():
     legs = [np.array([7, 3, 5]), np.array([3, 7]), np.array([9])]
     for fr in (NATIVE, REF):

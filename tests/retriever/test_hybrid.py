@@ -343,6 +343,35 @@ def test_query_vector_checks_and_conversion(corpus, queries) -> None:
         r.search(text, q, 0)
 
 
+def test_query_vector_layouts_give_the_same_result(corpus, queries) -> None:
+    """The query check's fast path (a C-ordered float32 (d,) array) and the converting path agree:
+    strided, read-only, list and float64 forms of one vector return the same result."""
+    texts, E = corpus
+    text, q = queries[0][0], queries[1][0]
+    for config in ("rrf2", "default", "rrf_cfsr"):
+        r = HybridRetriever(texts, E, config)
+        plain = r.search(text, q)
+        strided = np.repeat(q, 2)[::2]
+        assert not strided.flags.c_contiguous
+        read_only = q.copy()
+        read_only.flags.writeable = False
+        for form in (strided, read_only, q.tolist(), q.astype(np.float64), q[None, :][0]):
+            _same(r.search(text, form), plain)
+        with pytest.raises(ValueError, match="length 12"):
+            r.search(text, np.concatenate([q, q]))
+        with pytest.raises(ValueError, match="must be a 1-D array"):
+            r.search(text, q[None, :])
+
+
+def test_k_is_checked_after_the_default_plan_is_cached(retriever, queries) -> None:
+    """The plan for the config's k is cached for ``k=None``; any k given is still checked."""
+    text, q = queries[0][0], queries[1][0]
+    _same(retriever.search(text, q), retriever.search(text, q, retriever.config.k))
+    for bad in (True, float(retriever.config.k), "10"):
+        with pytest.raises(TypeError):
+            retriever.search(text, q, bad)  # type: ignore[arg-type]
+
+
 def test_construction_checks(corpus) -> None:
     texts, E = corpus
     with pytest.raises(ValueError, match="one row per text"):

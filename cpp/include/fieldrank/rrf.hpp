@@ -32,22 +32,46 @@ inline void check_unique_ids(const IdVector& ranking, std::size_t leg) {
 }
 
 // Sums in leg order, then rank order; the numpy reference adds in the same order, so the
-// fused scores agree bit for bit.
-inline FusedRanking rrf_unchecked(const std::vector<IdVector>& rankings, const std::vector<double>& weights, Index k,
-                                  double k0) {
-    std::unordered_map<Index, double> fused;
-    std::vector<Index> first_seen;
+// fused scores agree bit for bit. No checks: the caller guarantees one weight per ranking
+// (finite, >= 0), k > 0, k0 >= 0 and rankings without repeated ids. `Rankings` is any
+// sequence of id vectors (IdVector, or Eigen::Map<const IdVector> over a caller's arrays).
+// Up to this many ids in all the rankings, an id's slot is found by a linear scan of the ids
+// seen so far (a few cache lines, no allocation per id); above it, through a hash map.
+constexpr std::size_t kRrfLinearLookupMax = 64;
+
+template <class Rankings>
+inline FusedRanking rrf_unchecked(const Rankings& rankings, const std::vector<double>& weights, Index k, double k0) {
+    std::size_t total = 0;
+    for (std::size_t leg = 0; leg < rankings.size(); ++leg) total += static_cast<std::size_t>(rankings[leg].size());
+    // Fused score and id of every distinct id, in first-seen order.
+    std::vector<Index> seen_ids;
+    std::vector<double> seen_scores;
+    seen_ids.reserve(total);
+    seen_scores.reserve(total);
+    std::unordered_map<Index, std::size_t> slot_of;
+    const bool linear = total <= kRrfLinearLookupMax;
+    if (!linear) slot_of.reserve(total);
     for (std::size_t leg = 0; leg < rankings.size(); ++leg) {
-        const IdVector& ranking = rankings[leg];
+        const auto& ranking = rankings[leg];
         for (Index r = 0; r < ranking.size(); ++r) {
             const double contribution = weights[leg] / (k0 + static_cast<double>(r + 1));
-            auto [slot, inserted] = fused.emplace(ranking[r], 0.0);
-            if (inserted) first_seen.push_back(ranking[r]);
-            slot->second += contribution;
+            const Index id = ranking[r];
+            std::size_t slot = seen_ids.size();
+            if (linear) {
+                for (std::size_t i = 0; i < seen_ids.size(); ++i)
+                    if (seen_ids[i] == id) { slot = i; break; }
+            } else {
+                slot = slot_of.emplace(id, seen_ids.size()).first->second;
+            }
+            if (slot == seen_ids.size()) {
+                seen_ids.push_back(id);
+                seen_scores.push_back(0.0);
+            }
+            seen_scores[slot] += contribution;
         }
     }
-    TopK<double> best(std::min<Index>(k, static_cast<Index>(first_seen.size())));
-    for (const Index id : first_seen) best.push(fused[id], id);
+    TopK<double> best(std::min<Index>(k, static_cast<Index>(seen_ids.size())));
+    for (std::size_t i = 0; i < seen_ids.size(); ++i) best.push(seen_scores[i], seen_ids[i]);
     const auto items = best.take_sorted();
     FusedRanking out;
     out.ids.resize(static_cast<Index>(items.size()));
