@@ -318,7 +318,7 @@ def _tier_z(snapshot: Snapshot, cue: Cue, stats: TierStatistics) -> np.ndarray:
     if held is not None and held[0] is stats:
         return held[1]
     cosine = np.einsum("ij,j->i", stats.vectors, cue.vector).astype(np.float64)
-    z = stats.cue_z(stats.rows, cosine)
+    z = stats.tier_z(cosine)
     cue.derived["tier_z"] = (stats, z)
     return z
 
