@@ -481,8 +481,9 @@ def graph_activation(
     weights = np.concatenate(weight_parts)[summation]
     allowed = eligible.mask[targets]
     if within is not None and within.size:
-        at = np.minimum(np.searchsorted(within, targets), within.size - 1)
-        allowed &= within[at] == targets  # within is sorted
+        wanted = np.zeros(eligible.mask.size, dtype=bool)  # a table, not a search per target
+        wanted[within] = True
+        allowed &= wanted[targets]
     elif within is not None:
         allowed[:] = False
     targets, weights = targets[allowed], weights[allowed]
