@@ -440,7 +440,10 @@ def graph_activation(
         if cue.vector is None:  # keyword recall on text alone: every admitted seed counts fully
             seed_weights = np.ones(seed_rows.size)
         else:
-            seed_weights = np.maximum(snapshot.embeddings[seeds] @ cue.vector, 0.0).astype(np.float64)[spreading]
+            # einsum's own loop, not a BLAS gemv (see fuse): OpenBLAS's woken workers spin on the cores
+            # the native legs and scans run on long after the recall
+            cosine = np.einsum("ij,j->i", snapshot.embeddings[seeds], cue.vector)
+            seed_weights = np.maximum(cosine, 0.0).astype(np.float64)[spreading]
         positive = seed_weights > 0.0  # a seed at cosine <= 0 spreads nothing
         seed_rows, seed_weights = seed_rows[positive], seed_weights[positive]
         seed_ids = snapshot.ids[seed_rows].tolist()
