@@ -46,12 +46,22 @@ from ._gates import Eligibility
 from ._lexical import top_by_score
 from ._params import MemoryParams
 from ._schema import GENERATORS, TIERS
+from ._tier import TierStatistics
 
 CORE_TIER_CODE = TIERS.index("core")
 
 __all__ = ["Admissions", "Cue", "LinkIndex", "Relevance", "by_cue_z", "generate", "relevance_core", "tier_cue_z"]
 
 _EMPTY_ROWS = np.empty(0, dtype=np.int64)
+
+#: Bytes of eligible embeddings (rows x dim x 4) from which the relevance core's native leg splits
+#: its cosine pass across every core; below it (the rows fit a typical 32 MB last-level cache) it
+#: runs on the calling thread, like the single-query operators. One recall's cosine pass over
+#: cache-resident rows takes about as long as starting and joining the worker threads, and on a
+#: busy machine the workers wait for a core: 10k rows x 384 took p50 0.29 ms with every core,
+#: 0.25 ms on one (2-core VM at load 3); 50k took 1.6 ms with every core, 2.5 ms on one (fastest
+#: calls). The scores are the same for any thread count.
+PARALLEL_LEG_MIN_BYTES = 32 << 20
 
 
 @dataclass(frozen=True)
@@ -65,6 +75,10 @@ class Cue:
     valence: Optional[float]
     time: float
     at_time: float
+    #: What one recall derives from the cue and reads twice (the protected tier's z-scores: the
+    #: importance generator orders the tier by them, the reserved slots gate on them); a Cue lives
+    #: for one recall, over one snapshot.
+    derived: dict = field(default_factory=dict, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -206,8 +220,9 @@ def relevance_core(snapshot: Snapshot, cue: Cue, eligible: Eligibility, params: 
     timeline = snapshot_timeline(snapshot)
     intent, windows = _cue_features(cue.text, timeline, eligible)
     query = np.ascontiguousarray(query, dtype=np.float32)[None, :]
+    threads = 0 if rows.size * snapshot.embeddings.shape[1] * snapshot.embeddings.itemsize >= PARALLEL_LEG_MIN_BYTES else 1
     scores = _run_leg(snapshot.embeddings, query, lexical[None, :], rows.size, timeline, intent, windows,
-                      relevance_params, rows, check_rows=False, n_threads=0, row_order=True).scores[0]
+                      relevance_params, rows, check_rows=False, n_threads=threads, row_order=True).scores[0]
     scores = np.asarray(scores, dtype=np.float64)
     if params.isolated_self_support and relevance_params.gamma > 0.0:
         scores = _support_isolated(scores, snapshot, eligible, relevance_params.radius, relevance_params.gamma)
@@ -335,24 +350,39 @@ def tier_cue_z(snapshot: Snapshot, rows: np.ndarray, cosine: np.ndarray) -> np.n
     return stats.cue_z(rows, cosine)
 
 
+def _tier_z(snapshot: Snapshot, cue: Cue, stats: TierStatistics) -> np.ndarray:
+    """The cue's memory-side z-score of every row of ``stats`` (the tenant's durable tier), once per recall.
+
+    One matrix-vector product with the tier's own contiguous copy of its vectors (no gather from the
+    store's rows); einsum's own loop, not a BLAS call: a multi-threaded BLAS gemv of a few thousand
+    rows contends with the native legs' threads and costs 10-40x more.
+    """
+    held = cue.derived.get("tier_z")
+    if held is not None and held[0] is stats:
+        return held[1]
+    cosine = np.einsum("ij,j->i", stats.vectors, cue.vector).astype(np.float64)
+    z = stats.tier_z(cosine)
+    cue.derived["tier_z"] = (stats, z)
+    return z
+
+
 def by_cue_z(snapshot: Snapshot, cue: Cue, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Durable ``rows`` ordered by the cue's memory-side z-score (best first, ties -> lower row), and their z."""
+    """Durable ``rows`` ordered by the cue's memory-side z-score (best first, ties -> lower row), and their z.
+
+    A row without statistics (not in the tenant's durable tier) gets +inf, as in
+    :meth:`.tier.TierStatistics.cue_z`; each row's z is elementwise, so it is looked up in the
+    whole tier's z (:func:`_tier_z`, computed once per recall) rather than computed again.
+    """
     rows = np.sort(np.asarray(rows, dtype=np.int64))
     if rows.size == 0 or cue.vector is None:
         return rows, np.full(rows.size, np.inf)
     stats = snapshot.tier_stats.get(int(snapshot.tenant_codes[rows[0]]))
-    if stats is not None and stats.rows.size:
-        # the tier's own contiguous copy of its vectors: one matrix-vector product, no gather from
-        # the store's rows; einsum's own loop, not a BLAS call: a multi-threaded BLAS gemv of a
-        # few thousand rows contends with the native legs' threads and costs 10-40x more
+    if stats is None or stats.rows.size == 0:
+        z = np.full(rows.size, np.inf)
+    else:
         position = np.minimum(np.searchsorted(stats.rows, rows), stats.rows.size - 1)
         known = stats.rows[position] == rows
-        cosine = np.where(known, np.einsum("ij,j->i", stats.vectors, cue.vector).astype(np.float64)[position], 0.0)
-        if not known.all():
-            cosine[~known] = snapshot.embeddings[rows[~known]] @ cue.vector
-    else:
-        cosine = (snapshot.embeddings[rows] @ cue.vector).astype(np.float64)
-    z = tier_cue_z(snapshot, rows, cosine)
+        z = np.where(known, _tier_z(snapshot, cue, stats)[position], np.inf)
     order = np.lexsort((rows, -z))
     return rows[order], z[order]
 
@@ -453,7 +483,10 @@ def graph_activation(
         if cue.vector is None:  # keyword recall on text alone: every admitted seed counts fully
             seed_weights = np.ones(seed_rows.size)
         else:
-            seed_weights = np.maximum(snapshot.embeddings[seeds] @ cue.vector, 0.0).astype(np.float64)[spreading]
+            # einsum's own loop, not a BLAS gemv (see fuse): OpenBLAS's woken workers spin on the cores
+            # the native legs and scans run on long after the recall
+            cosine = np.einsum("ij,j->i", snapshot.embeddings[seeds], cue.vector)
+            seed_weights = np.maximum(cosine, 0.0).astype(np.float64)[spreading]
         positive = seed_weights > 0.0  # a seed at cosine <= 0 spreads nothing
         seed_rows, seed_weights = seed_rows[positive], seed_weights[positive]
         seed_ids = snapshot.ids[seed_rows].tolist()
@@ -494,8 +527,9 @@ def graph_activation(
     weights = np.concatenate(weight_parts)[summation]
     allowed = eligible.mask[targets]
     if within is not None and within.size:
-        at = np.minimum(np.searchsorted(within, targets), within.size - 1)
-        allowed &= within[at] == targets  # within is sorted
+        wanted = np.zeros(eligible.mask.size, dtype=bool)  # a table, not a search per target
+        wanted[within] = True
+        allowed &= wanted[targets]
     elif within is not None:
         allowed[:] = False
     targets, weights = targets[allowed], weights[allowed]

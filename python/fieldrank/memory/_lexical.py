@@ -154,6 +154,7 @@ class LexicalLeg:
         self._main: Optional[BM25Index] = None
         self._main_rows = np.empty(0, dtype=np.int64)  # row of each main document
         self._main_fresh = np.empty(0, dtype=bool)  # main document still equal to the row's document
+        self._main_is_prefix = False  # the main documents are rows 0, 1, ... in order (no gaps)
         self._main_doc = np.empty(0, dtype=np.int64)  # main document of each row (_NO_DOC: none)
         self._delta: dict[int, _DeltaDocument] = {}
         self._delta_flat: Optional[dict[str, np.ndarray]] = None
@@ -391,10 +392,12 @@ class LexicalLeg:
         if self._own_length == 0:
             # No live row holds an indexable token: bm25s has nothing to index (no delta either).
             self._main, self._main_rows, self._main_fresh = None, np.empty(0, np.int64), np.empty(0, bool)
+            self._main_is_prefix = False
             return
         self._main = BM25Index.from_token_ids(own, self._vocabulary, self._bm25_params, context_token_ids=contexts)
         self._main_rows = order
         self._main_fresh = np.ones(order.size, dtype=bool)
+        self._main_is_prefix = bool(np.array_equal(order, np.arange(order.size)))
         self._main_doc[order] = np.arange(order.size)
         self.rebuilds += 1
 
@@ -455,7 +458,10 @@ class LexicalLeg:
             if self._main is not None:
                 main = self._main.scores(query)
                 keep = self._main_fresh & (self._main_rows < n)
-                out[self._main_rows[keep]] = main[keep]
+                if self._main_is_prefix and keep.all():
+                    out[:main.size] = main  # every row of the index, in row order: no scatter
+                else:
+                    out[self._main_rows[keep]] = main[keep]
             delta_rows, delta_scores = _empty()
             if self._delta:
                 tokens = self._tokenize([query], return_ids=False)[0]

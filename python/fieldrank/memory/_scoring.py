@@ -138,7 +138,10 @@ def fuse(snapshot: Snapshot, rows: np.ndarray, cue: Cue, activation: np.ndarray,
          params: MemoryParams) -> FactorArrays:
     """Every term and the fused score of the candidate ``rows`` (vectorised); ``relevance`` per row."""
     if cue.vector is not None:
-        cosine = (snapshot.embeddings[rows] @ cue.vector).astype(np.float64)
+        # einsum's own loop, not a BLAS gemv: a gemv of a few hundred rows wakes OpenBLAS's worker
+        # threads, which then spin on the cores the native legs run on (the cosine is provenance
+        # only: the fused score does not read it)
+        cosine = np.einsum("ij,j->i", snapshot.embeddings[rows], cue.vector).astype(np.float64)
     else:
         cosine = lexical_similarity(snapshot, rows, cue.text)
     sim = np.maximum(cosine, params.sim_floor)

@@ -260,10 +260,10 @@ def _reserve_protected_slots(order: np.ndarray, chosen: np.ndarray, k: int) -> t
     if chosen.size == 0 or order.size <= k:
         return order, frozenset()
     top, rest = order[:k], order[k:]
-    entering = chosen[~np.isin(chosen, top)]
+    entering = chosen[~_position_table(top, order.size)[chosen]]
     if entering.size == 0:
         return order, frozenset()
-    replaceable = np.flatnonzero(~np.isin(top, chosen))
+    replaceable = np.flatnonzero(~_position_table(chosen, order.size)[top])
     leaving_at = replaceable[::-1][:entering.size]
     leaving = top[np.sort(leaving_at)]
     kept = np.delete(top, leaving_at)
@@ -276,6 +276,14 @@ def _position_table(positions: np.ndarray, size: int) -> np.ndarray:
     table = np.zeros(size, dtype=bool)
     table[positions] = True
     return table
+
+
+def _held_in_sorted(sorted_rows: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """bool per one of ``rows``: held by ``sorted_rows`` (sorted, unique); ``np.isin`` without its sort."""
+    if sorted_rows.size == 0:
+        return np.zeros(rows.size, dtype=bool)
+    position = np.minimum(np.searchsorted(sorted_rows, rows), sorted_rows.size - 1)
+    return sorted_rows[position] == rows
 
 
 def _positions_in_sorted(sorted_rows: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -1111,7 +1119,7 @@ class MemoryStore:
         slots = int(params.protected_share * k)
         if mode in PROTECTING_MODES and slots > 0:
             tier = admissions.by_generator.get("importance", np.empty(0, np.int64))
-            tier_rows, z = by_cue_z(snapshot, cue, tier[np.isin(tier, union)])
+            tier_rows, z = by_cue_z(snapshot, cue, tier[_held_in_sorted(union, tier)])
             # the cue-conditioned gate: only a durable memory whose similarity to this cue is
             # unusual for it (memory-side z >= protected_min_z) may hold a reserved slot
             chosen = np.searchsorted(union, tier_rows[z >= params.protected_min_z][:slots])

@@ -24,6 +24,7 @@ a recall reads one consistent object without a lock.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -58,6 +59,14 @@ class TierStatistics:
     def empty(cls, dim: int) -> TierStatistics:
         return cls(_EMPTY_ROWS, np.empty((0, dim), dtype=np.float32), np.empty(0), np.empty(0), 0)
 
+    @cached_property
+    def moments(self) -> tuple[np.ndarray, np.ndarray]:
+        """Mean and spread of each durable row's cosines to the tenant's other rows (derived once per object)."""
+        reference = self.count - 1
+        mean = self.total / reference
+        spread = np.sqrt(np.maximum(self.total_sq / reference - mean * mean, 0.0))
+        return mean, spread
+
     def cue_z(self, rows: np.ndarray, cosine: np.ndarray) -> np.ndarray:
         """Memory-side z-score of each of ``rows`` (durable rows of this tenant) for a cue with ``cosine``.
 
@@ -67,19 +76,30 @@ class TierStatistics:
         rows = np.asarray(rows, dtype=np.int64)
         cosine = np.asarray(cosine, dtype=np.float64)
         out = np.full(rows.size, np.inf)
-        reference = self.count - 1
-        if rows.size == 0 or reference < MIN_REFERENCE_ROWS or self.rows.size == 0:
+        if rows.size == 0 or self.count - 1 < MIN_REFERENCE_ROWS or self.rows.size == 0:
             return out
         position = np.minimum(np.searchsorted(self.rows, rows), self.rows.size - 1)
         known = self.rows[position] == rows
-        mean = self.total[position] / reference
-        spread = np.sqrt(np.maximum(self.total_sq[position] / reference - mean * mean, 0.0))
+        z = self._z(cosine, position)
+        out[known] = z[known]
+        return out
+
+    def tier_z(self, cosine: np.ndarray) -> np.ndarray:
+        """:meth:`cue_z` of every row of the tier (``cosine`` per row of :attr:`rows`), without the lookup."""
+        cosine = np.asarray(cosine, dtype=np.float64)
+        if self.count - 1 < MIN_REFERENCE_ROWS or self.rows.size == 0:
+            return np.full(cosine.size, np.inf)
+        return self._z(cosine, None)
+
+    def _z(self, cosine: np.ndarray, position) -> np.ndarray:
+        mean, spread = self.moments
+        if position is not None:
+            mean, spread = mean[position], spread[position]
         with np.errstate(divide="ignore", invalid="ignore"):
             z = (cosine - mean) / spread
         flat = spread == 0.0
         z[flat] = np.where(cosine[flat] > mean[flat], np.inf, 0.0)
-        out[known] = z[known]
-        return out
+        return z
 
 
 def _sums(products: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
