@@ -26,6 +26,17 @@ LOCOMO_DIR = SHARED_DIR / "data" / "locomo"
 SUPPORTED_KERNEL_VARIANTS = list(_core.supported_kernel_variants())
 
 
+#: Seconds in a day, the unit of the memory tests' timestamps.
+DAY = 86400.0
+#: Words the memory tests' filler texts are drawn from (none of them in a cue or an answer).
+FILLER_WORDS = ("amber", "basalt", "cobalt", "dune", "ember", "fjord", "garnet", "harbor", "indigo", "juniper")
+
+
+def normalized(v: np.ndarray) -> np.ndarray:
+    """``v`` scaled to unit L2 norm along its last axis (a vector or rows), in its own dtype."""
+    return v / np.linalg.norm(v, axis=-1, keepdims=True)
+
+
 def unit_rows(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
     """``n`` random float32 rows of dimension ``d`` with unit L2 norm."""
     X = rng.standard_normal((n, d)).astype(np.float32)

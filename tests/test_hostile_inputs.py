@@ -271,23 +271,27 @@ def _hostile_cli_case(name, tmp_path, paths):
     """(argv, fragment of the expected error) for one hostile CLI input."""
     index = ["index", "--embeddings", str(paths["E"]), "--out", str(tmp_path / "out")]
     search = ["search", "--index", str(paths["index"]), "--text", "garden"]
+
+    def index_embeddings(embeddings):
+        return ["index", "--texts", str(paths["texts"]), "--embeddings", str(embeddings), "--out",
+                str(tmp_path / "out")]
+
+    def text_file(file_name, text):
+        path = tmp_path / file_name
+        path.write_text(text, encoding="utf-8")
+        return str(path)
+
     if name == "nested jsonl line":
-        texts = tmp_path / "nested.jsonl"
-        texts.write_text('{"text": "a"}\n' + _NESTED + "\n", encoding="utf-8")
-        return index + ["--texts", str(texts)], "line 2: the JSON is nested too deeply"
+        texts = text_file("nested.jsonl", '{"text": "a"}\n' + _NESTED + "\n")
+        return index + ["--texts", texts], "line 2: the JSON is nested too deeply"
     if name == "nested json":
-        texts = tmp_path / "nested.json"
-        texts.write_text(_NESTED, encoding="utf-8")
-        return index + ["--texts", str(texts)], "nested too deeply"
+        return index + ["--texts", text_file("nested.json", _NESTED)], "nested too deeply"
     if name == "nested toml config":
-        config = tmp_path / "deep.toml"
-        config.write_text("x = " + _NESTED + "\n", encoding="utf-8")
-        return search + ["--config", str(config)], "nested too deeply"
+        return search + ["--config", text_file("deep.toml", "x = " + _NESTED + "\n")], "nested too deeply"
     if name == "npy declaring 1e11 rows":
         embeddings = tmp_path / "huge.npy"
         _write_npy_declaring(embeddings, (10**11, 16), data=b"\0" * 64)
-        return ["index", "--texts", str(paths["texts"]), "--embeddings", str(embeddings), "--out",
-                str(tmp_path / "out")], "header declares shape (100000000000, 16)"
+        return index_embeddings(embeddings), "header declares shape (100000000000, 16)"
     if name == "query npy declaring 1e11 values":
         query = tmp_path / "q_huge.npy"
         _write_npy_declaring(query, (10**11,))
@@ -301,8 +305,7 @@ def _hostile_cli_case(name, tmp_path, paths):
     if name == "object npy":
         embeddings = tmp_path / "objects.npy"
         np.save(embeddings, np.array([{"a": 1}], dtype=object), allow_pickle=True)
-        return ["index", "--texts", str(paths["texts"]), "--embeddings", str(embeddings), "--out",
-                str(tmp_path / "out")], "Python objects"
+        return index_embeddings(embeddings), "Python objects"
     raise AssertionError(name)
 
 

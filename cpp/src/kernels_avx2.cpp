@@ -13,10 +13,6 @@ namespace fieldrank {
 namespace simd {
 namespace {
 
-// exp clamps its argument here: below ln(2^-150) = -103.97 the float32 result rounds to 0, and
-// the clamp keeps the exponent arithmetic inside int32.
-constexpr float kExpLowest = -110.0f;
-
 struct Ops {
     struct L16 {
         __m256 lo, hi;
@@ -29,8 +25,8 @@ struct Ops {
     static constexpr int kRowsSingle = 2;
     static constexpr int kRowsMulti = 2;
     static constexpr int kAxpyBlocks = 2;  // 16-row blocks of G·a kept in registers
-    static constexpr int kRowsStream = 1;  // rows per tile when several queries are scored (one stream)
     static constexpr int kQueriesStream = 4;  // queries per row when several are scored
+    static constexpr int kRowsInt8 = 4;  // int8 rows per tile
     static constexpr int kQueriesMulti = 2;
 
     static void prefetch(const void* p) { _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0); }
@@ -61,7 +57,7 @@ struct Ops {
     // std::exp's does, and x < -103.98 gives 0. (Clamping at -87.3, as Cephes does, returned
     // 1.2e-38 for every far neighbour; times a large beta that moved CFS scores: issue 15.)
     static __m256 exp8(__m256 x) {
-        x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(kExpLowest)), _mm256_set1_ps(88.3f));
+        x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(kExpLowest)), _mm256_set1_ps(kExpHighest));
         const __m256 fx = _mm256_floor_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(0.5f)));
         x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(0.693359375f), x);
         x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(-2.12194440e-4f), x);
@@ -127,73 +123,49 @@ struct Ops {
         const __m128d h2 = _mm_add_pd(_mm256_castpd256_pd128(h4), _mm256_extractf128_pd(h4, 1));
         return _mm_cvtsd_f64(_mm_add_sd(h2, _mm_unpackhi_pd(h2, h2)));
     }
+
+    static std::int32_t hsum_epi32(__m256i v) {
+        const __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+        const __m128i t = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+        return _mm_cvtsi128_si32(_mm_add_epi32(t, _mm_shuffle_epi32(t, _MM_SHUFFLE(2, 3, 0, 1))));
+    }
+
+    // Σ q·e exactly: maddubs(|q|, sign(e, q)) never saturates because |q|, |e| <= 127.
+    template <int R>
+    static void int8_tile(const std::int8_t* const* rows, const std::int8_t* const* ahead, const std::int8_t* q8, Index d,
+                          std::int32_t* out) {
+        const __m256i ones = _mm256_set1_epi16(1);
+        __m256i acc[R];
+        for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_si256();
+        Index j = 0;
+        for (; j + 32 <= d; j += 32) {
+            if (ahead != nullptr && (j & 63) == 0) {
+#pragma GCC unroll 8
+                for (int r = 0; r < R; ++r) _mm_prefetch(reinterpret_cast<const char*>(ahead[r] + j), _MM_HINT_T0);
+            }
+            const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q8 + j));
+            const __m256i q_abs = _mm256_abs_epi8(q);
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r) {
+                const __m256i e = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[r] + j));
+                const __m256i pairs = _mm256_maddubs_epi16(q_abs, _mm256_sign_epi8(e, q));
+                acc[r] = _mm256_add_epi32(acc[r], _mm256_madd_epi16(pairs, ones));
+            }
+        }
+        for (int r = 0; r < R; ++r) {
+            std::int32_t total = hsum_epi32(acc[r]);
+            for (Index t = j; t < d; ++t) total += static_cast<std::int32_t>(rows[r][t]) * static_cast<std::int32_t>(q8[t]);
+            out[r] = total;
+        }
+    }
 };
 
 #include "simd_generic.inl"
 
-inline std::int32_t hsum_epi32(__m256i v) {
-    const __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    const __m128i t = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
-    return _mm_cvtsi128_si32(_mm_add_epi32(t, _mm_shuffle_epi32(t, _MM_SHUFFLE(2, 3, 0, 1))));
-}
-
-// Σ q·e exactly: maddubs(|q|, sign(e, q)) never saturates because |q|, |e| <= 127.
-template <int R>
-inline void int8_tile(const std::int8_t* const* rows, const std::int8_t* const* ahead, const std::int8_t* q8, Index d,
-                      std::int32_t* out) {
-    const __m256i ones = _mm256_set1_epi16(1);
-    __m256i acc[R];
-    for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_si256();
-    Index j = 0;
-    for (; j + 32 <= d; j += 32) {
-        if (ahead != nullptr && (j & 63) == 0) {
-#pragma GCC unroll 8
-            for (int r = 0; r < R; ++r) _mm_prefetch(reinterpret_cast<const char*>(ahead[r] + j), _MM_HINT_T0);
-        }
-        const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q8 + j));
-        const __m256i q_abs = _mm256_abs_epi8(q);
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) {
-            const __m256i e = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[r] + j));
-            const __m256i pairs = _mm256_maddubs_epi16(q_abs, _mm256_sign_epi8(e, q));
-            acc[r] = _mm256_add_epi32(acc[r], _mm256_madd_epi16(pairs, ones));
-        }
-    }
-    for (int r = 0; r < R; ++r) {
-        std::int32_t total = hsum_epi32(acc[r]);
-        for (Index t = j; t < d; ++t) total += static_cast<std::int32_t>(rows[r][t]) * static_cast<std::int32_t>(q8[t]);
-        out[r] = total;
-    }
-}
-
-void score_int8_avx2(const std::int8_t* base, Index stride, const Index* ids, Index n, Index d, const std::int8_t* q8,
-                     const float* row_scale, const std::int32_t* row_sum, float q_scale, float* out) {
-    (void)row_sum;
-    constexpr int R = 4;
-    for_row_tiles<R>(
-        base, stride, ids, n, out,
-        [&](const std::int8_t* const* rows, const std::int8_t* const* ahead, float* o) {
-            std::int32_t dots[R];
-            int8_tile<R>(rows, ahead, q8, d, dots);
-            const Index r0 = o - out;
-            for (int i = 0; i < R; ++i)
-                o[i] = static_cast<float>(dots[i]) * row_scale[ids != nullptr ? ids[r0 + i] : r0 + i] * q_scale;
-        },
-        [&](const std::int8_t* const* rows, const std::int8_t* const* ahead, float* o) {
-            std::int32_t dot;
-            int8_tile<1>(rows, ahead, q8, d, &dot);
-            const Index r0 = o - out;
-            o[0] = static_cast<float>(dot) * row_scale[ids != nullptr ? ids[r0] : r0] * q_scale;
-        });
-}
-
 }  // namespace
 
 extern const KernelTable avx2_kernels;
-const KernelTable avx2_kernels = {
-    "avx2", score_f32, score_f32_stream, gram, pg_step, matvec_f64, read_sum, dot_f64, axpy_f64, cfs_update, mmr_update, score_bf16_generic, score_int8_avx2, score_f32_f64,
-    temporal_blend, temporal_support,
-};
+const KernelTable avx2_kernels = generic_kernels("avx2", score_f32_stream, score_int8_tiled<>);
 
 }  // namespace simd
 }  // namespace fieldrank

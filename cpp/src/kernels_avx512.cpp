@@ -13,10 +13,6 @@ namespace fieldrank {
 namespace simd {
 namespace {
 
-// exp clamps its argument here: below ln(2^-150) = -103.97 the float32 result rounds to 0, and
-// the clamp keeps the exponent arithmetic inside int32.
-constexpr float kExpLowest = -110.0f;
-
 struct Ops {
     struct L16 {
         __m512 v;
@@ -29,8 +25,8 @@ struct Ops {
     static constexpr int kRowsSingle = 8;
     static constexpr int kRowsMulti = 4;
     static constexpr int kAxpyBlocks = 10;  // 16-row blocks of G·a kept in registers
-    static constexpr int kRowsStream = 1;  // rows per tile when several queries are scored (one stream)
     static constexpr int kQueriesStream = 16;  // queries per row when several are scored
+    static constexpr int kRowsInt8 = 8;  // int8 rows per tile
     static constexpr int kQueriesMulti = 4;
 
     static void prefetch(const void* p) { _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0); }
@@ -52,7 +48,7 @@ struct Ops {
     // Cephes expf polynomial with an exact 2^n scaling (vscalefps), which rounds once into the
     // subnormals; x < -103.98 gives 0 (a clamp at -103 returned 1.4e-45 there: issue 15).
     static L16 exp(L16 a) {
-        __m512 x = _mm512_min_ps(_mm512_max_ps(a.v, _mm512_set1_ps(kExpLowest)), _mm512_set1_ps(88.3f));
+        __m512 x = _mm512_min_ps(_mm512_max_ps(a.v, _mm512_set1_ps(kExpLowest)), _mm512_set1_ps(kExpHighest));
         const __m512 fx = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
                                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
         x = _mm512_fnmadd_ps(fx, _mm512_set1_ps(0.693359375f), x);
@@ -97,60 +93,38 @@ struct Ops {
     static D8 load_f32_as_d(const float* p) { return {_mm512_cvtps_pd(_mm256_loadu_ps(p))}; }
     static D8 fmaddd(D8 a, D8 b, D8 c) { return {_mm512_fmadd_pd(a.v, b.v, c.v)}; }
     static double reduced(D8 a) { return _mm512_reduce_add_pd(a.v); }
+
+    // Σ q·e exactly with AVX-512BW: e is negated where q < 0, then maddubs(|q|, ±e) (no saturation,
+    // |q|, |e| <= 127) and madd against ones widen the pairs to int32.
+    template <int R>
+    static void int8_tile(const std::int8_t* const* rows, const std::int8_t* const* ahead, const std::int8_t* q8, Index d,
+                          std::int32_t* out) {
+        const __m512i ones = _mm512_set1_epi16(1);
+        const __m512i zero = _mm512_setzero_si512();
+        __m512i acc[R];
+        for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_si512();
+        for (Index j = 0; j < d; j += 64) {
+            const Index left = d - j;
+            const __mmask64 mask = left >= 64 ? ~__mmask64{0} : ((__mmask64{1} << left) - 1);
+            if (ahead != nullptr) {
+#pragma GCC unroll 16
+                for (int r = 0; r < R; ++r) _mm_prefetch(reinterpret_cast<const char*>(ahead[r] + j), _MM_HINT_T0);
+            }
+            const __m512i q = _mm512_maskz_loadu_epi8(mask, q8 + j);
+            const __mmask64 negative = _mm512_movepi8_mask(q);
+            const __m512i q_abs = _mm512_abs_epi8(q);
+#pragma GCC unroll 16
+            for (int r = 0; r < R; ++r) {
+                const __m512i e = _mm512_maskz_loadu_epi8(mask, rows[r] + j);
+                const __m512i signed_e = _mm512_mask_sub_epi8(e, negative, zero, e);
+                acc[r] = _mm512_add_epi32(acc[r], _mm512_madd_epi16(_mm512_maddubs_epi16(q_abs, signed_e), ones));
+            }
+        }
+        for (int r = 0; r < R; ++r) out[r] = _mm512_reduce_add_epi32(acc[r]);
+    }
 };
 
 #include "simd_generic.inl"
-
-// Σ q·e exactly with AVX-512BW: e is negated where q < 0, then maddubs(|q|, ±e) (no saturation,
-// |q|, |e| <= 127) and madd against ones widen the pairs to int32.
-template <int R>
-inline void int8_tile(const std::int8_t* const* rows, const std::int8_t* const* ahead, const std::int8_t* q8, Index d,
-                      std::int32_t* out) {
-    const __m512i ones = _mm512_set1_epi16(1);
-    const __m512i zero = _mm512_setzero_si512();
-    __m512i acc[R];
-    for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_si512();
-    for (Index j = 0; j < d; j += 64) {
-        const Index left = d - j;
-        const __mmask64 mask = left >= 64 ? ~__mmask64{0} : ((__mmask64{1} << left) - 1);
-        if (ahead != nullptr) {
-#pragma GCC unroll 16
-            for (int r = 0; r < R; ++r) _mm_prefetch(reinterpret_cast<const char*>(ahead[r] + j), _MM_HINT_T0);
-        }
-        const __m512i q = _mm512_maskz_loadu_epi8(mask, q8 + j);
-        const __mmask64 negative = _mm512_movepi8_mask(q);
-        const __m512i q_abs = _mm512_abs_epi8(q);
-#pragma GCC unroll 16
-        for (int r = 0; r < R; ++r) {
-            const __m512i e = _mm512_maskz_loadu_epi8(mask, rows[r] + j);
-            const __m512i signed_e = _mm512_mask_sub_epi8(e, negative, zero, e);
-            acc[r] = _mm512_add_epi32(acc[r], _mm512_madd_epi16(_mm512_maddubs_epi16(q_abs, signed_e), ones));
-        }
-    }
-    for (int r = 0; r < R; ++r) out[r] = _mm512_reduce_add_epi32(acc[r]);
-}
-
-void score_int8_avx512(const std::int8_t* base, Index stride, const Index* ids, Index n, Index d,
-                       const std::int8_t* q8, const float* row_scale, const std::int32_t* row_sum, float q_scale,
-                       float* out) {
-    (void)row_sum;
-    constexpr int R = 8;
-    for_row_tiles<R>(
-        base, stride, ids, n, out,
-        [&](const std::int8_t* const* rows, const std::int8_t* const* ahead, float* o) {
-            std::int32_t dots[R];
-            int8_tile<R>(rows, ahead, q8, d, dots);
-            const Index r0 = o - out;
-            for (int i = 0; i < R; ++i)
-                o[i] = static_cast<float>(dots[i]) * row_scale[ids != nullptr ? ids[r0 + i] : r0 + i] * q_scale;
-        },
-        [&](const std::int8_t* const* rows, const std::int8_t* const* ahead, float* o) {
-            std::int32_t dot;
-            int8_tile<1>(rows, ahead, q8, d, &dot);
-            const Index r0 = o - out;
-            o[0] = static_cast<float>(dot) * row_scale[ids != nullptr ? ids[r0] : r0] * q_scale;
-        });
-}
 
 // The single-query stream on 256-bit halves: the same per-lane FMAs and the same reduction tree as
 // the zmm tile (so bit-identical scores), but two 32-byte loads per cache line. Streaming E from
@@ -195,10 +169,7 @@ void score_f32_stream_ymm(const float* base, Index stride, Index n, Index d, con
 }  // namespace
 
 extern const KernelTable avx512_kernels;
-const KernelTable avx512_kernels = {
-    "avx512", score_f32, score_f32_stream_ymm, gram, pg_step, matvec_f64, read_sum, dot_f64, axpy_f64, cfs_update, mmr_update, score_bf16_generic, score_int8_avx512, score_f32_f64,
-    temporal_blend, temporal_support,
-};
+const KernelTable avx512_kernels = generic_kernels("avx512", score_f32_stream_ymm, score_int8_tiled<>);
 
 }  // namespace simd
 }  // namespace fieldrank

@@ -42,7 +42,6 @@ struct Ops {
     static constexpr int kRowsSingle = 4;
     static constexpr int kRowsMulti = 2;
     static constexpr int kAxpyBlocks = 2;  // 16-row blocks of G·a kept in registers
-    static constexpr int kRowsStream = 1;  // rows per tile when several queries are scored (one stream)
     static constexpr int kQueriesStream = 4;  // queries per row when several are scored
     static constexpr int kQueriesMulti = 2;
 
@@ -53,15 +52,27 @@ struct Ops {
         (void)p;
 #endif
     }
-    static L16 zero() {
-        L16 out;
-        for (int l = 0; l < 16; ++l) out.v[l] = 0.0f;
+    // out.v[l] = lane(l) for every lane: the lane-wise loops of this struct, written once.
+    template <typename V, int N, typename F>
+    static V each_lane(F lane) {
+        V out;
+        for (int l = 0; l < N; ++l) out.v[l] = lane(l);
         return out;
     }
+    template <typename F>
+    static L16 each16(F lane) {
+        return each_lane<L16, 16>(lane);
+    }
+    template <typename F>
+    static D8 each8(F lane) {
+        return each_lane<D8, 8>(lane);
+    }
+
+    static L16 zero() {
+        return each16([](int) { return 0.0f; });
+    }
     static L16 set1(float x) {
-        L16 out;
-        for (int l = 0; l < 16; ++l) out.v[l] = x;
-        return out;
+        return each16([x](int) { return x; });
     }
     static L16 load(const float* p) {
         L16 out;
@@ -70,14 +81,12 @@ struct Ops {
     }
     static void store(float* p, const L16& a) { std::memcpy(p, &a.v, sizeof a.v); }
     static L16 load_bf16(const std::uint16_t* p) {
-        L16 out;
-        for (int l = 0; l < 16; ++l) {
+        return each16([p](int l) {
             const std::uint32_t bits = static_cast<std::uint32_t>(p[l]) << 16;
             float x;
             std::memcpy(&x, &bits, sizeof x);
-            out.v[l] = x;
-        }
-        return out;
+            return x;
+        });
     }
 #if FIELDRANK_VECTOR_EXTENSIONS
     static L16 add(const L16& a, const L16& b) { return {a.v + b.v}; }
@@ -87,40 +96,26 @@ struct Ops {
     static L16 fnmadd(const L16& a, const L16& b, const L16& c) { return {c.v - a.v * b.v}; }
 #else
     static L16 add(const L16& a, const L16& b) {
-        L16 out;
-        for (int l = 0; l < 16; ++l) out.v[l] = a.v[l] + b.v[l];
-        return out;
+        return each16([&](int l) { return a.v[l] + b.v[l]; });
     }
     static L16 sub(const L16& a, const L16& b) {
-        L16 out;
-        for (int l = 0; l < 16; ++l) out.v[l] = a.v[l] - b.v[l];
-        return out;
+        return each16([&](int l) { return a.v[l] - b.v[l]; });
     }
     static L16 mul(const L16& a, const L16& b) {
-        L16 out;
-        for (int l = 0; l < 16; ++l) out.v[l] = a.v[l] * b.v[l];
-        return out;
+        return each16([&](int l) { return a.v[l] * b.v[l]; });
     }
     static L16 fmadd(const L16& a, const L16& b, const L16& c) {
-        L16 out;
-        for (int l = 0; l < 16; ++l) out.v[l] = a.v[l] * b.v[l] + c.v[l];
-        return out;
+        return each16([&](int l) { return a.v[l] * b.v[l] + c.v[l]; });
     }
     static L16 fnmadd(const L16& a, const L16& b, const L16& c) {
-        L16 out;
-        for (int l = 0; l < 16; ++l) out.v[l] = c.v[l] - a.v[l] * b.v[l];
-        return out;
+        return each16([&](int l) { return c.v[l] - a.v[l] * b.v[l]; });
     }
 #endif
     static L16 max(const L16& a, const L16& b) {
-        L16 out;
-        for (int l = 0; l < 16; ++l) out.v[l] = a.v[l] > b.v[l] ? a.v[l] : b.v[l];
-        return out;
+        return each16([&](int l) -> float { return a.v[l] > b.v[l] ? a.v[l] : b.v[l]; });
     }
     static L16 exp(const L16& a) {
-        L16 out;
-        for (int l = 0; l < 16; ++l) out.v[l] = std::exp(static_cast<float>(a.v[l]));
-        return out;
+        return each16([&](int l) { return std::exp(static_cast<float>(a.v[l])); });
     }
     // The halving tree: lanes l and l + 8, then l and l + 4, l and l + 2, 0 and 1.
     static float reduce(const L16& a) {
@@ -134,14 +129,10 @@ struct Ops {
         for (int i = 0; i < 4; ++i) out[i] = reduce(a[i]);
     }
     static D8 zerod() {
-        D8 out;
-        for (int l = 0; l < 8; ++l) out.v[l] = 0.0;
-        return out;
+        return each8([](int) { return 0.0; });
     }
     static D8 set1d(double x) {
-        D8 out;
-        for (int l = 0; l < 8; ++l) out.v[l] = x;
-        return out;
+        return each8([x](int) { return x; });
     }
     static void stored(double* p, const D8& a) { std::memcpy(p, &a.v, sizeof a.v); }
     static D8 loadd(const double* p) {
@@ -150,17 +141,13 @@ struct Ops {
         return out;
     }
     static D8 load_f32_as_d(const float* p) {
-        D8 out;
-        for (int l = 0; l < 8; ++l) out.v[l] = static_cast<double>(p[l]);
-        return out;
+        return each8([p](int l) { return static_cast<double>(p[l]); });
     }
 #if FIELDRANK_VECTOR_EXTENSIONS
     static D8 fmaddd(const D8& a, const D8& b, const D8& c) { return {a.v * b.v + c.v}; }
 #else
     static D8 fmaddd(const D8& a, const D8& b, const D8& c) {
-        D8 out;
-        for (int l = 0; l < 8; ++l) out.v[l] = a.v[l] * b.v[l] + c.v[l];
-        return out;
+        return each8([&](int l) { return a.v[l] * b.v[l] + c.v[l]; });
     }
 #endif
     static double reduced(const D8& a) {
@@ -188,10 +175,7 @@ void score_int8_portable(const std::int8_t* base, Index stride, const Index* ids
 }  // namespace
 
 extern const KernelTable portable_kernels;
-const KernelTable portable_kernels = {
-    "portable", score_f32, score_f32_stream, gram, pg_step, matvec_f64, read_sum, dot_f64, axpy_f64, cfs_update, mmr_update, score_bf16_generic, score_int8_portable, score_f32_f64,
-    temporal_blend, temporal_support,
-};
+const KernelTable portable_kernels = generic_kernels("portable", score_f32_stream, score_int8_portable);
 
 }  // namespace simd
 }  // namespace fieldrank

@@ -10,7 +10,10 @@
 //   fnmadd(a, b, c) = c - a·b, exp, reduce (the fixed halving tree), reduce4 (four trees at once)
 //   zerod, load_f32_as_d, loadd, fmaddd, reduced
 //   kRowsSingle    rows per tile when scoring one query
+//   kQueriesStream queries per row when scoring several (one row at a time)
 //   kRowsMulti, kQueriesMulti   tile shape for several queries and for the Gram matrix
+//   int8_tile<R>, kRowsInt8   (optional) exact int32 dots of R int8 rows with the int8 query,
+//                  R = kRowsInt8 at a time, for score_int8_tiled
 //
 // Order of every fp32 dot product, whatever the tile shape or position: per 16-element block
 // acc = fmadd(x, y, acc) on 16 lanes, then reduce(acc), then + Σ tail x_j·y_j in j order. All
@@ -134,6 +137,8 @@ inline void score_rows(const float* base, Index stride, const Index* ids, Index 
     }
 }
 
+constexpr int kRowsStream = 1;  // rows per tile when several queries are scored: one stream
+
 // Several queries: one row at a time against up to kQueriesStream queries held in L1, so E is
 // read as a single stream (a tile of several rows pulls several streams from memory at once and
 // ran at a third of the bandwidth) while each row feeds kQueriesStream FMAs per load.
@@ -142,7 +147,7 @@ void score_f32(const float* base, Index stride, const Index* ids, Index n, Index
     if (nq == 1)
         score_rows<Ops::kRowsSingle, 1>(base, stride, ids, n, d, Q, ldq, nq, dots, ld_dots, norms);
     else
-        score_rows<Ops::kRowsStream, Ops::kQueriesStream>(base, stride, ids, n, d, Q, ldq, nq, dots, ld_dots, norms);
+        score_rows<kRowsStream, Ops::kQueriesStream>(base, stride, ids, n, d, Q, ldq, nq, dots, ld_dots, norms);
 }
 
 [[maybe_unused]] void score_f32_stream(const float* base, Index stride, Index n, Index d, const float* q, float* out, float* norms,
@@ -368,6 +373,31 @@ inline void for_row_tiles(const T* base, Index stride, const Index* ids, Index n
         rows[0] = base + (ids != nullptr ? ids[r0] : r0) * stride;
         tile_1(rows, nullptr, out + r0);
     }
+}
+
+// The int8 scan for the variants whose Ops has int8_tile<R>(rows, ahead, q8, d, dots), the exact
+// int32 dots of R rows (R = Ops::kRowsInt8), scaled here. O is Ops, a template parameter so that
+// variants without an int8 tile (portable) never look the member up.
+template <typename O = Ops>
+void score_int8_tiled(const std::int8_t* base, Index stride, const Index* ids, Index n, Index d, const std::int8_t* q8,
+                      const float* row_scale, const std::int32_t* row_sum, float q_scale, float* out) {
+    (void)row_sum;
+    constexpr int R = O::kRowsInt8;
+    for_row_tiles<R>(
+        base, stride, ids, n, out,
+        [&](const std::int8_t* const* rows, const std::int8_t* const* ahead, float* o) {
+            std::int32_t dots[R];
+            O::template int8_tile<R>(rows, ahead, q8, d, dots);
+            const Index r0 = o - out;
+            for (int i = 0; i < R; ++i)
+                o[i] = static_cast<float>(dots[i]) * row_scale[ids != nullptr ? ids[r0 + i] : r0 + i] * q_scale;
+        },
+        [&](const std::int8_t* const* rows, const std::int8_t* const* ahead, float* o) {
+            std::int32_t dot;
+            O::template int8_tile<1>(rows, ahead, q8, d, &dot);
+            const Index r0 = o - out;
+            o[0] = static_cast<float>(dot) * row_scale[ids != nullptr ? ids[r0] : r0] * q_scale;
+        });
 }
 
 // bf16 rows widened to fp32 and dotted with the fp32 query in the fixed lane order.
@@ -602,4 +632,13 @@ constexpr Index kSupportBlock = 512;
         }
         for (Index i = 0; i < m; ++i) score[b0 + i] = b[i] + gamma * support[i];
     }
+}
+
+// ---------------------------------------------------------------- the variant's table
+// Every entry is a kernel of this file except the two each variant writes in its own intrinsics
+// (or plain C++): the single-query stream scan and the int8 scan.
+constexpr KernelTable generic_kernels(const char* name, decltype(KernelTable::score_f32_stream) stream,
+                                      decltype(KernelTable::score_int8) int8) {
+    return {name, score_f32, stream, gram, pg_step, matvec_f64, read_sum, dot_f64, axpy_f64, cfs_update, mmr_update,
+            score_bf16_generic, int8, score_f32_f64, temporal_blend, temporal_support};
 }

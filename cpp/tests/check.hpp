@@ -181,3 +181,18 @@ bool close_vector(const A& a, const B& b, double tol, std::string& why) {
         if (!fr_caught_)                                                                                \
             ::fieldrank_test::report(__FILE__, __LINE__, "CHECK_THROWS_WITH(" #statement ", " #type "): did not throw"); \
     } while (0)
+
+// Row b of a batch result equals the single-query result bit for bit, ids and scores: every
+// operator's batch form is checked against its single form this way.
+#define CHECK_BATCH_ROW(batch, b, single)                                                        \
+    do {                                                                                         \
+        CHECK_VEC_EQ(::fieldrank::IdVector((batch).ids.row(b).transpose()), (single).ids);       \
+        CHECK_VEC_EQ(::fieldrank::VectorXf((batch).scores.row(b).transpose()), (single).scores); \
+    } while (0)
+
+// Two batch results equal bit for bit, ids and scores (results do not depend on the thread count).
+#define CHECK_SAME_BATCH(a, b)              \
+    do {                                    \
+        CHECK((a).ids == (b).ids);          \
+        CHECK((a).scores == (b).scores);    \
+    } while (0)

@@ -1,4 +1,4 @@
-// Data builders shared by the C++ test files.
+// Data builders and checks shared by the C++ test files.
 #pragma once
 
 #include <algorithm>
@@ -9,6 +9,8 @@
 #include <vector>
 
 #include <fieldrank/types.hpp>
+
+#include "check.hpp"
 
 namespace fieldrank_test {
 
@@ -72,6 +74,14 @@ bool follows_tie_rule(const IdVector& id, const Scores& score) {
     return true;
 }
 
+// Default parameters but for one field: the bad-argument tests change one value at a time.
+template <typename Params, typename Field, typename Value>
+Params with_field(Field Params::*field, Value value) {
+    Params params;
+    params.*field = value;
+    return params;
+}
+
 inline bool unique_ids(const IdVector& id) {
     std::vector<Index> sorted(id.data(), id.data() + id.size());
     std::sort(sorted.begin(), sorted.end());
@@ -79,3 +89,12 @@ inline bool unique_ids(const IdVector& id) {
 }
 
 }  // namespace fieldrank_test
+
+// A greedy selection over the whole corpus: `count` distinct ids, the query's own row `first_id`
+// picked first.
+#define CHECK_DISTINCT_PICKS(ranking, count, first_id)              \
+    do {                                                            \
+        CHECK_EQ((ranking).ids.size(), (count));                    \
+        CHECK(::fieldrank_test::unique_ids((ranking).ids));         \
+        CHECK_EQ((ranking).ids[0], (first_id));                     \
+    } while (0)

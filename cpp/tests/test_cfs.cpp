@@ -70,9 +70,7 @@ TEST_CASE("cfs: exact ties go to the lower id; N = 1; k > N") {
     CHECK_CLOSE(single.scores[0], 0.0, 1e-6);
     const RowMatrixXf E = unit_rows(6, 3, 23);
     const Ranking all = cfs(E, E.row(4).transpose(), 50, 150, CfsParams{});
-    CHECK_EQ(all.ids.size(), 6);
-    CHECK(unique_ids(all.ids));
-    CHECK_EQ(all.ids[0], 4);
+    CHECK_DISTINCT_PICKS(all, 6, 4);
 }
 
 TEST_CASE("cfs_batch: equals the single form for 1, 2 and 8 threads") {
@@ -82,14 +80,12 @@ TEST_CASE("cfs_batch: equals the single form for 1, 2 and 8 threads") {
     const BatchRanking one = cfs_batch(E, Q, 12, 40, CfsParams{}, OptionalIds(sub), 1);
     for (Index b = 0; b < Q.rows(); ++b) {
         const Ranking single = cfs(E, Q.row(b).transpose(), 12, 40, CfsParams{}, OptionalIds(sub));
-        CHECK_VEC_EQ(IdVector(one.ids.row(b).transpose()), single.ids);
-        CHECK_VEC_EQ(VectorXf(one.scores.row(b).transpose()), single.scores);
+        CHECK_BATCH_ROW(one, b, single);
         for (Index i = 0; i < single.ids.size(); ++i) CHECK(single.ids[i] >= 50 && single.ids[i] < 150);
     }
     for (const Index threads : {Index{2}, Index{8}}) {
         const BatchRanking other = cfs_batch(E, Q, 12, 40, CfsParams{}, OptionalIds(sub), threads);
-        CHECK(other.ids == one.ids);
-        CHECK(other.scores == one.scores);
+        CHECK_SAME_BATCH(other, one);
     }
 }
 
@@ -97,17 +93,12 @@ TEST_CASE("cfs: bad arguments throw std::invalid_argument naming the argument") 
     const RowMatrixXf E = abc();
     const VectorXf q = vec({1.0f, 0.0f});
     const double inf = std::numeric_limits<double>::infinity();
-    auto with = [](auto change) {
-        CfsParams params;
-        change(params);
-        return params;
-    };
     CHECK_THROWS_WITH(cfs(E, q, 0, 3, CfsParams{}), std::invalid_argument, "k must be");
     CHECK_THROWS_WITH(cfs(E, q, 2, -1, CfsParams{}), std::invalid_argument, "p must be");
-    CHECK_THROWS_WITH(cfs(E, q, 2, 3, with([](CfsParams& p) { p.sigma = 0.0; })), std::invalid_argument, "sigma");
-    CHECK_THROWS_WITH(cfs(E, q, 2, 3, with([&](CfsParams& p) { p.sigma = inf; })), std::invalid_argument, "sigma");
-    CHECK_THROWS_WITH(cfs(E, q, 2, 3, with([](CfsParams& p) { p.beta = -0.5; })), std::invalid_argument, "beta");
-    CHECK_THROWS_WITH(cfs(E, q, 2, 3, with([](CfsParams& p) { p.eps = 0.0; })), std::invalid_argument, "eps");
+    CHECK_THROWS_WITH(cfs(E, q, 2, 3, with_field(&CfsParams::sigma, 0.0)), std::invalid_argument, "sigma");
+    CHECK_THROWS_WITH(cfs(E, q, 2, 3, with_field(&CfsParams::sigma, inf)), std::invalid_argument, "sigma");
+    CHECK_THROWS_WITH(cfs(E, q, 2, 3, with_field(&CfsParams::beta, -0.5)), std::invalid_argument, "beta");
+    CHECK_THROWS_WITH(cfs(E, q, 2, 3, with_field(&CfsParams::eps, 0.0)), std::invalid_argument, "eps");
     CHECK_THROWS_WITH(cfs_pool(ids({1, 1, 2}), E, q, 2, CfsParams{}), std::invalid_argument, "ids must be unique");
     CHECK_THROWS_WITH(cfs_pool(ids({0, 1, 2}), E, vec({1.0f}), 2, CfsParams{}), std::invalid_argument, "q must have length 2");
 }

@@ -151,14 +151,12 @@ TEST_CASE("cfsr_batch: equals the single form for 1, 2 and 8 threads") {
         REQUIRE(one.ids.rows() == 11 && one.ids.cols() == 25);
         for (Index b = 0; b < Q.rows(); ++b) {
             const Reconstruction single = cfsr(E, Q.row(b).transpose(), 25, 70, params);
-            CHECK_VEC_EQ(IdVector(one.ids.row(b).transpose()), single.ids);
-            CHECK_VEC_EQ(VectorXf(one.scores.row(b).transpose()), single.scores);
+            CHECK_BATCH_ROW(one, b, single);
             CHECK_VEC_EQ(VectorXf(one.coef.row(b).transpose()), single.coef);
         }
         for (const Index threads : {Index{2}, Index{8}}) {
             const BatchReconstruction other = cfsr_batch(E, Q, 25, 70, params, std::nullopt, threads);
-            CHECK(other.ids == one.ids);
-            CHECK(other.scores == one.scores);
+            CHECK_SAME_BATCH(other, one);
             CHECK(other.coef == one.coef);
         }
     }
@@ -169,20 +167,15 @@ TEST_CASE("cfsr: bad arguments throw std::invalid_argument naming the argument")
     const VectorXf q = E.row(0).transpose();
     const double nan = std::numeric_limits<double>::quiet_NaN();
     const double inf = std::numeric_limits<double>::infinity();
-    auto with = [](auto change) {
-        CfsrParams params;
-        change(params);
-        return params;
-    };
     CHECK_THROWS_WITH(cfsr(E, q, 0, 10, CfsrParams{}), std::invalid_argument, "k must be");
     CHECK_THROWS_WITH(cfsr(E, q, 5, 0, CfsrParams{}), std::invalid_argument, "p must be");
-    CHECK_THROWS_WITH(cfsr(E, q, 5, 10, with([](CfsrParams& p) { p.w = 1.5; })), std::invalid_argument, "w must lie");
-    CHECK_THROWS_WITH(cfsr(E, q, 5, 10, with([&](CfsrParams& p) { p.w = nan; })), std::invalid_argument, "w");
-    CHECK_THROWS_WITH(cfsr(E, q, 5, 10, with([](CfsrParams& p) { p.lam = -0.1; })), std::invalid_argument, "lam");
-    CHECK_THROWS_WITH(cfsr(E, q, 5, 10, with([&](CfsrParams& p) { p.lam = inf; })), std::invalid_argument, "lam");
-    CHECK_THROWS_WITH(cfsr(E, q, 5, 10, with([](CfsrParams& p) { p.iters = 0; })), std::invalid_argument, "iters");
-    CHECK_THROWS_WITH(cfsr(E, q, 5, 10, with([](CfsrParams& p) { p.tol = -1.0; })), std::invalid_argument, "tol");
-    CHECK_THROWS_WITH(cfsr(E, q, 5, 10, with([&](CfsrParams& p) { p.tol = nan; })), std::invalid_argument, "tol");
+    CHECK_THROWS_WITH(cfsr(E, q, 5, 10, with_field(&CfsrParams::w, 1.5)), std::invalid_argument, "w must lie");
+    CHECK_THROWS_WITH(cfsr(E, q, 5, 10, with_field(&CfsrParams::w, nan)), std::invalid_argument, "w");
+    CHECK_THROWS_WITH(cfsr(E, q, 5, 10, with_field(&CfsrParams::lam, -0.1)), std::invalid_argument, "lam");
+    CHECK_THROWS_WITH(cfsr(E, q, 5, 10, with_field(&CfsrParams::lam, inf)), std::invalid_argument, "lam");
+    CHECK_THROWS_WITH(cfsr(E, q, 5, 10, with_field(&CfsrParams::iters, 0)), std::invalid_argument, "iters");
+    CHECK_THROWS_WITH(cfsr(E, q, 5, 10, with_field(&CfsrParams::tol, -1.0)), std::invalid_argument, "tol");
+    CHECK_THROWS_WITH(cfsr(E, q, 5, 10, with_field(&CfsrParams::tol, nan)), std::invalid_argument, "tol");
     const IdVector pool_ids = iota_ids(10);
     const VectorXf short_sims = VectorXf::Zero(3);
     CHECK_THROWS_WITH(cfsr_pool(pool_ids, E, q, 5, CfsrParams{}, OptionalVector(short_sims)), std::invalid_argument,

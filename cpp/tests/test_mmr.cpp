@@ -48,9 +48,7 @@ TEST_CASE("mmr: N = 1, k > N, p < k") {
     CHECK_EQ(single.scores[0], 0.0f);
     const RowMatrixXf E = unit_rows(30, 8, 33);
     const Ranking r = mmr(E, E.row(7).transpose(), 100, 12, 0.7);
-    CHECK_EQ(r.ids.size(), 12);
-    CHECK(unique_ids(r.ids));
-    CHECK_EQ(r.ids[0], 7);
+    CHECK_DISTINCT_PICKS(r, 12, 7);
 }
 
 TEST_CASE("mmr_batch: equals the single form for 1, 2 and 8 threads") {
@@ -59,13 +57,11 @@ TEST_CASE("mmr_batch: equals the single form for 1, 2 and 8 threads") {
     const BatchRanking one = mmr_batch(E, Q, 10, 50, 0.6, std::nullopt, 1);
     for (Index b = 0; b < Q.rows(); ++b) {
         const Ranking single = mmr(E, Q.row(b).transpose(), 10, 50, 0.6);
-        CHECK_VEC_EQ(IdVector(one.ids.row(b).transpose()), single.ids);
-        CHECK_VEC_EQ(VectorXf(one.scores.row(b).transpose()), single.scores);
+        CHECK_BATCH_ROW(one, b, single);
     }
     for (const Index threads : {Index{2}, Index{8}}) {
         const BatchRanking other = mmr_batch(E, Q, 10, 50, 0.6, std::nullopt, threads);
-        CHECK(other.ids == one.ids);
-        CHECK(other.scores == one.scores);
+        CHECK_SAME_BATCH(other, one);
     }
 }
 

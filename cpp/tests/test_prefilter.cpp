@@ -104,13 +104,11 @@ TEST_CASE("prefilter_batch: equals the single form for 1, 2 and 8 threads") {
         REQUIRE(one.ids.rows() == 17 && one.ids.cols() == 20);
         for (Index b = 0; b < Q.rows(); ++b) {
             const Ranking single = prefilter(E, Q.row(b).transpose(), 20, subset);
-            CHECK_VEC_EQ(IdVector(one.ids.row(b).transpose()), single.ids);
-            CHECK_VEC_EQ(VectorXf(one.scores.row(b).transpose()), single.scores);
+            CHECK_BATCH_ROW(one, b, single);
         }
         for (const Index threads : {Index{2}, Index{8}, Index{0}, Index{-3}}) {
             const BatchRanking other = prefilter_batch(E, Q, 20, subset, threads);
-            CHECK(other.ids == one.ids);
-            CHECK(other.scores == one.scores);
+            CHECK_SAME_BATCH(other, one);
         }
     }
     // An empty batch is not an error: (0, m) arrays.

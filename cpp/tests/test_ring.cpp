@@ -155,13 +155,11 @@ TEST_CASE("ring_batch: equals the single form for 1, 2 and 8 threads") {
     const BatchRanking one = ring_batch(E, Q, 8, params, std::nullopt, 1);
     for (Index b = 0; b < Q.rows(); ++b) {
         const Ranking single = ring(E, Q.row(b).transpose(), 8, params);
-        CHECK_VEC_EQ(IdVector(one.ids.row(b).transpose()), single.ids);
-        CHECK_VEC_EQ(VectorXf(one.scores.row(b).transpose()), single.scores);
+        CHECK_BATCH_ROW(one, b, single);
     }
     for (const Index threads : {Index{2}, Index{8}}) {
         const BatchRanking other = ring_batch(E, Q, 8, params, std::nullopt, threads);
-        CHECK(other.ids == one.ids);
-        CHECK(other.scores == one.scores);
+        CHECK_SAME_BATCH(other, one);
     }
 }
 

@@ -118,6 +118,17 @@ TemporalRanking run(const Fixture& f, const std::vector<Index>* rows, const Temp
                           n_threads);
 }
 
+// Every `step`-th query of the fixture run alone (on n_threads) equals its row of `batch`, bit for bit.
+void check_single_queries(const Fixture& f, const TemporalParams& p, Index k, const TemporalRanking& batch, Index step,
+                          Index n_threads) {
+    for (Index b = 0; b < f.Q.rows(); b += step) {
+        const RowMatrixXf q = f.Q.row(b);
+        const TemporalRanking single = run(f, nullptr, p, k, n_threads, q, b);
+        CHECK(single.ids.row(0) == batch.ids.row(b));
+        CHECK(single.scores.row(0) == batch.scores.row(b));
+    }
+}
+
 }  // namespace
 
 TEST_CASE("temporal: every term matches the formula, over all rows and over a subset") {
@@ -156,15 +167,9 @@ TEST_CASE("temporal: the batch equals single queries for 1, 3 and 8 threads, bit
         const TemporalRanking one = run(f, nullptr, p, 10, 1, f.Q);
         for (const Index threads : {Index{3}, Index{8}}) {
             const TemporalRanking many = run(f, nullptr, p, 10, threads, f.Q);
-            CHECK(one.ids == many.ids);
-            CHECK(one.scores == many.scores);
+            CHECK_SAME_BATCH(many, one);
         }
-        for (Index b = 0; b < f.Q.rows(); b += 5) {
-            const RowMatrixXf q = f.Q.row(b);
-            const TemporalRanking single = run(f, nullptr, p, 10, 1, q, b);
-            CHECK(single.ids.row(0) == one.ids.row(b));
-            CHECK(single.scores.row(0) == one.scores.row(b));
-        }
+        check_single_queries(f, p, 10, one, 5, 1);
         const Index width = n < 10 ? n : 10;
         CHECK_EQ(one.ids.cols(), width);
     }
@@ -219,14 +224,8 @@ TEST_CASE("temporal: a corpus beyond the cache (rows split across threads) equal
     const TemporalParams p{0.5, 0.5, 2, 0.5, 1.0, 1.5, 7, 14};
     const TemporalRanking one = run(f, nullptr, p, 10, 1, f.Q);
     const TemporalRanking many = run(f, nullptr, p, 10, 4, f.Q);
-    CHECK(one.ids == many.ids);
-    CHECK(one.scores == many.scores);
-    for (Index b = 0; b < f.Q.rows(); b += 2) {
-        const RowMatrixXf q = f.Q.row(b);
-        const TemporalRanking single = run(f, nullptr, p, 10, 3, q, b);
-        CHECK(single.ids.row(0) == one.ids.row(b));
-        CHECK(single.scores.row(0) == one.scores.row(b));
-    }
+    CHECK_SAME_BATCH(many, one);
+    check_single_queries(f, p, 10, one, 2, 3);
 }
 
 namespace {

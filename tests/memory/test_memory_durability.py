@@ -17,14 +17,10 @@ import pytest
 from fieldrank.memory import MODES, MemoryStore
 from fieldrank.memory._persistence import FORMAT_NAME
 
+from tests.helpers import DAY, unit_rows
+
 DIM = 12
 NOW = 1_800_000_000.0
-DAY = 86400.0
-
-
-def unit_rows(rng: np.random.Generator, n: int) -> np.ndarray:
-    X = rng.standard_normal((n, DIM)).astype(np.float32)
-    return X / np.linalg.norm(X, axis=1, keepdims=True)
 
 
 def expected_vector(index: int) -> np.ndarray:
@@ -39,7 +35,7 @@ def expected_vector(index: int) -> np.ndarray:
 def test_file_store_round_trip(tmp_path):
     rng = np.random.default_rng(1)
     path = tmp_path / "memories.sqlite"
-    E = unit_rows(rng, 6)
+    E = unit_rows(rng, 6, DIM)
     with MemoryStore(path, dim=DIM) as store:
         ids = store.add_many([f"note {i} river" for i in range(6)], E, tenants=["a", "a", "a", "b", "b", "a"],
                              importances=[0.1, 0.9, 0.5, 0.5, 0.5, 0.3], tags=[["x"], ["y"], [], [], ["x"], []],

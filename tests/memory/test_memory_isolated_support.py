@@ -15,11 +15,11 @@ import pytest
 
 from fieldrank.memory import DEFAULT_PARAMS, MemoryStore
 
+from tests.helpers import DAY, FILLER_WORDS, normalized
+
 SEED = 2417
 DIM = 48
-DAY = 86400.0
 NOW = 1_768_557_600.0
-FILLER_WORDS = ("amber", "basalt", "cobalt", "dune", "ember", "fjord", "garnet", "harbor", "indigo", "juniper")
 CUE = "what is the recipe for the pasta sauce"
 ANSWER = "the pasta sauce recipe uses tomatoes garlic and basil"
 #: A session of chatter about the cue's topic: each turn shares a cue word or two, its neighbours too.
@@ -30,23 +30,19 @@ RECIPE_SESSION = ("nah it is just my homemade sauce want the recipe",
 OFF = DEFAULT_PARAMS.replace(isolated_self_support=False)
 
 
-def unit(v: np.ndarray) -> np.ndarray:
-    return v / np.linalg.norm(v, axis=-1, keepdims=True)
-
-
 def build(params, rng_seed: int = SEED, n_filler: int = 400):
     """Filler dialogue sessions, one recipe session close to the cue, one standalone answer closer still."""
     rng = np.random.default_rng(rng_seed)
-    cue = unit(rng.normal(size=DIM))
+    cue = normalized(rng.normal(size=DIM))
     store = MemoryStore(dim=DIM, params=params)
     sessions = [f"chat {i // 8}" for i in range(n_filler)]
     store.add_many([" ".join(rng.choice(FILLER_WORDS, size=6)) for _ in range(n_filler)],
-                   unit(rng.normal(size=(n_filler, DIM))), importances=0.3, sessions=sessions,
+                   normalized(rng.normal(size=(n_filler, DIM))), importances=0.3, sessions=sessions,
                    created_at=NOW - 30 * DAY)
-    session_vectors = unit(0.55 * cue + 0.45 * unit(rng.normal(size=(len(RECIPE_SESSION), DIM))))
+    session_vectors = normalized(0.55 * cue + 0.45 * normalized(rng.normal(size=(len(RECIPE_SESSION), DIM))))
     turns = store.add_many(list(RECIPE_SESSION), session_vectors, importances=0.3, sessions="recipes",
                            created_at=NOW - 30 * DAY)
-    answer_vector = unit(0.75 * cue + 0.25 * unit(rng.normal(size=DIM)))
+    answer_vector = normalized(0.75 * cue + 0.25 * normalized(rng.normal(size=DIM)))
     answer = store.add(ANSWER, answer_vector, importance=0.3, created_at=NOW - 30 * DAY)
     return store, cue, turns, answer, answer_vector, session_vectors
 
@@ -84,8 +80,8 @@ def test_rows_with_neighbours_score_exactly_as_default():
 
 def test_order_among_standalone_memories_is_unchanged():
     rng = np.random.default_rng(SEED)
-    cue = unit(rng.normal(size=DIM))
-    vectors = unit(cue * rng.uniform(0.0, 1.0, size=(60, 1)) + unit(rng.normal(size=(60, DIM))))
+    cue = normalized(rng.normal(size=DIM))
+    vectors = normalized(cue * rng.uniform(0.0, 1.0, size=(60, 1)) + normalized(rng.normal(size=(60, DIM))))
     texts = [" ".join(rng.choice(FILLER_WORDS + ("pasta", "sauce", "recipe"), size=5)) for _ in range(60)]
     orders = []
     for params in (DEFAULT_PARAMS, OFF):
@@ -102,9 +98,9 @@ def test_a_row_whose_neighbours_are_gated_out_is_isolated():
 
     rng = np.random.default_rng(SEED)
     store = MemoryStore(dim=DIM)
-    store.add_many(["a b", "c d", "e f", "g h"], unit(rng.normal(size=(4, DIM))), sessions="s",
+    store.add_many(["a b", "c d", "e f", "g h"], normalized(rng.normal(size=(4, DIM))), sessions="s",
                    tags=[["x"], [], [], ["x"]])
-    store.add("standalone", unit(rng.normal(size=DIM)), tags=["x"])
+    store.add("standalone", normalized(rng.normal(size=DIM)), tags=["x"])
     snapshot = store._generation.snapshot()
     radius = DEFAULT_PARAMS.relevance_params.radius
     everything = eligible_rows(snapshot, GateSpec(tenant="default"))

@@ -13,18 +13,14 @@ import pytest
 
 from fieldrank.memory import DEFAULT_PARAMS, MemoryStore
 
+from tests.helpers import DAY, FILLER_WORDS, normalized
+
 SEED = 4217
 DIM = 64
-DAY = 86400.0
 NOW = 1_768_557_600.0
 K = 10
-FILLER_WORDS = ("amber", "basalt", "cobalt", "dune", "ember", "fjord", "garnet", "harbor", "indigo", "juniper")
 CUE_TEXT = "ship the latest build to the live servers now"
 RULE_TEXT = "never deploy to production on fridays"
-
-
-def unit(v: np.ndarray) -> np.ndarray:
-    return v / np.linalg.norm(v, axis=-1, keepdims=True)
 
 
 class World:
@@ -32,19 +28,19 @@ class World:
 
     def __init__(self, seed: int = SEED) -> None:
         self.rng = np.random.default_rng(seed)
-        self.style = unit(self.rng.normal(size=DIM))
+        self.style = normalized(self.rng.normal(size=DIM))
 
     def noise(self, n: int) -> np.ndarray:
-        return unit(self.rng.normal(size=(n, DIM)))
+        return normalized(self.rng.normal(size=(n, DIM)))
 
     def filler(self, n: int) -> np.ndarray:
-        return unit(0.5 * self.style + self.noise(n))
+        return normalized(0.5 * self.style + self.noise(n))
 
     def hubs(self, n: int) -> np.ndarray:
-        return unit(1.5 * self.style + self.noise(n))
+        return normalized(1.5 * self.style + self.noise(n))
 
     def cue_for(self, rule: np.ndarray) -> np.ndarray:
-        return unit(0.5 * self.style + 0.35 * rule + 0.75 * self.noise(1)[0])
+        return normalized(0.5 * self.style + 0.35 * rule + 0.75 * self.noise(1)[0])
 
 
 def hub_store(n_filler: int, world: World, path=None):
@@ -59,7 +55,7 @@ def hub_store(n_filler: int, world: World, path=None):
     rule_vector = world.noise(1)[0]
     rule = store.add(RULE_TEXT, rule_vector, importance=0.9, tier="core", created_at=NOW - 400 * DAY)
     cue = world.cue_for(rule_vector)
-    distractors = [store.add(text, unit(cue + 0.3 * world.noise(1)[0]), importance=0.3, created_at=NOW - DAY)
+    distractors = [store.add(text, normalized(cue + 0.3 * world.noise(1)[0]), importance=0.3, created_at=NOW - DAY)
                    for text in ("the live servers restarted after the build", "latest build is green, ship it")]
     return store, rule, cue, distractors
 
@@ -166,7 +162,7 @@ def test_reserved_slots_follow_the_gate_exactly():
                         importances=snapshot.importance[rows], tiers=[snapshot.tier_of(r) for r in rows.tolist()],
                         created_at=snapshot.created_at[rows])
     durable_ids = snapshot.ids[snapshot.tier_stats[snapshot.tenant_code("default")].rows]
-    cues = np.vstack([world.noise(20), unit(world.noise(20) + 0.8 * snapshot.embeddings[
+    cues = np.vstack([world.noise(20), normalized(world.noise(20) + 0.8 * snapshot.embeddings[
         world.rng.choice(snapshot.tier_stats[snapshot.tenant_code("default")].rows, 20)])])
     gate_said_no = 0
     for cue in cues:
@@ -190,7 +186,7 @@ def test_the_reserve_never_displaces_the_top_hit_of_a_clearly_relevant_plain_mem
     world = World(SEED + 2)
     store, rule, cue, _ = hub_store(2_000, world)
     for i in range(6):  # more durable memories close to the cue than there are reserved slots
-        store.add(f"rule {i} about quartz", unit(cue + 0.6 * world.noise(1)[0]), importance=0.95, tier="core")
+        store.add(f"rule {i} about quartz", normalized(cue + 0.6 * world.noise(1)[0]), importance=0.95, tier="core")
     plain = store.add(CUE_TEXT, cue, importance=0.2, created_at=NOW - 30 * DAY)
     result = store.recall(CUE_TEXT, cue, k, at_time=NOW, reinforce=False)
     assert result.ids[0] == plain and not result.hits[0].reserved_slot
@@ -217,7 +213,8 @@ def test_a_memory_about_another_entity_never_outranks_the_best_one_about_the_cue
     store.add_many([" ".join(world.rng.choice(FILLER_WORDS, size=6)) for _ in range(500)], world.filler(500))
     cue = world.noise(1)[0]
     twin = store.add("Sarah's favourite food is lasagna", cue, entities=["Sarah"])  # the cue's words and vector
-    right = store.add("Sara loves ramen more than anything", unit(cue + 0.9 * world.noise(1)[0]), entities=["Sara"])
+    right = store.add("Sara loves ramen more than anything", normalized(cue + 0.9 * world.noise(1)[0]),
+                      entities=["Sara"])
     text = "What is Sarah's favourite food"
     assert store.recall(text, cue, 5, reinforce=False).ids[0] == twin  # without cue entities: the twin
     result = store.recall(text, cue, 5, cue_entities=["Sara"], reinforce=False)

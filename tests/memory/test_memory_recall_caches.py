@@ -15,15 +15,11 @@ from fieldrank.memory._columns import DerivedCache
 from fieldrank.memory._gates import GateSpec, eligible_rows
 from fieldrank.memory._generators import LinkIndex
 
+from tests.helpers import DAY, unit_rows
+
 SEED = 20261201
 DIM = 16
-DAY = 86400.0
 NOW = 1_800_000_000.0
-
-
-def unit(rng: np.random.Generator, n: int) -> np.ndarray:
-    X = rng.standard_normal((n, DIM)).astype(np.float32)
-    return X / np.linalg.norm(X, axis=1, keepdims=True)
 
 
 @pytest.fixture
@@ -60,11 +56,11 @@ def test_memoised_recall_equals_a_recall_from_scratch_after_every_change(rng):
     store = MemoryStore(dim=DIM)
     n = 300
     ids = store.add_many(
-        texts(rng, n), unit(rng, n), tenants=["a"] * (n - 40) + ["b"] * 40,
+        texts(rng, n), unit_rows(rng, n, DIM), tenants=["a"] * (n - 40) + ["b"] * 40,
         importances=np.where(rng.random(n) < 0.1, 0.9, 0.3), created_at=NOW - rng.uniform(0, 400, n) * DAY,
         sessions=[f"s{i // 20}" for i in range(n)], entities=[("orion",) if i % 7 == 0 else () for i in range(n)],
     ).tolist()
-    cues = unit(rng, 4)
+    cues = unit_rows(rng, 4, DIM)
 
     def recalls() -> list[dict]:
         out = []
@@ -81,7 +77,7 @@ def test_memoised_recall_equals_a_recall_from_scratch_after_every_change(rng):
     changes = [
         ("nothing", lambda: None),
         ("add", lambda: store.add("deploy on friday", cues[0], tenant="a", importance=0.9, created_at=NOW)),
-        ("add_many", lambda: store.add_many(texts(rng, 5), unit(rng, 5), tenants="a", created_at=NOW - DAY)),
+        ("add_many", lambda: store.add_many(texts(rng, 5), unit_rows(rng, 5, DIM), tenants="a", created_at=NOW - DAY)),
         ("supersede", lambda: store.add("garden budget changed", cues[2], tenant="a", supersedes=ids[3])),
         ("forget", lambda: store.forget(ids[5])),
         ("update", lambda: store.update(ids[8], text="launch review friday", importance=0.95)),
@@ -100,8 +96,8 @@ def test_memoised_recall_equals_a_recall_from_scratch_after_every_change(rng):
 
 def test_memoised_arrays_are_read_only_and_shared(rng):
     store = MemoryStore(dim=DIM)
-    store.add_many(texts(rng, 50), unit(rng, 50), tenants="a")
-    store.recall("deploy", unit(rng, 1)[0], tenant="a", reinforce=False)
+    store.add_many(texts(rng, 50), unit_rows(rng, 50, DIM), tenants="a")
+    store.recall("deploy", unit_rows(rng, 1, DIM)[0], tenant="a", reinforce=False)
     snapshot = store._generation.snapshot()
     eligible = eligible_rows(snapshot, GateSpec(tenant="a"))
     assert eligible is eligible_rows(store._generation.snapshot(), GateSpec(tenant="a"))
@@ -115,11 +111,11 @@ def test_memoised_arrays_are_read_only_and_shared(rng):
 def test_link_activation_follows_the_formula(rng):
     """a(T) = Σ over candidate seeds s of max(cos(q, s), 0) · w_hebb(s, T) (no entities)."""
     store = MemoryStore(dim=DIM)
-    E = unit(rng, 60)
+    E = unit_rows(rng, 60, DIM)
     store.add_many(texts(rng, 60), E, tenants="a", created_at=NOW - DAY)
-    for q in unit(rng, 12):  # co-recall links between the memories returned together
+    for q in unit_rows(rng, 12, DIM):  # co-recall links between the memories returned together
         store.recall("deploy friday", q, 6, tenant="a", at_time=NOW)
-    q = unit(rng, 1)[0]
+    q = unit_rows(rng, 1, DIM)[0]
     result = store.recall("deploy friday", q, 10, tenant="a", at_time=NOW, reinforce=False)
     union = set(result.candidate_ids.tolist())
     checked = 0
@@ -135,7 +131,7 @@ def test_link_activation_follows_the_formula(rng):
 def test_reinforcing_several_memories_applies_each_its_own_gain(rng):
     params = DEFAULT_PARAMS
     store = MemoryStore(dim=DIM)
-    q = unit(rng, 1)[0]
+    q = unit_rows(rng, 1, DIM)[0]
     ages, strengths = (10.0, 60.0, 200.0), (1.0, 2.0, 4.0)
     ids = [store.add(f"rule {i}", q, created_at=NOW - age * DAY, storage_strength=s)
            for i, (age, s) in enumerate(zip(ages, strengths))]

@@ -10,6 +10,12 @@ namespace simd {
 
 using Index = std::int64_t;
 
+// The argument range of the vectorised exp in the x86 variants (the portable one calls std::exp):
+// below ln(2^-150) = -103.97 the float32 result rounds to 0, and the low clamp keeps the exponent
+// arithmetic inside int32; the high one keeps the result finite (e^88.3 < FLT_MAX).
+constexpr float kExpLowest = -110.0f;
+constexpr float kExpHighest = 88.3f;
+
 struct KernelTable {
     const char* name;
 

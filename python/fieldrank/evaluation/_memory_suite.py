@@ -140,23 +140,25 @@ def _memory(key: str, text: str, age_days: float, importance: float, **extra: An
             **extra}
 
 
+def _protected_rule(case: str, key: str, cue: str, rule: dict[str, Any], chatter: list[dict[str, Any]]) -> Scenario:
+    """Cases a and b: an old ``rule`` (the relevant memory, protected) against recent ``chatter``."""
+    return Scenario(case, key, cue, [rule, *chatter], relevant=rule["key"], protected=(rule["key"],),
+                    distractors=tuple(memory["key"] for memory in chatter))
+
+
 def scenarios() -> list[Scenario]:
     """The five cases as :class:`Scenario` objects (deterministic)."""
     out: list[Scenario] = []
     for i, (constraint, cue, d1, d2) in enumerate(cases.CONSTRAINTS):
         key = f"a{i}"
-        out.append(Scenario("a", key, cue, [
-            _memory(f"{key}_rule", constraint, 365 + 9 * i, 0.9, tier="core"),
-            _memory(f"{key}_d1", d1, 1 + i % 3, 0.3),
-            _memory(f"{key}_d2", d2, 2 + i % 4, 0.3),
-        ], relevant=f"{key}_rule", protected=(f"{key}_rule",), distractors=(f"{key}_d1", f"{key}_d2")))
+        rule_memory = _memory(f"{key}_rule", constraint, 365 + 9 * i, 0.9, tier="core")
+        chatter = [_memory(f"{key}_d1", d1, 1 + i % 3, 0.3), _memory(f"{key}_d2", d2, 2 + i % 4, 0.3)]
+        out.append(_protected_rule("a", key, cue, rule_memory, chatter))
     for i, (rule, cue, c1, c2) in enumerate(cases.RULES_VS_CHATTER):
         key = f"b{i}"
-        out.append(Scenario("b", key, cue, [
-            _memory(f"{key}_rule", rule, 120 + 5 * i, 0.8, tier="semantic"),
-            _memory(f"{key}_c1", c1, 1 + i % 2, 0.2),
-            _memory(f"{key}_c2", c2, 1 + i % 3, 0.2),
-        ], relevant=f"{key}_rule", protected=(f"{key}_rule",), distractors=(f"{key}_c1", f"{key}_c2")))
+        rule_memory = _memory(f"{key}_rule", rule, 120 + 5 * i, 0.8, tier="semantic")
+        chatter = [_memory(f"{key}_c1", c1, 1 + i % 2, 0.2), _memory(f"{key}_c2", c2, 1 + i % 3, 0.2)]
+        out.append(_protected_rule("b", key, cue, rule_memory, chatter))
     for i, (entity, other, cue, right, wrong, twin) in enumerate(cases.ENTITY_TWINS):
         key = f"c{i}"
         out.append(Scenario("c", key, cue, [

@@ -20,6 +20,12 @@ PROVENANCE_KEY = "fieldrank"
 DEFAULT_RERANK_CONFIG = "rrf_cfsr"
 
 
+def missing_extra(adapter: str, requirement: str, exc: ImportError) -> ImportError:
+    """The error an adapter module raises when its framework is not installed: what to install."""
+    msg = f"fieldrank.integrations.{adapter} needs {requirement}: pip install \"fieldrank[integrations]\" ({exc})"
+    return ImportError(msg)
+
+
 def hit_provenance(result: SearchResult) -> list[dict[str, Any]]:
     """One JSON-ready provenance dict per hit of ``result``, best first.
 

@@ -17,12 +17,6 @@ from typing import Any, Optional
 
 import numpy as np
 
-try:
-    from haystack import Document, component
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    msg = f"fieldrank.integrations.haystack needs haystack-ai: pip install \"fieldrank[integrations]\" ({exc})"
-    raise ImportError(msg) from exc
-
 from ..embed import Embedder, check_embedder
 from ..hybrid import HybridRetriever
 from ._common import (
@@ -30,9 +24,15 @@ from ._common import (
     PROVENANCE_KEY,
     check_retriever,
     hit_provenance,
+    missing_extra,
     rerank_candidates,
     unit_vector,
 )
+
+try:
+    from haystack import Document, component
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise missing_extra("haystack", "haystack-ai", exc) from exc
 
 __all__ = ["FieldrankRanker", "FieldrankRetriever"]
 

@@ -21,6 +21,10 @@ from typing import Any, Optional
 
 import numpy as np
 
+from ..embed import Embedder
+from ..hybrid import HybridRetriever
+from ._common import DEFAULT_RERANK_CONFIG, PROVENANCE_KEY, hit_provenance, missing_extra, rerank_candidates, unit_rows
+
 try:
     from langchain_core.callbacks import CallbackManagerForRetrieverRun, Callbacks
     from langchain_core.documents import BaseDocumentCompressor, Document
@@ -28,12 +32,7 @@ try:
     from langchain_core.retrievers import BaseRetriever
     from pydantic import ConfigDict, PrivateAttr
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    msg = f"fieldrank.integrations.langchain needs langchain-core: pip install \"fieldrank[integrations]\" ({exc})"
-    raise ImportError(msg) from exc
-
-from ..embed import Embedder
-from ..hybrid import HybridRetriever
-from ._common import DEFAULT_RERANK_CONFIG, PROVENANCE_KEY, hit_provenance, rerank_candidates, unit_rows
+    raise missing_extra("langchain", "langchain-core", exc) from exc
 
 __all__ = ["FieldrankCompressor", "FieldrankRetriever", "LangChainEmbedder"]
 

@@ -17,6 +17,17 @@ from typing import Any, Optional
 
 import numpy as np
 
+from ..hybrid import HybridRetriever
+from ._common import (
+    DEFAULT_RERANK_CONFIG,
+    PROVENANCE_KEY,
+    check_retriever,
+    hit_provenance,
+    missing_extra,
+    rerank_candidates,
+    unit_vector,
+)
+
 try:
     from llama_index.core.bridge.pydantic import ConfigDict, Field
     from llama_index.core.callbacks import CallbackManager
@@ -24,18 +35,7 @@ try:
     from llama_index.core.retrievers import BaseRetriever
     from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    msg = f"fieldrank.integrations.llama_index needs llama-index-core: pip install \"fieldrank[integrations]\" ({exc})"
-    raise ImportError(msg) from exc
-
-from ..hybrid import HybridRetriever
-from ._common import (
-    DEFAULT_RERANK_CONFIG,
-    PROVENANCE_KEY,
-    check_retriever,
-    hit_provenance,
-    rerank_candidates,
-    unit_vector,
-)
+    raise missing_extra("llama_index", "llama-index-core", exc) from exc
 
 __all__ = ["FieldrankLlamaRetriever", "FieldrankNodePostprocessor"]
 
