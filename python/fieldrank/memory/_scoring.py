@@ -141,7 +141,12 @@ def fuse(snapshot: Snapshot, rows: np.ndarray, cue: Cue, activation: np.ndarray,
         # einsum's own loop, not a BLAS gemv: a gemv of a few hundred rows wakes OpenBLAS's worker
         # threads, which then spin on the cores the native legs run on (the cosine is provenance
         # only: the fused score does not read it)
-        cosine = np.einsum("ij,j->i", snapshot.embeddings[rows], cue.vector).astype(np.float64)
+        # the graph activation already took the cosine of the seeds, most often these very rows
+        held = cue.derived.get("cosine")
+        if held is not None and held[0].size == rows.size and np.array_equal(held[0], rows):
+            cosine = held[1].astype(np.float64)
+        else:
+            cosine = np.einsum("ij,j->i", snapshot.embeddings[rows], cue.vector).astype(np.float64)
     else:
         cosine = lexical_similarity(snapshot, rows, cue.text)
     sim = np.maximum(cosine, params.sim_floor)
