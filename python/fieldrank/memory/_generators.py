@@ -50,7 +50,7 @@ from ._tier import TierStatistics
 
 CORE_TIER_CODE = TIERS.index("core")
 
-__all__ = ["Admissions", "Cue", "LinkIndex", "Relevance", "by_cue_z", "generate", "relevance_core", "tier_cue_z"]
+__all__ = ["Admissions", "Cue", "LinkIndex", "Relevance", "by_cue_z", "candidate_cosine", "generate", "relevance_core", "tier_cue_z"]
 
 _EMPTY_ROWS = np.empty(0, dtype=np.int64)
 
@@ -184,6 +184,8 @@ def _support_isolated(scores: np.ndarray, snapshot: Snapshot, eligible: Eligibil
     positions = eligible.derived(("isolated", radius), lambda: isolated_positions(snapshot, eligible, radius))
     if positions.size == 0:
         return scores
+    if positions.size == scores.size:  # every row stands alone (no sessions): no gather, no scatter
+        return scores + gamma * np.maximum(scores, 0.0)
     supported = scores.copy()  # the leg's buffer is read-only
     supported[positions] += gamma * np.maximum(scores[positions], 0.0)
     return supported
@@ -226,7 +228,10 @@ def relevance_core(snapshot: Snapshot, cue: Cue, eligible: Eligibility, params: 
     scores = np.asarray(scores, dtype=np.float64)
     if params.isolated_self_support and relevance_params.gamma > 0.0:
         scores = _support_isolated(scores, snapshot, eligible, relevance_params.radius, relevance_params.gamma)
-    by_row[rows] = scores
+    if rows[-1] - rows[0] + 1 == rows.size:  # sorted unique rows without a gap: a slice, no scatter
+        by_row[rows[0]:rows[-1] + 1] = scores
+    else:
+        by_row[rows] = scores
     if depth <= 0:
         return Relevance(_EMPTY_ROWS, np.empty(0), by_row)
     top, top_scores = top_by_score(rows, scores, int(depth))
@@ -362,8 +367,34 @@ def _tier_z(snapshot: Snapshot, cue: Cue, stats: TierStatistics) -> np.ndarray:
         return held[1]
     cosine = np.einsum("ij,j->i", stats.vectors, cue.vector).astype(np.float64)
     z = stats.tier_z(cosine)
-    cue.derived["tier_z"] = (stats, z)
+    cue.derived["tier_z"] = (stats, z, cosine)
     return z
+
+
+def candidate_cosine(snapshot: Snapshot, cue: Cue, rows: np.ndarray) -> np.ndarray:
+    """float64 cosine of the cue with each of ``rows`` (one tenant's), for the fused score's provenance.
+
+    The recall has already taken the cosine of most candidates: the graph activation of its seeds
+    (often these very rows), the tier z-scores of the tenant's durable rows (the protected tier is
+    most of a default-mode union). Those are read back (the same rows times the same cue, the same
+    einsum loop: the same bits); only the rest are multiplied here, einsum's own loop, not a BLAS
+    gemv (a gemv of a few hundred rows wakes OpenBLAS's worker threads, which then spin on the
+    cores the native legs run on).
+    """
+    held = cue.derived.get("cosine")
+    if held is not None and held[0].size == rows.size and np.array_equal(held[0], rows):
+        return held[1].astype(np.float64)
+    tier = cue.derived.get("tier_z")
+    if tier is None or rows.size == 0 or snapshot.tier_stats.get(int(snapshot.tenant_codes[rows[0]])) is not tier[0]:
+        return np.einsum("ij,j->i", snapshot.embeddings[rows], cue.vector).astype(np.float64)
+    stats, tier_cosine = tier[0], tier[2]
+    position = np.minimum(np.searchsorted(stats.rows, rows), max(stats.rows.size - 1, 0))
+    known = stats.rows[position] == rows if stats.rows.size else np.zeros(rows.size, dtype=bool)
+    cosine = np.empty(rows.size)
+    cosine[known] = tier_cosine[position[known]]
+    rest = ~known
+    cosine[rest] = np.einsum("ij,j->i", snapshot.embeddings[rows[rest]], cue.vector).astype(np.float64)
+    return cosine
 
 
 def by_cue_z(snapshot: Snapshot, cue: Cue, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -376,6 +407,10 @@ def by_cue_z(snapshot: Snapshot, cue: Cue, rows: np.ndarray) -> tuple[np.ndarray
     rows = np.sort(np.asarray(rows, dtype=np.int64))
     if rows.size == 0 or cue.vector is None:
         return rows, np.full(rows.size, np.inf)
+    # the importance generator orders the tier, then the reserved slots gate on the same rows
+    held = cue.derived.get("by_cue_z")
+    if held is not None and held[0] is snapshot and np.array_equal(held[1], rows):
+        return held[2], held[3]
     stats = snapshot.tier_stats.get(int(snapshot.tenant_codes[rows[0]]))
     if stats is None or stats.rows.size == 0:
         z = np.full(rows.size, np.inf)
@@ -384,6 +419,7 @@ def by_cue_z(snapshot: Snapshot, cue: Cue, rows: np.ndarray) -> tuple[np.ndarray
         known = stats.rows[position] == rows
         z = np.where(known, _tier_z(snapshot, cue, stats)[position], np.inf)
     order = np.lexsort((rows, -z))
+    cue.derived["by_cue_z"] = (snapshot, rows, rows[order], z[order])
     return rows[order], z[order]
 
 
