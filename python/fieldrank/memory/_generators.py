@@ -383,7 +383,7 @@ def candidate_cosine(snapshot: Snapshot, cue: Cue, rows: np.ndarray) -> np.ndarr
     """
     held = cue.derived.get("cosine")
     if held is not None and held[0].size == rows.size and np.array_equal(held[0], rows):
-        return held[1].astype(np.float64)
+        return held[1]
     tier = cue.derived.get("tier_z")
     if tier is None or rows.size == 0 or snapshot.tier_stats.get(int(snapshot.tenant_codes[rows[0]])) is not tier[0]:
         return np.einsum("ij,j->i", snapshot.embeddings[rows], cue.vector).astype(np.float64)
@@ -542,12 +542,11 @@ def graph_activation(
         if cue.vector is None:  # keyword recall on text alone: every admitted seed counts fully
             weight_of_seed = np.where(spreading, 1.0, 0.0)
         else:
-            # einsum's own loop, not a BLAS gemv (see fuse): OpenBLAS's woken workers spin on the cores
-            # the native legs and scans run on long after the recall; kept for fuse, which reads the
-            # cosine of the same candidates
-            cosine = np.einsum("ij,j->i", snapshot.embeddings[seeds], cue.vector)
+            # the tier's cosines read back, the rest multiplied (see candidate_cosine); kept for
+            # fuse, which reads the cosine of the same candidates
+            cosine = candidate_cosine(snapshot, cue, seeds)
             cue.derived["cosine"] = (seeds, cosine)
-            weight_of_seed = np.where(spreading, np.maximum(cosine, 0.0).astype(np.float64), 0.0)
+            weight_of_seed = np.where(spreading, np.maximum(cosine, 0.0), 0.0)
         positive = weight_of_seed > 0.0  # a seed at cosine <= 0 spreads nothing
         if params.entity_weight > 0:
             for position in np.flatnonzero(positive & entity_seeds).tolist():
