@@ -14,6 +14,7 @@ from fieldrank.memory import DEFAULT_PARAMS, MemoryStore
 from fieldrank.memory._columns import DerivedCache
 from fieldrank.memory._gates import GateSpec, eligible_rows
 from fieldrank.memory._generators import LinkIndex
+from fieldrank.memory._schema import cue_vector
 
 from tests.helpers import DAY, unit_rows
 
@@ -146,3 +147,46 @@ def test_reinforcing_several_memories_applies_each_its_own_gain(rng):
     for i, a in enumerate(ids):
         for b in ids[i + 1:]:
             assert store._links[a][b] == store._links[b][a] == pytest.approx(params.hebbian_rate)
+
+
+def lived_in_store(rng: np.random.Generator) -> tuple[MemoryStore, np.ndarray]:
+    """A store with a durable tier (importance 0.9 on a fifth of it) and co-recall links."""
+    store = MemoryStore(dim=DIM)
+    E = unit(rng, 120)
+    importance = np.where(rng.random(120) < 0.2, 0.9, 0.3)
+    store.add_many(texts(rng, 120), E, tenants="a", importances=importance, created_at=NOW - DAY)
+    for q in unit(rng, 15):
+        store.recall("deploy friday", q, 8, tenant="a", at_time=NOW)
+    return store, E
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "full"])
+def test_link_rows_by_id_table_equal_the_sorted_search(rng, mode, monkeypatch):
+    """Graph activation maps link ids to rows through a table over ids, or (sparse ids) a sorted
+    search: both give the same recall, field for field."""
+    from fieldrank.memory import _generators
+
+    store, _ = lived_in_store(rng)
+    cues = unit(rng, 6)
+    with_table = [outcome(store.recall("deploy", q, 10, tenant="a", mode=mode, at_time=NOW, reinforce=False))
+                  for q in cues]
+    monkeypatch.setattr(_generators, "_ID_TABLE_ROWS_FACTOR", -1)
+    monkeypatch.setattr(_generators, "_ID_TABLE_MIN", -1)
+    searched = [outcome(store.recall("deploy", q, 10, tenant="a", mode=mode, at_time=NOW, reinforce=False))
+                for q in cues]
+    assert with_table == searched
+    assert any(hit[4]["graph_activation"] > 0 for o in with_table for hit in o["hits"])  # links were followed
+
+
+def test_reused_cosines_equal_the_cue_times_every_candidate(rng):
+    """The cosine factor of every hit (read back from the tier's z pass and the graph's seeds
+    where those computed it) is the cue times the stored row, bit for bit, as one einsum gives it."""
+    store, _ = lived_in_store(rng)
+    generation = store._generation
+    embeddings = generation.embeddings.buffer[:generation.n]
+    for q in unit(rng, 6):
+        result = store.recall("deploy", q, 20, tenant="a", mode="full", at_time=NOW, reinforce=False)
+        rows = np.array([generation.row_of[h.id] for h in result], dtype=np.int64)
+        cue = cue_vector(q, DIM)  # the cue as the store holds it (a unit float32 vector)
+        expected = np.einsum("ij,j->i", embeddings[rows], cue).astype(np.float64)
+        assert [h.factors.cosine for h in result] == expected.tolist()

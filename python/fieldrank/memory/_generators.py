@@ -50,7 +50,7 @@ from ._tier import TierStatistics
 
 CORE_TIER_CODE = TIERS.index("core")
 
-__all__ = ["Admissions", "Cue", "LinkIndex", "Relevance", "by_cue_z", "generate", "relevance_core", "tier_cue_z"]
+__all__ = ["Admissions", "Cue", "LinkIndex", "Relevance", "by_cue_z", "candidate_cosine", "generate", "relevance_core", "tier_cue_z"]
 
 _EMPTY_ROWS = np.empty(0, dtype=np.int64)
 
@@ -184,6 +184,8 @@ def _support_isolated(scores: np.ndarray, snapshot: Snapshot, eligible: Eligibil
     positions = eligible.derived(("isolated", radius), lambda: isolated_positions(snapshot, eligible, radius))
     if positions.size == 0:
         return scores
+    if positions.size == scores.size:  # every row stands alone (no sessions): no gather, no scatter
+        return scores + gamma * np.maximum(scores, 0.0)
     supported = scores.copy()  # the leg's buffer is read-only
     supported[positions] += gamma * np.maximum(scores[positions], 0.0)
     return supported
@@ -226,7 +228,10 @@ def relevance_core(snapshot: Snapshot, cue: Cue, eligible: Eligibility, params: 
     scores = np.asarray(scores, dtype=np.float64)
     if params.isolated_self_support and relevance_params.gamma > 0.0:
         scores = _support_isolated(scores, snapshot, eligible, relevance_params.radius, relevance_params.gamma)
-    by_row[rows] = scores
+    if rows[-1] - rows[0] + 1 == rows.size:  # sorted unique rows without a gap: a slice, no scatter
+        by_row[rows[0]:rows[-1] + 1] = scores
+    else:
+        by_row[rows] = scores
     if depth <= 0:
         return Relevance(_EMPTY_ROWS, np.empty(0), by_row)
     top, top_scores = top_by_score(rows, scores, int(depth))
@@ -362,8 +367,34 @@ def _tier_z(snapshot: Snapshot, cue: Cue, stats: TierStatistics) -> np.ndarray:
         return held[1]
     cosine = np.einsum("ij,j->i", stats.vectors, cue.vector).astype(np.float64)
     z = stats.tier_z(cosine)
-    cue.derived["tier_z"] = (stats, z)
+    cue.derived["tier_z"] = (stats, z, cosine)
     return z
+
+
+def candidate_cosine(snapshot: Snapshot, cue: Cue, rows: np.ndarray) -> np.ndarray:
+    """float64 cosine of the cue with each of ``rows`` (one tenant's), for the fused score's provenance.
+
+    The recall has already taken the cosine of most candidates: the graph activation of its seeds
+    (often these very rows), the tier z-scores of the tenant's durable rows (the protected tier is
+    most of a default-mode union). Those are read back (the same rows times the same cue, the same
+    einsum loop: the same bits); only the rest are multiplied here, einsum's own loop, not a BLAS
+    gemv (a gemv of a few hundred rows wakes OpenBLAS's worker threads, which then spin on the
+    cores the native legs run on).
+    """
+    held = cue.derived.get("cosine")
+    if held is not None and held[0].size == rows.size and np.array_equal(held[0], rows):
+        return held[1]
+    tier = cue.derived.get("tier_z")
+    if tier is None or rows.size == 0 or snapshot.tier_stats.get(int(snapshot.tenant_codes[rows[0]])) is not tier[0]:
+        return np.einsum("ij,j->i", snapshot.embeddings[rows], cue.vector).astype(np.float64)
+    stats, tier_cosine = tier[0], tier[2]
+    position = np.minimum(np.searchsorted(stats.rows, rows), max(stats.rows.size - 1, 0))
+    known = stats.rows[position] == rows if stats.rows.size else np.zeros(rows.size, dtype=bool)
+    cosine = np.empty(rows.size)
+    cosine[known] = tier_cosine[position[known]]
+    rest = ~known
+    cosine[rest] = np.einsum("ij,j->i", snapshot.embeddings[rows[rest]], cue.vector).astype(np.float64)
+    return cosine
 
 
 def by_cue_z(snapshot: Snapshot, cue: Cue, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -376,6 +407,10 @@ def by_cue_z(snapshot: Snapshot, cue: Cue, rows: np.ndarray) -> tuple[np.ndarray
     rows = np.sort(np.asarray(rows, dtype=np.int64))
     if rows.size == 0 or cue.vector is None:
         return rows, np.full(rows.size, np.inf)
+    # the importance generator orders the tier, then the reserved slots gate on the same rows
+    held = cue.derived.get("by_cue_z")
+    if held is not None and held[0] is snapshot and np.array_equal(held[1], rows):
+        return held[2], held[3]
     stats = snapshot.tier_stats.get(int(snapshot.tenant_codes[rows[0]]))
     if stats is None or stats.rows.size == 0:
         z = np.full(rows.size, np.inf)
@@ -384,6 +419,7 @@ def by_cue_z(snapshot: Snapshot, cue: Cue, rows: np.ndarray) -> tuple[np.ndarray
         known = stats.rows[position] == rows
         z = np.where(known, _tier_z(snapshot, cue, stats)[position], np.inf)
     order = np.lexsort((rows, -z))
+    cue.derived["by_cue_z"] = (snapshot, rows, rows[order], z[order])
     return rows[order], z[order]
 
 
@@ -437,14 +473,37 @@ class LinkIndex:
             return None
         cached = self._arrays.get(memory_id)
         if cached is None or cached[0] is not current:
-            items = list(current.items())
-            cached = (current, np.fromiter((i for i, _ in items), dtype=np.int64, count=len(items)),
-                      np.fromiter((w for _, w in items), dtype=np.float64, count=len(items)))
-            if len(self._arrays) > 2 * len(self.links) + 64:  # drop the arrays of forgotten memories
-                # dict() copies in one step (no other recall can insert meanwhile), then the copy is filtered
-                self._arrays = {k: v for k, v in dict(self._arrays).items() if k in self.links}
-            self._arrays[memory_id] = cached
+            cached = self._build(memory_id, current)
         return cached[1], cached[2]
+
+    def linked(self, memory_ids: list[int]) -> tuple[list[int], list[np.ndarray], list[np.ndarray]]:
+        """For the memories of ``memory_ids`` that have links: their positions in the list and their
+        neighbour ids and weights (as :meth:`neighbours`), in one pass with no per-memory call."""
+        links_get, arrays_get = self.links.get, self._arrays.get
+        positions: list[int] = []
+        ids: list[np.ndarray] = []
+        weights: list[np.ndarray] = []
+        for position, memory_id in enumerate(memory_ids):
+            current = links_get(memory_id)
+            if not current:
+                continue
+            cached = arrays_get(memory_id)
+            if cached is None or cached[0] is not current:
+                cached = self._build(memory_id, current)
+            positions.append(position)
+            ids.append(cached[1])
+            weights.append(cached[2])
+        return positions, ids, weights
+
+    def _build(self, memory_id: int, current: Mapping[int, float]) -> tuple[Mapping[int, float], np.ndarray, np.ndarray]:
+        items = list(current.items())
+        cached = (current, np.fromiter((i for i, _ in items), dtype=np.int64, count=len(items)),
+                  np.fromiter((w for _, w in items), dtype=np.float64, count=len(items)))
+        if len(self._arrays) > 2 * len(self.links) + 64:  # drop the arrays of forgotten memories
+            # dict() copies in one step (no other recall can insert meanwhile), then the copy is filtered
+            self._arrays = {k: v for k, v in dict(self._arrays).items() if k in self.links}
+        self._arrays[memory_id] = cached
+        return cached
 
 
 def graph_activation(
@@ -468,63 +527,68 @@ def graph_activation(
     fanout = params.entity_fanout
     target_parts: list[np.ndarray] = []
     weight_parts: list[np.ndarray] = []
-    order_parts: list[np.ndarray] = []  # summation order of each term: 2 · seed position (+1 for links)
-    link_ids: list[np.ndarray] = []
-    link_weights: list[np.ndarray] = []
-    link_seeds: list[int] = []  # position of each link part's seed among `spreading`
-    # Only seeds with an entity (when entities count) or a co-recall link can spread activation.
-    spreading = (snapshot.has_entities[seeds] if params.entity_weight > 0 else np.zeros(seeds.size, dtype=bool))
-    if index.links and seeds.size:
-        spreading = spreading | np.fromiter((memory_id in index.links for memory_id in snapshot.ids[seeds].tolist()),
-                                            dtype=bool, count=seeds.size)
-    seed_rows, seed_weights = _EMPTY_ROWS, np.empty(0)
+    # summation order of each term: 2 · seed position (+1 for links); only the relative order counts
+    order_parts: list[np.ndarray] = []
+    # Only seeds with an entity (when entities count) or a co-recall link can spread activation:
+    # the links of every seed are looked up in one pass (positions among the seeds), then kept
+    # for the seeds of positive weight.
+    entity_seeds = snapshot.has_entities[seeds] if params.entity_weight > 0 else np.zeros(seeds.size, dtype=bool)
+    link_seeds, link_ids, link_weights = (index.linked(snapshot.ids[seeds].tolist()) if index.links and seeds.size
+                                          else ([], [], []))
+    spreading = entity_seeds.copy()
+    if link_seeds:
+        spreading[link_seeds] = True
     if spreading.any():
-        seed_rows = seeds[spreading]
         if cue.vector is None:  # keyword recall on text alone: every admitted seed counts fully
-            seed_weights = np.ones(seed_rows.size)
+            weight_of_seed = np.where(spreading, 1.0, 0.0)
         else:
-            # einsum's own loop, not a BLAS gemv (see fuse): OpenBLAS's woken workers spin on the cores
-            # the native legs and scans run on long after the recall
-            cosine = np.einsum("ij,j->i", snapshot.embeddings[seeds], cue.vector)
-            seed_weights = np.maximum(cosine, 0.0).astype(np.float64)[spreading]
-        positive = seed_weights > 0.0  # a seed at cosine <= 0 spreads nothing
-        seed_rows, seed_weights = seed_rows[positive], seed_weights[positive]
-        seed_ids = snapshot.ids[seed_rows].tolist()
-        for position, (seed, seed_id, seed_weight) in enumerate(zip(seed_rows.tolist(), seed_ids,
-                                                                    seed_weights.tolist())):
-            if params.entity_weight > 0:
+            # the tier's cosines read back, the rest multiplied (see candidate_cosine); kept for
+            # fuse, which reads the cosine of the same candidates
+            cosine = candidate_cosine(snapshot, cue, seeds)
+            cue.derived["cosine"] = (seeds, cosine)
+            weight_of_seed = np.where(spreading, np.maximum(cosine, 0.0), 0.0)
+        positive = weight_of_seed > 0.0  # a seed at cosine <= 0 spreads nothing
+        if params.entity_weight > 0:
+            for position in np.flatnonzero(positive & entity_seeds).tolist():
+                seed, seed_weight = int(seeds[position]), float(weight_of_seed[position])
                 for entity in generation.entities[seed]:
                     neighbours = snapshot.posting(generation.entity_index, entity)[-fanout:]
                     neighbours = neighbours[neighbours != seed]
                     target_parts.append(neighbours)
                     weight_parts.append(np.full(neighbours.size, seed_weight * params.entity_weight))
                     order_parts.append(np.full(neighbours.size, 2 * position, dtype=np.int64))
-            linked = index.neighbours(seed_id)
-            if linked is not None:
-                link_ids.append(linked[0])
-                link_weights.append(linked[1])
-                link_seeds.append(position)
-    if link_ids:
+        if link_seeds:
+            kept = positive[link_seeds]
+            if not kept.all():
+                chosen = np.flatnonzero(kept).tolist()
+                link_seeds = [link_seeds[i] for i in chosen]
+                link_ids = [link_ids[i] for i in chosen]
+                link_weights = [link_weights[i] for i in chosen]
+    else:
+        link_seeds = []
+    if link_seeds:
         # Every link term in one step: neighbour ids to rows of the snapshot, weight × the seed's weight.
         sizes = np.fromiter((ids.size for ids in link_ids), dtype=np.int64, count=len(link_ids))
         positions = np.repeat(np.asarray(link_seeds, dtype=np.int64), sizes)
         ids = np.concatenate(link_ids)
         rows = _rows_of_ids(snapshot, ids, within)
-        keep = (rows >= 0) & (rows != seed_rows[positions])
+        keep = (rows >= 0) & (rows != seeds[positions])
         target_parts.append(rows[keep])
-        weight_parts.append((seed_weights[positions] * np.concatenate(link_weights))[keep])
+        weight_parts.append((weight_of_seed[positions] * np.concatenate(link_weights))[keep])
         order_parts.append(2 * positions[keep] + 1)
     if params.cue_entity_weight > 0:
         for entity in sorted(cue.entities):
             carriers = snapshot.posting(generation.entity_index, entity)[-fanout:]
             target_parts.append(carriers)
             weight_parts.append(np.full(carriers.size, params.cue_entity_weight))
-            order_parts.append(np.full(carriers.size, 2 * seed_rows.size, dtype=np.int64))
+            order_parts.append(np.full(carriers.size, 2 * seeds.size, dtype=np.int64))
     if not target_parts:
         return _EMPTY_ROWS, np.empty(0)
-    summation = np.argsort(np.concatenate(order_parts), kind="stable")
-    targets = np.concatenate(target_parts)[summation]
-    weights = np.concatenate(weight_parts)[summation]
+    targets, weights = np.concatenate(target_parts), np.concatenate(weight_parts)
+    order = np.concatenate(order_parts)
+    if order.size > 1 and (order[1:] < order[:-1]).any():  # link terms alone come in summation order
+        summation = np.argsort(order, kind="stable")
+        targets, weights = targets[summation], weights[summation]
     allowed = eligible.mask[targets]
     if within is not None and within.size:
         wanted = np.zeros(eligible.mask.size, dtype=bool)  # a table, not a search per target
@@ -535,8 +599,19 @@ def graph_activation(
     targets, weights = targets[allowed], weights[allowed]
     if targets.size == 0:
         return _EMPTY_ROWS, np.empty(0)
-    rows, inverse = np.unique(targets, return_inverse=True)
-    return rows, np.bincount(inverse, weights=weights)
+    # per target, bincount adds the terms in their summation order; a presence table over the
+    # rows, not a sort of the terms, gives the targets
+    n = eligible.mask.size
+    present = np.zeros(n, dtype=bool)
+    present[targets] = True
+    rows = np.flatnonzero(present)
+    return rows, np.bincount(targets, weights=weights, minlength=n)[rows]
+
+
+#: :func:`_rows_of_ids` maps ids through a table of ``max id + 1`` entries while that is at most
+#: this many times the snapshot's rows (plus the floor below); sparser ids take a sorted search.
+_ID_TABLE_ROWS_FACTOR = 4
+_ID_TABLE_MIN = 4096
 
 
 def _rows_of_ids(snapshot: Snapshot, ids: np.ndarray, within: Optional[np.ndarray]) -> np.ndarray:
@@ -545,6 +620,15 @@ def _rows_of_ids(snapshot: Snapshot, ids: np.ndarray, within: Optional[np.ndarra
         if within.size == 0:
             return np.full(ids.size, -1, dtype=np.int64)
         within_ids = snapshot.ids[within]
+        top = int(within_ids.max())
+        if top <= _ID_TABLE_ROWS_FACTOR * snapshot.n + _ID_TABLE_MIN:
+            # a table over ids: one gather per id, where a binary search per (unsorted) id costs 10x more
+            row_of_id = np.full(top + 1, -1, dtype=np.int64)
+            row_of_id[within_ids] = within
+            rows = np.full(ids.size, -1, dtype=np.int64)
+            known = (ids >= 0) & (ids <= top)
+            rows[known] = row_of_id[ids[known]]
+            return rows
         by_id = np.argsort(within_ids)
         sorted_ids = within_ids[by_id]
         at = np.minimum(np.searchsorted(sorted_ids, ids), sorted_ids.size - 1)

@@ -296,6 +296,17 @@ def _positions_in_sorted(sorted_rows: np.ndarray, rows: np.ndarray) -> np.ndarra
     return position[held]
 
 
+def _frozen(cls: type, values: dict) -> Any:
+    """An instance of the frozen dataclass ``cls`` with every field given in ``values``.
+
+    What the generated ``__init__`` does (no defaults to fill, no ``__post_init__``), without its
+    ``object.__setattr__`` per field: a recall builds two such objects per hit, about 30 fields.
+    """
+    instance = object.__new__(cls)
+    instance.__dict__.update(values)
+    return instance
+
+
 def _optional_id(value: object) -> Optional[int]:
     return None if int(value) == NO_MEMORY else int(value)
 
@@ -1134,35 +1145,40 @@ class MemoryStore:
         where = np.asarray(positions, dtype=np.int64)
         at = scored.order[where]
         rows = f.rows[at]
-        # float64 columns in ScoreFactors' field order (``durable`` is the one bool, read apart)
-        values = np.stack([getattr(f, name) for name in _FACTOR_COLUMNS], axis=1)[at].tolist()
+        # float64 columns in ScoreFactors' field order (``durable`` is the one bool, read apart),
+        # gathered for the hits before they are stacked
+        values = np.stack([getattr(f, name)[at] for name in _FACTOR_COLUMNS], axis=1).tolist()
         durable = f.durable[at].tolist()
         ranking_scores = scored.ranking_scores[where].tolist()
         ids, created = snapshot.ids[rows].tolist(), snapshot.created_at[rows].tolist()
         counts, replaced_by = snapshot.recall_count[rows].tolist(), snapshot.superseded_by[rows].tolist()
-        texts, at_time, rerank = snapshot.generation.texts, scored.cue.at_time, scored.rerank
+        tenant_codes = snapshot.tenant_codes[rows].tolist()
+        texts, tenant_names, at_time, rerank = snapshot.generation.texts, snapshot.generation.tenant_names, \
+            scored.cue.at_time, scored.rerank
+        reserved = scored.reserved
         hits = []
         for j, (position, i, row) in enumerate(zip(positions, at.tolist(), rows.tolist())):
             factor_values = values[j]
-            factors = ScoreFactors(*factor_values[:_DURABLE_FIELD], durable[j], *factor_values[_DURABLE_FIELD:])
+            factor_values.insert(_DURABLE_FIELD, durable[j])
+            factors = _frozen(ScoreFactors, dict(zip(_SCORE_FACTOR_FIELDS, factor_values)))
             admitted = ranks.get(row, {})
-            hits.append(Hit(
-                id=ids[j],
-                rank=position + 1,
-                score=ranking_scores[j],
-                fused_score=factors.score,
-                rerank_score=ranking_scores[j] if rerank else None,
-                text=texts[row],
-                tenant=snapshot.tenant_of(row),
-                factors=factors,
-                dominant_factor=factors.dominant,
-                weakest_factor=factors.weakest,
-                admitted_by=MappingProxyType({g: admitted[g] for g in GENERATORS if g in admitted}),
-                age_days=max(at_time - created[j], 0.0) / SECONDS_PER_DAY,
-                recall_count=counts[j],
-                reserved_slot=i in scored.reserved,
-                superseded_by=None if replaced_by[j] == NO_MEMORY else replaced_by[j],
-            ))
+            hits.append(_frozen(Hit, {
+                "id": ids[j],
+                "rank": position + 1,
+                "score": ranking_scores[j],
+                "fused_score": factors.score,
+                "rerank_score": ranking_scores[j] if rerank else None,
+                "text": texts[row],
+                "tenant": tenant_names[tenant_codes[j]],
+                "factors": factors,
+                "dominant_factor": factors.dominant,
+                "weakest_factor": factors.weakest,
+                "admitted_by": MappingProxyType({g: admitted[g] for g in GENERATORS if g in admitted}),
+                "age_days": max(at_time - created[j], 0.0) / SECONDS_PER_DAY,
+                "recall_count": counts[j],
+                "reserved_slot": i in reserved,
+                "superseded_by": None if replaced_by[j] == NO_MEMORY else replaced_by[j],
+            }))
         return tuple(hits)
 
     def recall(
