@@ -152,10 +152,10 @@ def test_reinforcing_several_memories_applies_each_its_own_gain(rng):
 def lived_in_store(rng: np.random.Generator) -> tuple[MemoryStore, np.ndarray]:
     """A store with a durable tier (importance 0.9 on a fifth of it) and co-recall links."""
     store = MemoryStore(dim=DIM)
-    E = unit(rng, 120)
+    E = unit_rows(rng, 120, DIM)
     importance = np.where(rng.random(120) < 0.2, 0.9, 0.3)
     store.add_many(texts(rng, 120), E, tenants="a", importances=importance, created_at=NOW - DAY)
-    for q in unit(rng, 15):
+    for q in unit_rows(rng, 15, DIM):
         store.recall("deploy friday", q, 8, tenant="a", at_time=NOW)
     return store, E
 
@@ -167,7 +167,7 @@ def test_link_rows_by_id_table_equal_the_sorted_search(rng, mode, monkeypatch):
     from fieldrank.memory import _generators
 
     store, _ = lived_in_store(rng)
-    cues = unit(rng, 6)
+    cues = unit_rows(rng, 6, DIM)
     with_table = [outcome(store.recall("deploy", q, 10, tenant="a", mode=mode, at_time=NOW, reinforce=False))
                   for q in cues]
     monkeypatch.setattr(_generators, "_ID_TABLE_ROWS_FACTOR", -1)
@@ -184,7 +184,7 @@ def test_reused_cosines_equal_the_cue_times_every_candidate(rng):
     store, _ = lived_in_store(rng)
     generation = store._generation
     embeddings = generation.embeddings.buffer[:generation.n]
-    for q in unit(rng, 6):
+    for q in unit_rows(rng, 6, DIM):
         result = store.recall("deploy", q, 20, tenant="a", mode="full", at_time=NOW, reinforce=False)
         rows = np.array([generation.row_of[h.id] for h in result], dtype=np.int64)
         cue = cue_vector(q, DIM)  # the cue as the store holds it (a unit float32 vector)
