@@ -47,8 +47,8 @@ DEFAULT_BATCH_SIZE = 32
 PROGRESS_MIN_TEXTS = 1000
 #: The file beside a saved index that names the embedder it was built with (written by the CLI).
 EMBEDDER_FILE = "embedder.json"
-#: Largest accepted deviation of an embedder's row norm from 1.
-_UNIT_NORM_ATOL = 1e-3
+#: Largest accepted deviation of an embedder's row norm from 1 (the operators' own tolerance).
+_UNIT_NORM_ATOL = _v.UNIT_NORM_ATOL
 
 
 @runtime_checkable

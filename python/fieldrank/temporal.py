@@ -49,6 +49,8 @@ from . import _core
 from . import _validation as _v
 from ._results import Ranking
 
+_D = _core.DEFAULTS  # the native core's defaults table: the leg's default formula comes from it
+
 __all__ = [
     "TemporalParams",
     "Timeline",
@@ -234,14 +236,14 @@ class TemporalParams:
         sessions on or after the day they happen, and a little before a named deadline).
     """
 
-    alpha: float = 0.5
-    gamma: float = 0.5
-    radius: int = 2
-    decay: float = 0.5
-    tau: float = 1.0
-    delta: float = 1.5
-    before_days: int = 7
-    after_days: int = 14
+    alpha: float = _D["temporal_alpha"]
+    gamma: float = _D["temporal_gamma"]
+    radius: int = _D["temporal_radius"]
+    decay: float = _D["temporal_decay"]
+    tau: float = _D["temporal_tau"]
+    delta: float = _D["temporal_delta"]
+    before_days: int = _D["temporal_before_days"]
+    after_days: int = _D["temporal_after_days"]
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "alpha", _v.unit_interval(self.alpha, "alpha"))

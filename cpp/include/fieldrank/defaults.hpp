@@ -34,6 +34,16 @@ inline constexpr std::int64_t ring_pool_factor = 2;  // Ring's pool is the prefi
 inline constexpr std::uint64_t ring_seed = 0;
 inline constexpr double ring_ablation_bump = 0.02;   // the archived constant per-lap bump
 
+// The time-aware leg's formula (TemporalParams; the `default` preset sets its own, calibrated).
+inline constexpr double temporal_alpha = 0.5;       // lexical share of the base blend
+inline constexpr double temporal_gamma = 0.5;       // weight of the neighbour support
+inline constexpr std::int64_t temporal_radius = 2;  // same-session neighbours i ± 1 … i ± radius
+inline constexpr double temporal_decay = 0.5;       // factor per extra step of distance
+inline constexpr double temporal_tau = 1.0;         // time-cue boost for queries with time intent
+inline constexpr double temporal_delta = 1.5;       // boost for rows whose session day is in a named period
+inline constexpr std::int64_t temporal_before_days = 7;   // slack before a named period
+inline constexpr std::int64_t temporal_after_days = 14;   // slack after a named period
+
 // Numerics.
 inline constexpr double lambda_max_rel_tol = 1e-6;   // λ_max(G) by Lanczos, relative residual bound
 inline constexpr std::int64_t lambda_max_max_steps = 64;
@@ -112,6 +122,14 @@ inline std::vector<DefaultEntry> default_table() {
         integer("ring_pool_factor", ring_pool_factor),
         integer("seed", static_cast<std::int64_t>(ring_seed)),
         real("ring_ablation_bump", ring_ablation_bump),
+        real("temporal_alpha", temporal_alpha),
+        real("temporal_gamma", temporal_gamma),
+        integer("temporal_radius", temporal_radius),
+        real("temporal_decay", temporal_decay),
+        real("temporal_tau", temporal_tau),
+        real("temporal_delta", temporal_delta),
+        integer("temporal_before_days", temporal_before_days),
+        integer("temporal_after_days", temporal_after_days),
         real("lambda_max_rel_tol", lambda_max_rel_tol),
         integer("lambda_max_max_steps", lambda_max_max_steps),
         real("min_row_norm_sq", min_row_norm_sq),

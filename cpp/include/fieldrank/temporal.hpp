@@ -29,14 +29,14 @@
 namespace fieldrank {
 
 struct TemporalParams {
-    double alpha = 0.5;       // lexical share of the base blend, in [0, 1]
-    double gamma = 0.5;       // weight of the neighbour support, >= 0
-    Index radius = 2;         // neighbours i ± 1 … i ± radius of the same session, >= 1
-    double decay = 0.5;       // factor per extra step of distance, in [0, 1]
-    double tau = 1.0;         // time-cue boost for queries with time intent, >= 0
-    double delta = 1.5;       // boost for rows whose session day is in a named period, >= 0
-    Index before_days = 7;    // slack before / after a named period, >= 0
-    Index after_days = 14;
+    double alpha = defaults::temporal_alpha;    // lexical share of the base blend, in [0, 1]
+    double gamma = defaults::temporal_gamma;    // weight of the neighbour support, >= 0
+    Index radius = defaults::temporal_radius;   // neighbours i ± 1 … i ± radius of the same session, >= 1
+    double decay = defaults::temporal_decay;    // factor per extra step of distance, in [0, 1]
+    double tau = defaults::temporal_tau;        // time-cue boost for queries with time intent, >= 0
+    double delta = defaults::temporal_delta;    // boost for rows whose session day is in a named period, >= 0
+    Index before_days = defaults::temporal_before_days;  // slack before / after a named period, >= 0
+    Index after_days = defaults::temporal_after_days;
 };
 
 // What the leg knows about each of the N corpus rows (all pointers to N entries).

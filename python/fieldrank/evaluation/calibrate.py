@@ -49,6 +49,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from .. import DEFAULTS
 from .. import temporal as tl
 from ..bm25 import BM25Index, BM25Params
 from .locomo import locomo_timeline
@@ -62,10 +63,12 @@ __all__ = [
     "main",
 ]
 
-K = 10
-K0 = 60.0
-#: Parameters of the CFS-R union-pool leg tried in stage 2 (the locked CFS-R leg + a BM25 pool).
-CFSR_UNION = {"depth": 50, "p": 150, "union_p": 50}
+_D = DEFAULTS
+K = _D["k"]
+K0 = _D["k0"]
+#: Parameters of the CFS-R union-pool leg tried in stage 2 (the locked CFS-R leg + a BM25 pool
+#: of the leg's depth).
+CFSR_UNION = {"depth": _D["cfsr_k"], "p": _D["p"], "union_p": _D["cfsr_k"]}
 #: The extra legs of stage 2, in the order of :attr:`SearchSpace.extra_weights` combinations.
 EXTRA_LEGS = ("bm25", "cosine", "cfsr_union")
 

@@ -39,7 +39,7 @@ from typing import Mapping, Optional
 
 import numpy as np
 
-from ..operators import prefilter
+from .. import _core
 from ..temporal import Timeline, _run_leg, date_windows, time_intent
 from ._columns import NO_MEMORY, Snapshot, frozen
 from ._gates import Eligibility
@@ -191,6 +191,18 @@ def _support_isolated(scores: np.ndarray, snapshot: Snapshot, eligible: Eligibil
     return supported
 
 
+def cue_lexical_scores(snapshot: Snapshot, cue: Cue, eligible: Eligibility) -> np.ndarray:
+    """float32 ``(n,)`` BM25 scores of the cue text for the eligible rows (0 elsewhere), computed
+    once per recall: the relevance core and the ``bm25`` generator read the same array."""
+    held = cue.derived.get("lexical")
+    if held is not None and held[0] is snapshot and held[1] is eligible.mask:
+        return held[2]
+    generation = snapshot.generation
+    scores = frozen(generation.lexical.scores_of_rows(generation.texts, cue.text, eligible.mask))
+    cue.derived["lexical"] = (snapshot, eligible.mask, scores)
+    return scores
+
+
 def relevance_core(snapshot: Snapshot, cue: Cue, eligible: Eligibility, params: MemoryParams,
                    depth: int) -> Relevance:
     """Score every eligible row with the ``default`` preset's scorer; keep the best ``depth`` in order.
@@ -208,9 +220,8 @@ def relevance_core(snapshot: Snapshot, cue: Cue, eligible: Eligibility, params: 
     rows = eligible.rows
     if rows.size == 0:
         return Relevance(_EMPTY_ROWS, np.empty(0), by_row)
-    generation = snapshot.generation
     if cue.text:
-        lexical = generation.lexical.scores_of_rows(generation.texts, cue.text, eligible.mask)
+        lexical = cue_lexical_scores(snapshot, cue, eligible)
     else:
         lexical = np.zeros(n, dtype=np.float32)
     relevance_params, query = params.relevance_params, cue.vector
@@ -306,16 +317,18 @@ def dense(snapshot: Snapshot, cue: Cue, eligible: Eligibility, quota: int, core:
     if quota == 0 or eligible.rows.size == 0:
         return _EMPTY_ROWS
     subset = None if eligible.all_rows else eligible.rows
-    return prefilter(snapshot.embeddings, cue.vector, quota, subset=subset).ids
+    # trusted inputs (rows validated on ingest, the cue at the boundary, eligible rows sorted and
+    # unique): the raw kernel, not the public wrapper's per-call checks of the subset
+    return np.asarray(_core.prefilter(snapshot.embeddings, cue.vector, quota, subset).ids, dtype=np.int64)
 
 
 def bm25(snapshot: Snapshot, cue: Cue, eligible: Eligibility, quota: int, core: Optional[Relevance] = None,
          params: Optional[MemoryParams] = None) -> np.ndarray:
     if quota == 0 or eligible.rows.size == 0 or not cue.text:
         return _EMPTY_ROWS
-    generation = snapshot.generation
-    rows, _ = generation.lexical.top(generation.texts, cue.text, quota, eligible.mask)
-    return rows
+    scores = cue_lexical_scores(snapshot, cue, eligible)
+    rows = np.flatnonzero(scores > 0)  # the rows sharing a term with the cue (Lucene scores are positive exactly then)
+    return top_by_score(rows, scores[rows], quota)[0]
 
 
 def tag(snapshot: Snapshot, cue: Cue, eligible: Eligibility, quota: int, core: Optional[Relevance] = None,

@@ -100,7 +100,7 @@ from ._scoring import FactorArrays, fuse, retrieval_strength
 
 __all__ = ["MemoryStore"]
 
-DEFAULT_K = 10
+DEFAULT_K = _v.DEFAULTS["k"]  # results per recall: the core's k, as for a hybrid query
 DEFAULT_SYNCHRONOUS = "FULL"
 
 PathLike = Union[str, "os.PathLike[str]"]
