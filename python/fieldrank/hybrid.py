@@ -620,15 +620,17 @@ class HybridRetriever:
             On a missing text/vector the configuration needs, a vector of the wrong length,
             not unit-norm or not finite, or a bad ``k``/``subset``.
         """
+        checked_text = None  # the text is checked once, also when the embedder needs it first
         if vector is None and text is not None and self._embedder is not None and self._config.needs_vector:
-            vector = _embed.embed_query(self._embedder, _check_text(text, "text"))
+            checked_text = _check_text(text, "text")
+            vector = _embed.embed_query(self._embedder, checked_text)
         self._check_query_inputs(text is not None, vector is not None, "vector")
         cfg = self._config
         plan = self._default_plan if k is None else None  # any given k is checked (bool, 3.0: refused)
         if plan is None:
             plan = self._plan_for(self._final_k(k))
         Q = self._query_vector(vector) if self._needs_vector else None
-        texts = [_check_text(text, "text")] if self._needs_text else None
+        texts = [checked_text if checked_text is not None else _check_text(text, "text")] if self._needs_text else None
         outputs = plan.run(self, texts, Q, 1, None if subset is None else self._subset_ids(subset), 1)[0]
         ids, scores = plan.fuse_one(outputs, cfg.k0)
         return SearchResult(ids, scores, outputs, cfg, self._texts)

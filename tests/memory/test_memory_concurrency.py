@@ -8,6 +8,7 @@ lose a ``recall_count``; a store sees what another one committed at its next cal
 from __future__ import annotations
 
 import multiprocessing
+import zlib
 
 import numpy as np
 import pytest
@@ -29,7 +30,8 @@ def unit_rows(rng: np.random.Generator, n: int) -> np.ndarray:
 def worker(path: str, name: str, target_vector: np.ndarray, start, queue) -> None:
     """Interleave adds and reinforcing recalls of the target; report ids and any error."""
     try:
-        rng = np.random.default_rng(abs(hash(name)) % 2**32)
+        # seeded from the name's bytes (str hashes are salted per process, so hash() would not repeat)
+        rng = np.random.default_rng([SEED, zlib.crc32(name.encode())])
         store = MemoryStore(path)
         start.wait()
         ids = []

@@ -7,7 +7,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .._validation import UNIT_NORM_ATOL
+from .._validation import UNIT_NORM_ATOL, check_rows_finite_nonzero
 from ..config import ConfigLike
 from ..embed import Embedder, check_embedder, embed_documents, embed_query
 from ..hybrid import HybridRetriever, SearchResult
@@ -52,6 +52,7 @@ def unit_rows(X: object) -> np.ndarray:
     copy; anything else is normalised in float64 (one copy)."""
     X = np.asarray(X)
     X = X.reshape(X.shape[0], -1) if X.ndim != 2 else X
+    check_rows_finite_nonzero(X, "vectors")  # a NaN or zero row from the framework must not become inf/NaN here
     norms = np.sqrt(np.einsum("ij,ij->i", X, X, dtype=np.float64))
     if X.dtype == np.float32 and (not norms.size or np.abs(norms - 1.0).max() <= UNIT_NORM_ATOL):
         return X

@@ -25,6 +25,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from .. import _validation as _v
 from ..hybrid import HybridRetriever
 
 __all__ = ["MISSING_ID", "SearchActor", "search_dataset"]
@@ -61,7 +62,7 @@ class SearchActor:
                  text_column: str = "text", vector_column: str = "vector", n_threads: int = 1,
                  verify: bool = True, keep_vector: bool = False) -> None:
         self.retriever = HybridRetriever.load(index_dir, mmap=True, config=config, verify=verify)
-        self.k = self.retriever.config.k if k is None else int(k)
+        self.k = self.retriever.config.k if k is None else _v.positive_int(k, "k")
         self.text_column = text_column
         self.vector_column = vector_column
         self.n_threads = n_threads

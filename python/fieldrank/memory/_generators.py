@@ -40,7 +40,7 @@ from typing import Mapping, Optional
 import numpy as np
 
 from .. import _core
-from ..temporal import Timeline, _run_leg, date_windows, time_intent
+from ..temporal import Timeline, _run_leg, _years_spanned, date_windows, time_intent
 from ._columns import NO_MEMORY, Snapshot, frozen
 from ._gates import Eligibility
 from ._lexical import top_by_score
@@ -50,7 +50,7 @@ from ._tier import TierStatistics
 
 CORE_TIER_CODE = TIERS.index("core")
 
-__all__ = ["Admissions", "Cue", "LinkIndex", "Relevance", "by_cue_z", "candidate_cosine", "generate", "relevance_core", "tier_cue_z"]
+__all__ = ["Admissions", "Cue", "LinkIndex", "Relevance", "by_cue_z", "candidate_cosine", "generate", "relevance_core"]
 
 _EMPTY_ROWS = np.empty(0, dtype=np.int64)
 
@@ -122,18 +122,6 @@ def snapshot_timeline(snapshot: Snapshot) -> Timeline:
     return snapshot.generation.derived.get_or_compute(
         "timeline", snapshot.n,
         lambda: Timeline(session=snapshot.session_keys, time=snapshot.creation_days, cue=snapshot.time_cue))
-
-
-def _years_spanned(timeline: Timeline, rows: np.ndarray) -> tuple[int, ...]:
-    """The calendar years the creation days of ``rows`` (non-empty) span.
-
-    The min and max day give them (the year is monotone in the day), two reductions instead of a
-    per-row conversion to years.
-    """
-    days = timeline.time.view(np.int64)[rows]
-    first, last = (np.datetime64(int(v), "D").astype("datetime64[Y]").astype(int) + 1970
-                   for v in (days.min(), days.max()))
-    return tuple(range(int(first), int(last) + 1))
 
 
 def _cue_features(text: Optional[str], timeline: Timeline, eligible: Eligibility):
@@ -352,20 +340,6 @@ def temporal(snapshot: Snapshot, cue: Cue, eligible: Eligibility, quota: int, co
     with np.errstate(over="ignore"):  # times 1e308 apart: -inf, the farthest (accepted extremes)
         closeness = -np.abs(snapshot.created_at[rows] - cue.time)
     return top_by_score(rows, closeness, quota)[0]
-
-
-def tier_cue_z(snapshot: Snapshot, rows: np.ndarray, cosine: np.ndarray) -> np.ndarray:
-    """Memory-side z-score of the cue for each durable row (:mod:`._tier`); rows of one tenant.
-
-    Rows without statistics (not durable) get +inf; see :meth:`.tier.TierStatistics.cue_z`.
-    """
-    rows = np.asarray(rows, dtype=np.int64)
-    if rows.size == 0:
-        return np.empty(0)
-    stats = snapshot.tier_stats.get(int(snapshot.tenant_codes[rows[0]]))
-    if stats is None:
-        return np.full(rows.size, np.inf)
-    return stats.cue_z(rows, cosine)
 
 
 def _tier_z(snapshot: Snapshot, cue: Cue, stats: TierStatistics) -> np.ndarray:
