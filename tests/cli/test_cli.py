@@ -92,6 +92,7 @@ def test_demo_conversation_figures_follow_the_ranks() -> None:
         assert all(0 <= r <= 5 for question in ranks for r in question)
         assert sum(outcome.answered(method)) == sum(any(question) for question in ranks)
     wins = outcome.only("default", "cosine")
+    assert wins, "the demo's claim: default answers a question cosine misses"
     assert all(outcome.answered("default")[i] and not outcome.answered("cosine")[i] for i in wins)
     # every evidence turn is a real turn of the session its question names
     assert all(0 <= e < len(c.texts) for ev in c.evidence for e in ev)

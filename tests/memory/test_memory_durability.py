@@ -222,7 +222,12 @@ def test_concurrent_recalls_while_adding_and_forgetting():
     threads = [threading.Thread(target=writer)] + [threading.Thread(target=reader, args=(s,)) for s in range(3)]
     for thread in threads:
         thread.start()
-    time.sleep(2.0)
+    # run until the readers have checked results and the writer has forgotten something (not for
+    # a fixed wall time, which a loaded machine could fill with nothing), within a generous deadline
+    deadline = time.monotonic() + 60.0
+    time.sleep(0.5)
+    while not (checked[0] > 0 and forgotten) and time.monotonic() < deadline and not errors:
+        time.sleep(0.05)
     stop.set()
     for thread in threads:
         thread.join(timeout=30)
