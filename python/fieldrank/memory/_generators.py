@@ -155,30 +155,6 @@ def isolated_positions(snapshot: Snapshot, eligible: Eligibility, radius: int) -
     return frozen(np.flatnonzero(~has_neighbour))
 
 
-def _support_isolated(scores: np.ndarray, snapshot: Snapshot, eligible: Eligibility, radius: int,
-                      gamma: float) -> np.ndarray:
-    """``scores`` (in ``eligible.rows`` order) with every isolated row's ``s`` replaced by ``s + γ · max(s, 0)``.
-
-    The neighbour support of the ``default`` scorer lifts a dialogue turn by its neighbours' base
-    relevance (``γ · decay^(d−1) · max(b_{i±d}, 0)``), which a memory without neighbours (a fact
-    or rule stored on its own, ``session=None``) can never get: in a store that mixes the two, a
-    standalone memory loses to chatter whose *neighbours* are about the cue. A standalone memory
-    is its own evidence span, so it counts as its own neighbour at distance 1 with its own leg
-    score (base and priors: it has nothing else), the convention the BM25 neighbour-text
-    expansion already uses (its context document is its own text). The map is monotone, so the
-    order among standalone memories is unchanged; rows with a neighbour are untouched, so a store
-    of dialogue turns (LoCoMo) ranks exactly as ``default``.
-    """
-    positions = eligible.derived(("isolated", radius), lambda: isolated_positions(snapshot, eligible, radius))
-    if positions.size == 0:
-        return scores
-    if positions.size == scores.size:  # every row stands alone (no sessions): no gather, no scatter
-        return scores + gamma * np.maximum(scores, 0.0)
-    supported = scores.copy()  # the leg's buffer is read-only
-    supported[positions] += gamma * np.maximum(scores[positions], 0.0)
-    return supported
-
-
 def cue_lexical_scores(snapshot: Snapshot, cue: Cue, eligible: Eligibility) -> np.ndarray:
     """float32 ``(n,)`` BM25 scores of the cue text for the eligible rows (0 elsewhere), computed
     once per recall: the relevance core and the ``bm25`` generator read the same array."""
@@ -224,17 +200,48 @@ def relevance_core(snapshot: Snapshot, cue: Cue, eligible: Eligibility, params: 
     threads = 0 if rows.size * snapshot.embeddings.shape[1] * snapshot.embeddings.itemsize >= PARALLEL_LEG_MIN_BYTES else 1
     scores = _run_leg(snapshot.embeddings, query, lexical[None, :], rows.size, timeline, intent, windows,
                       relevance_params, rows, check_rows=False, n_threads=threads, row_order=True).scores[0]
-    scores = np.asarray(scores, dtype=np.float64)
+    isolated, all_isolated, gamma = None, False, 0.0
     if params.isolated_self_support and relevance_params.gamma > 0.0:
-        scores = _support_isolated(scores, snapshot, eligible, relevance_params.radius, relevance_params.gamma)
-    if rows[-1] - rows[0] + 1 == rows.size:  # sorted unique rows without a gap: a slice, no scatter
-        by_row[rows[0]:rows[-1] + 1] = scores
-    else:
-        by_row[rows] = scores
-    if depth <= 0:
-        return Relevance(_EMPTY_ROWS, np.empty(0), by_row)
-    top, top_scores = top_by_score(rows, scores, int(depth))
+        radius, gamma = relevance_params.radius, relevance_params.gamma
+        isolated = eligible.derived(("isolated", radius), lambda: isolated_positions(snapshot, eligible, radius))
+        all_isolated = isolated.size == rows.size
+    # the self-support, the score by row and the top in one native pass (relevance_tail_reference:
+    # the numpy formulation it equals bit for bit)
+    by_row, top, top_scores = _core.memory_relevance_tail(
+        np.asarray(scores, dtype=np.float64), rows, None if all_isolated else isolated, all_isolated, gamma, n,
+        max(int(depth), 0))
     return Relevance(top, top_scores, by_row)
+
+
+def relevance_tail_reference(scores: np.ndarray, rows: np.ndarray, isolated: Optional[np.ndarray], gamma: float,
+                             n: int, depth: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """numpy twin of ``_core.memory_relevance_tail`` (isolated: positions into ``rows`` given the
+    self-support ``s + gamma · max(s, 0)``; None: none): (by_row, top rows, their scores).
+
+    The neighbour support of the ``default`` scorer lifts a dialogue turn by its neighbours' base
+    relevance (``γ · decay^(d−1) · max(b_{i±d}, 0)``), which a memory without neighbours (a fact
+    or rule stored on its own, ``session=None``) can never get: in a store that mixes the two, a
+    standalone memory loses to chatter whose *neighbours* are about the cue. A standalone memory
+    is its own evidence span, so it counts as its own neighbour at distance 1 with its own leg
+    score (base and priors: it has nothing else), the convention the BM25 neighbour-text
+    expansion already uses (its context document is its own text). The map is monotone, so the
+    order among standalone memories is unchanged; rows with a neighbour are untouched, so a store
+    of dialogue turns (LoCoMo) ranks exactly as ``default``.
+    """
+    by_row = np.full(n, -np.inf)
+    scores = np.asarray(scores, dtype=np.float64)
+    if isolated is not None and isolated.size:
+        if isolated.size == scores.size:
+            scores = scores + gamma * np.maximum(scores, 0.0)
+        else:
+            supported = scores.copy()
+            supported[isolated] += gamma * np.maximum(scores[isolated], 0.0)
+            scores = supported
+    by_row[rows] = scores
+    if depth <= 0:
+        return by_row, _EMPTY_ROWS, np.empty(0)
+    top, top_scores = top_by_score(rows, scores, int(depth))
+    return by_row, top, top_scores
 
 
 @dataclass

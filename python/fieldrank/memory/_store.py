@@ -44,7 +44,7 @@ import os
 import threading
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from types import MappingProxyType
 from typing import Any, Optional, Union
 
@@ -96,7 +96,7 @@ from ._schema import (
     embedding_rows,
     embedding_vector,
 )
-from ._scoring import FactorArrays, fuse, retrieval_strength
+from ._scoring import MATRIX_COLUMNS, FactorArrays, fuse, retrieval_strength, with_score
 
 __all__ = ["MemoryStore"]
 
@@ -213,7 +213,7 @@ def _rank_other_entities_below_the_cues(snapshot: Snapshot, factors: FactorArray
     ceiling = float(factors.score[about_cue].max()) - margin
     score = factors.score.copy()
     score[other] = np.minimum(score[other], ceiling)
-    return replace(factors, score=score)
+    return with_score(factors, score)
 
 
 def _rank_superseded_below_replacements(snapshot: Snapshot, factors: FactorArrays, margin: float) -> FactorArrays:
@@ -238,7 +238,7 @@ def _rank_superseded_below_replacements(snapshot: Snapshot, factors: FactorArray
                 changed = True
         if not changed:
             break
-    return replace(factors, score=score)
+    return with_score(factors, score)
 
 
 #: The FactorArrays column of each ScoreFactors field (the same name, except two); the float64
@@ -247,6 +247,8 @@ _COLUMN_OF_FIELD = {"importance": "importance_term", "tag": "tag_term"}
 _SCORE_FACTOR_FIELDS = tuple(f.name for f in fields(ScoreFactors))
 _FACTOR_COLUMNS = tuple(_COLUMN_OF_FIELD.get(name, name) for name in _SCORE_FACTOR_FIELDS if name != "durable")
 _DURABLE_FIELD = _SCORE_FACTOR_FIELDS.index("durable")
+#: The rows of the native factor matrix (FactorArrays.matrix) in ScoreFactors' float field order.
+_FACTOR_MATRIX_ROWS = np.asarray([MATRIX_COLUMNS.index(name) for name in _FACTOR_COLUMNS], dtype=np.int64)
 
 def _reserve_protected_slots(order: np.ndarray, chosen: np.ndarray, k: int) -> tuple[np.ndarray, frozenset]:
     """Make sure every one of ``chosen`` (positions into the union) is in the top ``k`` of ``order``.
@@ -1106,7 +1108,7 @@ class MemoryStore:
         admissions = generate(snapshot, cue, eligible, generators, params, self._link_index, core)
         union = _with_replacements(snapshot, admissions.union(), eligible.mask)
         union = union[passes_union_gates(snapshot, union, gates)]
-        factors = fuse(snapshot, union, cue, admissions.activation_of(union), core.by_row[union], params)
+        factors = fuse(snapshot, union, cue, admissions.activation_of(union), core.by_row, params)
         if cue.entities:
             factors = _rank_other_entities_below_the_cues(snapshot, factors, params.other_entity_margin)
         factors = _rank_superseded_below_replacements(snapshot, factors, params.superseded_margin)
@@ -1147,7 +1149,10 @@ class MemoryStore:
         rows = f.rows[at]
         # float64 columns in ScoreFactors' field order (``durable`` is the one bool, read apart),
         # gathered for the hits before they are stacked
-        values = np.stack([getattr(f, name)[at] for name in _FACTOR_COLUMNS], axis=1).tolist()
+        if f.matrix is not None:
+            values = f.matrix[_FACTOR_MATRIX_ROWS[:, None], at].T.tolist()
+        else:
+            values = np.stack([getattr(f, name)[at] for name in _FACTOR_COLUMNS], axis=1).tolist()
         durable = f.durable[at].tolist()
         ranking_scores = scored.ranking_scores[where].tolist()
         ids, created = snapshot.ids[rows].tolist(), snapshot.created_at[rows].tolist()

@@ -1,0 +1,203 @@
+// The memory store's candidate pipeline after the relevance core's native leg (issue 17): the
+// relevance tail (isolated self-support, the score by row, the relevance generator's top) and
+// the fused score of a recall's few hundred candidates with every factor. Each was a dozen numpy
+// calls of a few microseconds on a few hundred values; here one pass each.
+//
+// Every operation per element is the numpy code's (python/fieldrank/memory/_generators.py
+// relevance_core, _scoring.py fuse), in its order, without FMA contraction (the build passes
+// -ffp-contract=off), so the results are the same bits; the numpy code stays as the reference
+// the parity tests hold these kernels to. exp2 is not here: numpy's exp2 (SVML on AVX-512
+// machines) and libm's differ in the last bit, so the caller takes exp2 of the exponents this
+// header returns with numpy itself.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <tuple>
+
+#include "errors.hpp"
+#include "topk.hpp"
+#include "types.hpp"
+
+namespace fieldrank {
+
+using BoolVector = Eigen::Matrix<bool, Eigen::Dynamic, 1>;
+using Int8Vector = Eigen::Matrix<std::int8_t, Eigen::Dynamic, 1>;
+
+namespace detail {
+
+inline void require_size(const char* name, Index size, Index expected) {
+    if (size != expected) fail(name, " must have length ", expected, ", got ", size);
+}
+
+inline void require_rows_below(const char* name, const Index* rows, Index count, Index n) {
+    for (Index i = 0; i < count; ++i)
+        if (rows[i] < 0 || rows[i] >= n) fail(name, "[", i, "] = ", rows[i], " is not a row in [0, ", n, ")");
+}
+
+// numpy's maximum / clip on finite doubles (a NaN propagates, as in numpy).
+inline double maximum(double a, double b) { return (a >= b || a != a) ? a : b; }
+inline double minimum(double a, double b) { return (a <= b || a != a) ? a : b; }
+inline double clip(double x, double lo, double hi) { return minimum(maximum(x, lo), hi); }
+
+}  // namespace detail
+
+// The relevance core's tail over the leg's scores of the eligible rows (scores[i] is row rows[i]'s;
+// rows sorted unique, below n). Isolated positions (into rows; null with all_isolated: every
+// position) get s + gamma * max(s, 0) (the standalone-memory self-support). Returns (by_row: n
+// doubles, -inf where not eligible; the best `depth` rows, higher score first, ties to the lower
+// row; their scores).
+inline std::tuple<VectorXd, IdVector, VectorXd> memory_relevance_tail(const Eigen::Ref<const VectorXd>& scores,
+                                                                      const IdRef& rows, const OptionalIds& isolated,
+                                                                      bool all_isolated, double gamma, Index n,
+                                                                      Index depth) {
+    const Index count = rows.size();
+    detail::require_size("scores", scores.size(), count);
+    detail::require_rows_below("rows", rows.data(), count, n);
+    VectorXd by_row = VectorXd::Constant(n, -std::numeric_limits<double>::infinity());
+    for (Index i = 0; i < count; ++i) by_row[rows[i]] = scores[i];
+    if (all_isolated) {
+        for (Index i = 0; i < count; ++i) {
+            const double s = scores[i];
+            by_row[rows[i]] = s + gamma * detail::maximum(s, 0.0);
+        }
+    } else if (isolated) {
+        for (Index j = 0; j < isolated->size(); ++j) {
+            const Index position = (*isolated)[j];
+            if (position < 0 || position >= count) fail("isolated[", j, "] = ", position, " is not a position of rows");
+            const double s = scores[position];
+            by_row[rows[position]] = s + gamma * detail::maximum(s, 0.0);
+        }
+    }
+    TopK<double> best(std::min(std::max<Index>(depth, 0), count));
+    for (Index i = 0; i < count; ++i) best.push(by_row[rows[i]], rows[i]);
+    const auto top = best.take_sorted();
+    IdVector top_rows(static_cast<Index>(top.size()));
+    VectorXd top_scores(static_cast<Index>(top.size()));
+    for (std::size_t i = 0; i < top.size(); ++i) {
+        top_rows[static_cast<Index>(i)] = top[i].id;
+        top_scores[static_cast<Index>(i)] = top[i].score;
+    }
+    return {std::move(by_row), std::move(top_rows), std::move(top_scores)};
+}
+
+// Row order of the factor matrix memory_fuse returns (FactorArrays' float columns, in its order).
+enum FusedFactor : Index {
+    kCosine, kSim, kImportanceNorm, kRetrievalStrength, kStorageStrength, kStorageBounded, kImportanceTerm,
+    kValence, kTagContainment, kTagTerm, kGraphActivation, kGraph, kEntityContainment, kEntity, kRelevance,
+    kScore, kFusedFactors
+};
+
+// Constants of the fused score (MemoryParams and the spec's floors).
+struct FusionParams {
+    double sim_floor;
+    double importance_floor;
+    double durable_importance;
+    double importance_boost;
+    double tag_boost;
+    double graph_boost;
+    double graph_boost_min;
+    double entity_boost;
+    double valence_weight;
+    double valence_min;
+    double valence_max;
+    double strength_min;
+    double strength_max;
+    double storage_min;
+    std::int8_t core_tier;
+};
+
+// The exponent of the retrieval strength D = 2^x of each candidate row:
+// x = -(max(at_time - last_access, 0) / seconds_per_day / half_life_days) / max(S, storage_min).
+inline VectorXd memory_decay_exponents(const IdRef& rows, const Eigen::Ref<const VectorXd>& last_access,
+                                       const Eigen::Ref<const VectorXd>& storage_strength, double at_time,
+                                       double seconds_per_day, double half_life_days, double storage_min) {
+    const Index n = last_access.size();
+    detail::require_size("storage_strength", storage_strength.size(), n);
+    detail::require_rows_below("rows", rows.data(), rows.size(), n);
+    VectorXd exponent(rows.size());
+    for (Index i = 0; i < rows.size(); ++i) {
+        const Index row = rows[i];
+        const double idle_days = detail::maximum(at_time - last_access[row], 0.0) / seconds_per_day;
+        const double strength = detail::maximum(storage_strength[row], storage_min);
+        exponent[i] = -(idle_days / half_life_days) / strength;
+    }
+    return exponent;
+}
+
+// Every factor and the fused score of the candidate rows (m of them, rows of the n-row columns):
+// a (kFusedFactors, m) matrix, one factor per row (FusedFactor order), and durable per candidate.
+// cosine, decay (2^exponent), activation: per candidate; tag and entity containment per candidate
+// (null: 0); other_entity per candidate (null: none), only with cue entities; cue_valence null:
+// V = 1.
+inline std::tuple<RowMatrixXd, BoolVector> memory_fuse(
+    const IdRef& rows, const Eigen::Ref<const VectorXd>& relevance_by_row, const Eigen::Ref<const VectorXd>& importance,
+    const Eigen::Ref<const VectorXd>& storage_strength, const Eigen::Ref<const Int8Vector>& tier_codes,
+    const Eigen::Ref<const VectorXd>& valence, const Eigen::Ref<const VectorXd>& cosine,
+    const Eigen::Ref<const VectorXd>& decay, const Eigen::Ref<const VectorXd>& activation, const FusionParams& p,
+    const std::optional<Eigen::Ref<const VectorXd>>& tag_containment,
+    const std::optional<Eigen::Ref<const VectorXd>>& entity_containment,
+    const std::optional<Eigen::Ref<const BoolVector>>& other_entity, std::optional<double> cue_valence) {
+    const Index m = rows.size();
+    const Index n = relevance_by_row.size();
+    detail::require_size("importance", importance.size(), n);
+    detail::require_size("storage_strength", storage_strength.size(), n);
+    detail::require_size("tier_codes", tier_codes.size(), n);
+    detail::require_size("valence", valence.size(), n);
+    detail::require_size("cosine", cosine.size(), m);
+    detail::require_size("decay", decay.size(), m);
+    detail::require_size("activation", activation.size(), m);
+    if (tag_containment) detail::require_size("tag_containment", tag_containment->size(), m);
+    if (entity_containment) detail::require_size("entity_containment", entity_containment->size(), m);
+    if (other_entity) detail::require_size("other_entity", other_entity->size(), m);
+    detail::require_rows_below("rows", rows.data(), m, n);
+    RowMatrixXd f(static_cast<Index>(kFusedFactors), m);
+    BoolVector durable(m);
+    for (Index i = 0; i < m; ++i) {
+        const Index row = rows[i];
+        const double cos = cosine[i];
+        const double importance_norm = detail::clip(importance[row], p.importance_floor, 1.0);
+        const double storage = detail::maximum(storage_strength[row], p.storage_min);
+        const double strength = detail::clip(decay[i], p.strength_min, p.strength_max);
+        const double bounded = 2.0 - 1.0 / detail::maximum(storage, p.storage_min);
+        const bool is_durable = importance[row] >= p.durable_importance || tier_codes[row] == p.core_tier;
+        const double importance_term = 1.0 + (p.importance_boost * importance_norm) * (is_durable ? 1.0 : strength);
+        double valence_term = 1.0;
+        if (cue_valence) {
+            const double distance = std::abs(valence[row] - *cue_valence);
+            valence_term = detail::clip(1.0 - (p.valence_weight * distance) / 2.0, p.valence_min, p.valence_max);
+        }
+        const double containment = tag_containment ? (*tag_containment)[i] : 0.0;
+        const double tag_term = 1.0 + p.tag_boost * containment;
+        const double a = activation[i];
+        const double graph = detail::maximum(1.0 + (p.graph_boost * a) / (1.0 + a), p.graph_boost_min);
+        const double share = entity_containment ? (*entity_containment)[i] : 0.0;
+        double entity = 1.0 + p.entity_boost * share;
+        if (other_entity && (*other_entity)[i] && share == 0.0) entity = 1.0 - p.entity_boost;
+        const double relevance = relevance_by_row[row];
+        const double score = relevance + (importance_term - 1.0) + (tag_term - 1.0) + (graph - 1.0) + (entity - 1.0) +
+                             (valence_term - 1.0);
+        f(kCosine, i) = cos;
+        f(kSim, i) = detail::maximum(cos, p.sim_floor);
+        f(kImportanceNorm, i) = importance_norm;
+        f(kRetrievalStrength, i) = strength;
+        f(kStorageStrength, i) = storage;
+        f(kStorageBounded, i) = bounded;
+        f(kImportanceTerm, i) = importance_term;
+        f(kValence, i) = valence_term;
+        f(kTagContainment, i) = containment;
+        f(kTagTerm, i) = tag_term;
+        f(kGraphActivation, i) = a;
+        f(kGraph, i) = graph;
+        f(kEntityContainment, i) = share;
+        f(kEntity, i) = entity;
+        f(kRelevance, i) = relevance;
+        f(kScore, i) = score;
+        durable[i] = is_durable;
+    }
+    return {std::move(f), std::move(durable)};
+}
+
+}  // namespace fieldrank
