@@ -16,6 +16,7 @@
 #include <limits>
 #include <optional>
 #include <tuple>
+#include <vector>
 
 #include "errors.hpp"
 #include "topk.hpp"
@@ -55,24 +56,48 @@ inline std::tuple<VectorXd, IdVector, VectorXd> memory_relevance_tail(const Eige
                                                                       Index depth) {
     const Index count = rows.size();
     detail::require_size("scores", scores.size(), count);
-    detail::require_rows_below("rows", rows.data(), count, n);
+    const Index* row = rows.data();
+    // Sorted unique rows (the caller's contract) spanning count consecutive rows are one block:
+    // every write then lands in [row[0], row[0] + count) whatever the values, so only the ends
+    // are checked. Otherwise each row is checked before it is written.
+    const bool gap = !(count > 0 && row[count - 1] - row[0] == count - 1 && row[0] >= 0 && row[count - 1] < n);
+    if (gap) detail::require_rows_below("rows", row, count, n);
     VectorXd by_row = VectorXd::Constant(n, -std::numeric_limits<double>::infinity());
-    for (Index i = 0; i < count; ++i) by_row[rows[i]] = scores[i];
+    // The supported scores in the order of rows: in place in by_row when the rows are one block
+    // (a tenant's rows), else in a scratch vector scattered afterwards.
+    thread_local std::vector<double> scratch;
+    if (gap) scratch.resize(static_cast<std::size_t>(count));
+    double* sup = gap ? scratch.data() : by_row.data() + (count > 0 ? row[0] : 0);
+    const double* in = scores.data();
     if (all_isolated) {
-        for (Index i = 0; i < count; ++i) {
-            const double s = scores[i];
-            by_row[rows[i]] = s + gamma * detail::maximum(s, 0.0);
-        }
-    } else if (isolated) {
-        for (Index j = 0; j < isolated->size(); ++j) {
-            const Index position = (*isolated)[j];
-            if (position < 0 || position >= count) fail("isolated[", j, "] = ", position, " is not a position of rows");
-            const double s = scores[position];
-            by_row[rows[position]] = s + gamma * detail::maximum(s, 0.0);
+        for (Index i = 0; i < count; ++i) sup[i] = in[i] + gamma * std::max(in[i], 0.0);  // numpy's maximum: NaN and -0.0 kept
+    } else {
+        std::copy(in, in + count, sup);
+        if (isolated) {
+            for (Index j = 0; j < isolated->size(); ++j) {
+                const Index position = (*isolated)[j];
+                if (position < 0 || position >= count)
+                    fail("isolated[", j, "] = ", position, " is not a position of rows");
+                sup[position] = in[position] + gamma * detail::maximum(in[position], 0.0);
+            }
         }
     }
+    if (gap)
+        for (Index i = 0; i < count; ++i) by_row[row[i]] = sup[i];
+    // The top: blocks whose every score is below the current threshold are skipped by one
+    // vectorisable test (a tie with the threshold may still enter, by its row: >=).
     TopK<double> best(std::min(std::max<Index>(depth, 0), count));
-    for (Index i = 0; i < count; ++i) best.push(by_row[rows[i]], rows[i]);
+    constexpr Index block = 16;
+    for (Index i0 = 0; i0 < count && best.capacity() > 0; i0 += block) {
+        const Index end = std::min(i0 + block, count);
+        if (best.full()) {
+            const double threshold = best.worst().score;
+            bool any = false;
+            for (Index i = i0; i < end; ++i) any |= !(sup[i] < threshold);  // NaN: looked at
+            if (!any) continue;
+        }
+        for (Index i = i0; i < end; ++i) best.push(sup[i], gap ? row[i] : row[0] + i);
+    }
     const auto top = best.take_sorted();
     IdVector top_rows(static_cast<Index>(top.size()));
     VectorXd top_scores(static_cast<Index>(top.size()));

@@ -180,10 +180,9 @@ def relevance_core(snapshot: Snapshot, cue: Cue, eligible: Eligibility, params: 
     so the top ``depth`` is selected in O(n), not sorted out of all rows.
     """
     n = snapshot.n
-    by_row = np.full(n, -np.inf)
     rows = eligible.rows
     if rows.size == 0:
-        return Relevance(_EMPTY_ROWS, np.empty(0), by_row)
+        return Relevance(_EMPTY_ROWS, np.empty(0), np.full(n, -np.inf))
     if cue.text:
         lexical = cue_lexical_scores(snapshot, cue, eligible)
     else:
