@@ -38,4 +38,15 @@ void register_memory(py::module_& m) {
           "cosine, decay (2^exponent), activation, tag/entity containment (None: 0) and other_entity (bool, "
           "None: none) per candidate; cue_valence None: V = 1. Returns ((FUSED_FACTORS, m) float64 factors in "
           "FactorArrays' order, durable (m,) bool).");
+    m.def("memory_protected_order", &memory_protected_order, "candidates"_a.noconvert(),
+          "relevance_by_row"_a.noconvert(), "tier_rows"_a.noconvert(), "tier_z"_a.noconvert(),
+          "The protected tier's order: candidates (m,) int64 sorted unique rows by memory-side z (tier_z (t,) "
+          "float64 of the sorted tier_rows (t,) int64; +inf for a candidate not among them) and by "
+          "relevance_by_row (n,) float64, best first, ties to the lower row, interleaved keeping first places. "
+          "Returns (interleaved rows, rows by z, their z).");
+    m.def("memory_sorted_unique", &memory_sorted_unique, "rows"_a.noconvert(),
+          "Sorted unique values of rows (m,) int64.");
+    m.def("memory_reserve_slots", &memory_reserve_slots, "order"_a.noconvert(), "chosen"_a.noconvert(), "k"_a,
+          "The reserved share of k: order (m,) int64 positions best first, chosen (c,) int64 positions best first "
+          "that must end in the top k. Returns (the new order, the positions that entered).");
 }

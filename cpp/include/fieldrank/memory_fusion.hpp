@@ -12,6 +12,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -223,6 +224,102 @@ inline std::tuple<RowMatrixXd, BoolVector> memory_fuse(
         durable[i] = is_durable;
     }
     return {std::move(f), std::move(durable)};
+}
+
+// The protected tier's order for a cue (python/fieldrank/memory/_generators.py protected_tier and
+// by_cue_z): candidates (sorted unique durable rows) by memory-side z (z of tier_rows[j] is
+// tier_z[j]; a candidate not among tier_rows gets +inf) and by relevance_by_row, each best first
+// with ties to the lower row, interleaved (position 2i the i-th by z, 2i + 1 the i-th by
+// relevance) keeping each row's first place. Returns (the interleaved rows, the rows by z, their z).
+inline std::tuple<IdVector, IdVector, VectorXd> memory_protected_order(const IdRef& candidates,
+                                                                       const Eigen::Ref<const VectorXd>& relevance_by_row,
+                                                                       const IdRef& tier_rows,
+                                                                       const Eigen::Ref<const VectorXd>& tier_z) {
+    const Index m = candidates.size();
+    const Index n = relevance_by_row.size();
+    detail::require_size("tier_z", tier_z.size(), tier_rows.size());
+    detail::require_rows_below("candidates", candidates.data(), m, n);
+    std::vector<ScoredId<double>> by_z(static_cast<std::size_t>(m));
+    std::vector<ScoredId<double>> by_relevance(static_cast<std::size_t>(m));
+    const Index* tier_begin = tier_rows.data();
+    const Index* tier_end = tier_begin + tier_rows.size();
+    for (Index i = 0; i < m; ++i) {
+        const Index row = candidates[i];
+        const Index* at = std::lower_bound(tier_begin, tier_end, row);
+        const double z = (at != tier_end && *at == row) ? tier_z[at - tier_begin]
+                                                        : std::numeric_limits<double>::infinity();
+        by_z[static_cast<std::size_t>(i)] = {z, row};
+        by_relevance[static_cast<std::size_t>(i)] = {relevance_by_row[row], row};
+    }
+    std::sort(by_z.begin(), by_z.end(), RanksBefore{});
+    std::sort(by_relevance.begin(), by_relevance.end(), RanksBefore{});
+    IdVector merged(m);
+    IdVector z_rows(m);
+    VectorXd z_values(m);
+    std::vector<Index> placed;  // the rows placed so far, sorted (a few hundred)
+    placed.reserve(static_cast<std::size_t>(m));
+    Index size = 0;
+    const auto place = [&](Index row) {
+        const auto at = std::lower_bound(placed.begin(), placed.end(), row);
+        if (at != placed.end() && *at == row) return;
+        placed.insert(at, row);
+        merged[size++] = row;
+    };
+    for (Index i = 0; i < m; ++i) {
+        z_rows[i] = by_z[static_cast<std::size_t>(i)].id;
+        z_values[i] = by_z[static_cast<std::size_t>(i)].score;
+        place(by_z[static_cast<std::size_t>(i)].id);
+        place(by_relevance[static_cast<std::size_t>(i)].id);
+    }
+    return {std::move(merged), std::move(z_rows), std::move(z_values)};
+}
+
+// Sorted unique values of rows (numpy's unique of int64).
+inline IdVector memory_sorted_unique(const IdRef& rows) {
+    std::vector<Index> values(rows.data(), rows.data() + rows.size());
+    std::sort(values.begin(), values.end());
+    values.erase(std::unique(values.begin(), values.end()), values.end());
+    return Eigen::Map<const IdVector>(values.data(), static_cast<Index>(values.size()));
+}
+
+// The reserved share of k (python/fieldrank/memory/_store.py _reserve_protected_slots): order holds
+// positions best first; every one of chosen (positions, best first) ends in the top k. Those
+// already there keep their place; each missing one takes the place of the lowest-ranked top hit
+// that is not chosen, and the displaced hits come next, in their order. Returns (the new order,
+// the positions that entered).
+inline std::tuple<IdVector, IdVector> memory_reserve_slots(const IdRef& order, const IdRef& chosen, Index k) {
+    const Index size = order.size();
+    if (chosen.size() == 0 || size <= k || k <= 0) return {IdVector(order), IdVector(0)};
+    detail::require_rows_below("order", order.data(), size, size);
+    detail::require_rows_below("chosen", chosen.data(), chosen.size(), size);
+    std::vector<char> in_top(static_cast<std::size_t>(size), 0), is_chosen(static_cast<std::size_t>(size), 0);
+    for (Index i = 0; i < k; ++i) in_top[static_cast<std::size_t>(order[i])] = 1;
+    for (Index j = 0; j < chosen.size(); ++j) is_chosen[static_cast<std::size_t>(chosen[j])] = 1;
+    std::vector<Index> entering;
+    for (Index j = 0; j < chosen.size(); ++j)
+        if (!in_top[static_cast<std::size_t>(chosen[j])]) entering.push_back(chosen[j]);
+    if (entering.empty()) return {IdVector(order), IdVector(0)};
+    // The top positions that may leave: the last len(entering) of those not chosen.
+    std::vector<char> leaves(static_cast<std::size_t>(k), 0);
+    Index leaving_count = 0;
+    for (Index i = k - 1; i >= 0 && leaving_count < static_cast<Index>(entering.size()); --i) {
+        if (is_chosen[static_cast<std::size_t>(order[i])]) continue;
+        leaves[static_cast<std::size_t>(i)] = 1;
+        ++leaving_count;
+    }
+    std::vector<char> is_entering(static_cast<std::size_t>(size), 0);
+    for (const Index position : entering) is_entering[static_cast<std::size_t>(position)] = 1;
+    IdVector out(size);
+    Index at = 0;
+    for (Index i = 0; i < k; ++i)
+        if (!leaves[static_cast<std::size_t>(i)]) out[at++] = order[i];
+    for (const Index position : entering) out[at++] = position;
+    for (Index i = 0; i < k; ++i)
+        if (leaves[static_cast<std::size_t>(i)]) out[at++] = order[i];
+    for (Index i = k; i < size; ++i)
+        if (!is_entering[static_cast<std::size_t>(order[i])]) out[at++] = order[i];
+    if (at != size) fail("order must hold each position of 0 .. ", size - 1, " once");
+    return {std::move(out), Eigen::Map<const IdVector>(entering.data(), static_cast<Index>(entering.size()))};
 }
 
 }  // namespace fieldrank

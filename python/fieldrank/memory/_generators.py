@@ -259,7 +259,9 @@ class Admissions:
         if self.final_union is not None:
             return self.final_union
         parts = [rows for rows in self.by_generator.values() if rows.size]
-        return np.unique(np.concatenate(parts)) if parts else _EMPTY_ROWS
+        if not parts:
+            return _EMPTY_ROWS
+        return _core.memory_sorted_unique(parts[0] if len(parts) == 1 else np.concatenate(parts))
 
     def ranks(self) -> dict[int, dict[str, int]]:
         """row -> {generator: 1-based rank} for every admitted row (loops over the small union)."""
@@ -424,9 +426,30 @@ def protected_tier(snapshot: Snapshot, cue: Cue, eligible: Eligibility, core: Re
     the cue's cosine is for that memory), 2i + 1 the i-th best by relevance (skipping rows already
     placed), so a durable memory that is close in meaning but shares no word with the cue (the
     truncation trap's victim) ranks as high as one the lexical half of the relevance likes.
+
+    Both orders and the interleaving in one native call (``_core.memory_protected_order``; the
+    tier's z from :func:`_tier_z`, numpy's einsum), equal to :func:`protected_tier_reference`; the
+    order by z is kept for the reserved slots' gate (:func:`by_cue_z` reads it back).
     """
     candidates = eligible.derived(
         "durable", lambda: eligible.rows[durable_rows(snapshot, eligible.rows, params)])
+    if candidates.size == 0:
+        return _EMPTY_ROWS
+    stats = None if cue.vector is None else snapshot.tier_stats.get(int(snapshot.tenant_codes[candidates[0]]))
+    if stats is None or stats.rows.size == 0:
+        tier_rows, tier_z = _EMPTY_ROWS, np.empty(0)
+    else:
+        tier_rows, tier_z = stats.rows, _tier_z(snapshot, cue, stats)
+    merged, by_z, z = _core.memory_protected_order(candidates, core.by_row, tier_rows, tier_z)
+    if cue.vector is not None:
+        cue.derived["by_cue_z"] = (snapshot, candidates, by_z, z)
+    return merged
+
+
+def protected_tier_reference(snapshot: Snapshot, cue: Cue, eligible: Eligibility, core: Relevance,
+                             params: MemoryParams) -> np.ndarray:
+    """numpy formulation of :func:`protected_tier` (its reference in the parity tests)."""
+    candidates = eligible.rows[durable_rows(snapshot, eligible.rows, params)]
     if candidates.size == 0:
         return _EMPTY_ROWS
     by_relevance = core.order_of(candidates)

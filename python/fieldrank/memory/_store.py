@@ -50,6 +50,7 @@ from typing import Any, Optional, Union
 
 import numpy as np
 
+from .. import _core
 from .. import _validation as _v
 from ..embed import Embedder, check_embedder, embed_documents, embed_queries
 from ..operators import cfs_pool, cfsr_pool
@@ -251,7 +252,9 @@ _DURABLE_FIELD = _SCORE_FACTOR_FIELDS.index("durable")
 _FACTOR_MATRIX_ROWS = np.asarray([MATRIX_COLUMNS.index(name) for name in _FACTOR_COLUMNS], dtype=np.int64)
 
 def _reserve_protected_slots(order: np.ndarray, chosen: np.ndarray, k: int) -> tuple[np.ndarray, frozenset]:
-    """Make sure every one of ``chosen`` (positions into the union) is in the top ``k`` of ``order``.
+    """numpy formulation of ``_core.memory_reserve_slots`` (its reference in the parity tests).
+
+    Make sure every one of ``chosen`` (positions into the union) is in the top ``k`` of ``order``.
 
     ``chosen`` are the protected memories the cue-conditioned gate picked for the reserved share
     (at most ``protected_share · k`` of them, best first). Those already in the top ``k`` keep
@@ -1136,7 +1139,9 @@ class MemoryStore:
             # the cue-conditioned gate: only a durable memory whose similarity to this cue is
             # unusual for it (memory-side z >= protected_min_z) may hold a reserved slot
             chosen = np.searchsorted(union, tier_rows[z >= params.protected_min_z][:slots])
-            order, reserved = _reserve_protected_slots(order, chosen, k)
+            if chosen.size and order.size > k:
+                order, entering = _core.memory_reserve_slots(order, chosen, k)  # = _reserve_protected_slots
+                reserved = frozenset(entering.tolist())
         return _Scored(snapshot, cue, eligible, admissions, factors, order, position_scores[order], rerank, core,
                        reserved)
 
