@@ -162,7 +162,8 @@ def cue_lexical_scores(snapshot: Snapshot, cue: Cue, eligible: Eligibility) -> n
     if held is not None and held[0] is snapshot and held[1] is eligible.mask:
         return held[2]
     generation = snapshot.generation
-    scores = frozen(generation.lexical.scores_of_rows(generation.texts, cue.text, eligible.mask))
+    outside = eligible.derived("outside", lambda: frozen(~eligible.mask))
+    scores = frozen(generation.lexical.scores_of_rows(generation.texts, cue.text, eligible.mask, outside))
     cue.derived["lexical"] = (snapshot, eligible.mask, scores)
     return scores
 

@@ -61,7 +61,7 @@ from ._columns import NO_MEMORY
 from ._generators import Admissions, Cue, LinkIndex, Relevance, by_cue_z, generate, generator_rank, relevance_core
 from ._params import DEFAULT_PARAMS, MemoryParams
 from ._persistence import SYNCHRONOUS_MODES, SqliteBackend, encode_labels
-from ._provenance import Hit, RecallResult, ScoreFactors, WhyNot
+from ._provenance import Hit, RecallResult, ScoreFactors, WhyNot, dominant_factor, weakest_factor
 from ._schema import (
     DEFAULT_IMPORTANCE,
     DEFAULT_MODE,
@@ -1170,7 +1170,8 @@ class MemoryStore:
         for j, (position, i, row) in enumerate(zip(positions, at.tolist(), rows.tolist())):
             factor_values = values[j]
             factor_values.insert(_DURABLE_FIELD, durable[j])
-            factors = _frozen(ScoreFactors, dict(zip(_SCORE_FACTOR_FIELDS, factor_values)))
+            by_field = dict(zip(_SCORE_FACTOR_FIELDS, factor_values))
+            factors = _frozen(ScoreFactors, by_field)
             admitted = ranks.get(row, {})
             hits.append(_frozen(Hit, {
                 "id": ids[j],
@@ -1181,9 +1182,10 @@ class MemoryStore:
                 "text": texts[row],
                 "tenant": tenant_names[tenant_codes[j]],
                 "factors": factors,
-                "dominant_factor": factors.dominant,
-                "weakest_factor": factors.weakest,
-                "admitted_by": MappingProxyType({g: admitted[g] for g in GENERATORS if g in admitted}),
+                "dominant_factor": dominant_factor(by_field),
+                "weakest_factor": weakest_factor(by_field),
+                # ranks_for / ranks fill each row's dict in GENERATORS order, one dict per row
+                "admitted_by": MappingProxyType(admitted),
                 "age_days": max(at_time - created[j], 0.0) / SECONDS_PER_DAY,
                 "recall_count": counts[j],
                 "reserved_slot": i in reserved,
