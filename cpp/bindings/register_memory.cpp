@@ -31,12 +31,12 @@ void register_memory(py::module_& m) {
           "-(max(at_time - last_access, 0) / seconds_per_day / half_life_days) / max(S, storage_min).");
     m.def("memory_fuse", &memory_fuse, "rows"_a.noconvert(), "relevance_by_row"_a.noconvert(),
           "importance"_a.noconvert(), "storage_strength"_a.noconvert(), "tier_codes"_a.noconvert(),
-          "valence"_a.noconvert(), "cosine"_a.noconvert(), "decay"_a.noconvert(), "activation"_a.noconvert(), "params"_a,
-          "tag_containment"_a.noconvert() = py::none(), "entity_containment"_a.noconvert() = py::none(),
+          "valence"_a.noconvert(), "decay"_a.noconvert(), "activation"_a.noconvert(), "params"_a,
+          "cosine"_a.noconvert() = py::none(), "tag_containment"_a.noconvert() = py::none(), "entity_containment"_a.noconvert() = py::none(),
           "other_entity"_a.noconvert() = py::none(), "cue_valence"_a = py::none(),
           "Every factor and the fused score of the candidate rows (m,) int64 over (n,) float64 / int8 columns; "
-          "cosine, decay (2^exponent), activation, tag/entity containment (None: 0) and other_entity (bool, "
-          "None: none) per candidate; cue_valence None: V = 1. Returns ((FUSED_FACTORS, m) float64 factors in "
+          "decay (2^exponent), activation, cosine (None: the cosine and sim rows are NaN), tag/entity containment "
+          "(None: 0) and other_entity (bool, None: none) per candidate; cue_valence None: V = 1. Returns ((FUSED_FACTORS, m) float64 factors in "
           "FactorArrays' order, durable (m,) bool).");
     m.def("memory_protected_order", &memory_protected_order, "candidates"_a.noconvert(),
           "relevance_by_row"_a.noconvert(), "tier_rows"_a.noconvert(), "tier_z"_a.noconvert(),

@@ -155,14 +155,16 @@ inline VectorXd memory_decay_exponents(const IdRef& rows, const Eigen::Ref<const
 
 // Every factor and the fused score of the candidate rows (m of them, rows of the n-row columns):
 // a (kFusedFactors, m) matrix, one factor per row (FusedFactor order), and durable per candidate.
-// cosine, decay (2^exponent), activation: per candidate; tag and entity containment per candidate
-// (null: 0); other_entity per candidate (null: none), only with cue entities; cue_valence null:
-// V = 1.
+// decay (2^exponent), activation: per candidate; cosine per candidate (null: the cosine and sim
+// rows are NaN, for a caller that takes the cosine of the returned few only: the score does not
+// read it); tag and entity containment per candidate (null: 0); other_entity per candidate (null:
+// none), only with cue entities; cue_valence null: V = 1.
 inline std::tuple<RowMatrixXd, BoolVector> memory_fuse(
     const IdRef& rows, const Eigen::Ref<const VectorXd>& relevance_by_row, const Eigen::Ref<const VectorXd>& importance,
     const Eigen::Ref<const VectorXd>& storage_strength, const Eigen::Ref<const Int8Vector>& tier_codes,
-    const Eigen::Ref<const VectorXd>& valence, const Eigen::Ref<const VectorXd>& cosine,
-    const Eigen::Ref<const VectorXd>& decay, const Eigen::Ref<const VectorXd>& activation, const FusionParams& p,
+    const Eigen::Ref<const VectorXd>& valence, const Eigen::Ref<const VectorXd>& decay,
+    const Eigen::Ref<const VectorXd>& activation, const FusionParams& p,
+    const std::optional<Eigen::Ref<const VectorXd>>& cosine,
     const std::optional<Eigen::Ref<const VectorXd>>& tag_containment,
     const std::optional<Eigen::Ref<const VectorXd>>& entity_containment,
     const std::optional<Eigen::Ref<const BoolVector>>& other_entity, std::optional<double> cue_valence) {
@@ -172,7 +174,7 @@ inline std::tuple<RowMatrixXd, BoolVector> memory_fuse(
     detail::require_size("storage_strength", storage_strength.size(), n);
     detail::require_size("tier_codes", tier_codes.size(), n);
     detail::require_size("valence", valence.size(), n);
-    detail::require_size("cosine", cosine.size(), m);
+    if (cosine) detail::require_size("cosine", cosine->size(), m);
     detail::require_size("decay", decay.size(), m);
     detail::require_size("activation", activation.size(), m);
     if (tag_containment) detail::require_size("tag_containment", tag_containment->size(), m);
@@ -183,7 +185,7 @@ inline std::tuple<RowMatrixXd, BoolVector> memory_fuse(
     BoolVector durable(m);
     for (Index i = 0; i < m; ++i) {
         const Index row = rows[i];
-        const double cos = cosine[i];
+        const double cos = cosine ? (*cosine)[i] : std::numeric_limits<double>::quiet_NaN();
         const double importance_norm = detail::clip(importance[row], p.importance_floor, 1.0);
         const double storage = detail::maximum(storage_strength[row], p.storage_min);
         const double strength = detail::clip(decay[i], p.strength_min, p.strength_max);

@@ -61,8 +61,8 @@ from ._params import (
 )
 from ._schema import SECONDS_PER_DAY
 
-__all__ = ["FactorArrays", "durable_rows", "fuse", "fuse_reference", "retrieval_strength", "storage_bounded",
-           "with_score"]
+__all__ = ["FactorArrays", "durable_rows", "fuse", "fuse_reference", "hit_cosine", "retrieval_strength",
+           "storage_bounded", "with_score"]
 
 
 
@@ -110,6 +110,9 @@ class FactorArrays:
     #: The native kernel's (FUSED_FACTORS, m) matrix whose rows the float columns above are (None
     #: from the numpy reference); :func:`with_score` keeps its score row current.
     matrix: Optional[np.ndarray] = field(default=None, compare=False, repr=False)
+    #: True when ``cosine`` and ``sim`` are NaN placeholders: the fused score does not read the
+    #: cosine, so it is taken for the returned hits only (:func:`hit_cosine`).
+    cosine_pending: bool = False
 
 
 #: FactorArrays' float columns in the row order of the native factor matrix (memory_fusion.hpp).
@@ -127,17 +130,25 @@ def with_score(factors: FactorArrays, score: np.ndarray) -> FactorArrays:
         return replace(factors, score=score)
     matrix = factors.matrix.copy()
     matrix[_MATRIX_ROW["score"]] = score
-    return _factor_arrays(factors.rows, matrix, factors.durable)
+    return _factor_arrays(factors.rows, matrix, factors.durable, factors.cosine_pending)
 
 
-def _factor_arrays(rows: np.ndarray, matrix: np.ndarray, durable: np.ndarray) -> FactorArrays:
+def _factor_arrays(rows: np.ndarray, matrix: np.ndarray, durable: np.ndarray, cosine_pending: bool) -> FactorArrays:
     """FactorArrays over the rows of the native factor matrix, without the frozen dataclass's
     per-field ``object.__setattr__`` (20 fields, once per recall)."""
     instance = object.__new__(FactorArrays)
     values = dict(zip(MATRIX_COLUMNS, matrix))
-    values.update(rows=rows, durable=durable, matrix=matrix)
+    values.update(rows=rows, durable=durable, matrix=matrix, cosine_pending=cosine_pending)
     instance.__dict__.update(values)
     return instance
+
+
+def hit_cosine(snapshot: Snapshot, cue: Cue, rows: np.ndarray, params: MemoryParams) -> tuple[np.ndarray, np.ndarray]:
+    """(cosine, sim) of a few candidate ``rows`` (the returned hits) for a vector cue: the values
+    :func:`fuse_reference` gives them (:func:`candidate_cosine` is row by row: the same bits for a
+    subset of the candidates as for all of them)."""
+    cosine = candidate_cosine(snapshot, cue, rows)
+    return cosine, np.maximum(cosine, params.sim_floor)
 
 
 _NATIVE_PARAMS: dict[int, tuple[MemoryParams, object]] = {}
@@ -201,15 +212,14 @@ def fuse(snapshot: Snapshot, rows: np.ndarray, cue: Cue, activation: np.ndarray,
          params: MemoryParams) -> FactorArrays:
     """Every term and the fused score of the candidate ``rows``; ``relevance_by_row`` holds every row's.
 
-    One native pass over the candidates (``fieldrank._core.memory_fuse``) after the two steps that
-    stay in numpy: the cosine (einsum, shared with the other stages) and exp2 (numpy's, whose last
-    bit differs from libm's on some CPUs). Equal, bit for bit, to :func:`fuse_reference`, the numpy
-    formulation it is tested against.
+    One native pass over the candidates (``fieldrank._core.memory_fuse``) after exp2, which stays in
+    numpy (numpy's exp2, whose last bit differs from libm's on some CPUs). With a cue vector the
+    cosine (provenance only: the score does not read it) is left for the returned hits
+    (``cosine_pending``, :func:`hit_cosine`); a keyword recall's stand-in, relative to the best
+    candidate, is taken here. Equal, bit for bit, to :func:`fuse_reference`, the numpy formulation
+    it is tested against.
     """
-    if cue.vector is not None:
-        cosine = candidate_cosine(snapshot, cue, rows)
-    else:
-        cosine = lexical_similarity(snapshot, rows, cue.text)
+    cosine = None if cue.vector is not None else lexical_similarity(snapshot, rows, cue.text)
     exponent = _core.memory_decay_exponents(rows, snapshot.last_access, snapshot.storage_strength, cue.at_time,
                                             SECONDS_PER_DAY, params.retrieval_half_life_days, STORAGE_STRENGTH_MIN)
     decay = np.exp2(exponent)
@@ -217,10 +227,10 @@ def fuse(snapshot: Snapshot, rows: np.ndarray, cue: Cue, activation: np.ndarray,
     entity_share, other_entity = _entity_inputs(snapshot, rows, cue) if cue.entities else (None, None)
     matrix, durable = _core.memory_fuse(
         rows, relevance_by_row, snapshot.importance, snapshot.storage_strength, snapshot.tier_codes, snapshot.valence,
-        cosine, decay, np.ascontiguousarray(activation, dtype=np.float64), _native_params(params),
+        decay, np.ascontiguousarray(activation, dtype=np.float64), _native_params(params), cosine=cosine,
         tag_containment=tags, entity_containment=entity_share, other_entity=other_entity,
         cue_valence=cue.valence)
-    return _factor_arrays(rows, matrix, durable)
+    return _factor_arrays(rows, matrix, durable, cosine is None)
 
 
 def fuse_reference(snapshot: Snapshot, rows: np.ndarray, cue: Cue, activation: np.ndarray,

@@ -97,7 +97,7 @@ from ._schema import (
     embedding_rows,
     embedding_vector,
 )
-from ._scoring import MATRIX_COLUMNS, FactorArrays, fuse, retrieval_strength, with_score
+from ._scoring import MATRIX_COLUMNS, FactorArrays, fuse, hit_cosine, retrieval_strength, with_score
 
 __all__ = ["MemoryStore"]
 
@@ -250,6 +250,7 @@ _FACTOR_COLUMNS = tuple(_COLUMN_OF_FIELD.get(name, name) for name in _SCORE_FACT
 _DURABLE_FIELD = _SCORE_FACTOR_FIELDS.index("durable")
 #: The rows of the native factor matrix (FactorArrays.matrix) in ScoreFactors' float field order.
 _FACTOR_MATRIX_ROWS = np.asarray([MATRIX_COLUMNS.index(name) for name in _FACTOR_COLUMNS], dtype=np.int64)
+_COSINE_COLUMN, _SIM_COLUMN = _FACTOR_COLUMNS.index("cosine"), _FACTOR_COLUMNS.index("sim")
 
 def _reserve_protected_slots(order: np.ndarray, chosen: np.ndarray, k: int) -> tuple[np.ndarray, frozenset]:
     """numpy formulation of ``_core.memory_reserve_slots`` (its reference in the parity tests).
@@ -1158,6 +1159,11 @@ class MemoryStore:
             values = f.matrix[_FACTOR_MATRIX_ROWS[:, None], at].T.tolist()
         else:
             values = np.stack([getattr(f, name)[at] for name in _FACTOR_COLUMNS], axis=1).tolist()
+        if f.cosine_pending:  # the cosine is provenance only: taken for these hits alone
+            cosine, sim = hit_cosine(snapshot, scored.cue, rows, self._params)
+            for j, (cos, s) in enumerate(zip(cosine.tolist(), sim.tolist())):
+                values[j][_COSINE_COLUMN] = cos
+                values[j][_SIM_COLUMN] = s
         durable = f.durable[at].tolist()
         ranking_scores = scored.ranking_scores[where].tolist()
         ids, created = snapshot.ids[rows].tolist(), snapshot.created_at[rows].tolist()
