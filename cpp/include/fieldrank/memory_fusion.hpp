@@ -241,34 +241,34 @@ inline std::tuple<IdVector, IdVector, VectorXd> memory_protected_order(const IdR
     const Index n = relevance_by_row.size();
     detail::require_size("tier_z", tier_z.size(), tier_rows.size());
     detail::require_rows_below("candidates", candidates.data(), m, n);
+    // Items carry the candidate's position: the candidates are sorted, so ties to the lower
+    // position are ties to the lower row. The tier rows are sorted too: one merge walk finds z.
     std::vector<ScoredId<double>> by_z(static_cast<std::size_t>(m));
     std::vector<ScoredId<double>> by_relevance(static_cast<std::size_t>(m));
-    const Index* tier_begin = tier_rows.data();
-    const Index* tier_end = tier_begin + tier_rows.size();
+    const Index t = tier_rows.size();
+    Index j = 0;
     for (Index i = 0; i < m; ++i) {
         const Index row = candidates[i];
-        const Index* at = std::lower_bound(tier_begin, tier_end, row);
-        const double z = (at != tier_end && *at == row) ? tier_z[at - tier_begin]
-                                                        : std::numeric_limits<double>::infinity();
-        by_z[static_cast<std::size_t>(i)] = {z, row};
-        by_relevance[static_cast<std::size_t>(i)] = {relevance_by_row[row], row};
+        if (i > 0 && row <= candidates[i - 1]) fail("candidates must be sorted and unique");
+        while (j < t && tier_rows[j] < row) ++j;
+        const double z = (j < t && tier_rows[j] == row) ? tier_z[j] : std::numeric_limits<double>::infinity();
+        by_z[static_cast<std::size_t>(i)] = {z, i};
+        by_relevance[static_cast<std::size_t>(i)] = {relevance_by_row[row], i};
     }
     std::sort(by_z.begin(), by_z.end(), RanksBefore{});
     std::sort(by_relevance.begin(), by_relevance.end(), RanksBefore{});
     IdVector merged(m);
     IdVector z_rows(m);
     VectorXd z_values(m);
-    std::vector<Index> placed;  // the rows placed so far, sorted (a few hundred)
-    placed.reserve(static_cast<std::size_t>(m));
+    std::vector<char> placed(static_cast<std::size_t>(m), 0);
     Index size = 0;
-    const auto place = [&](Index row) {
-        const auto at = std::lower_bound(placed.begin(), placed.end(), row);
-        if (at != placed.end() && *at == row) return;
-        placed.insert(at, row);
-        merged[size++] = row;
+    const auto place = [&](Index position) {
+        if (placed[static_cast<std::size_t>(position)]) return;
+        placed[static_cast<std::size_t>(position)] = 1;
+        merged[size++] = candidates[position];
     };
     for (Index i = 0; i < m; ++i) {
-        z_rows[i] = by_z[static_cast<std::size_t>(i)].id;
+        z_rows[i] = candidates[by_z[static_cast<std::size_t>(i)].id];
         z_values[i] = by_z[static_cast<std::size_t>(i)].score;
         place(by_z[static_cast<std::size_t>(i)].id);
         place(by_relevance[static_cast<std::size_t>(i)].id);
