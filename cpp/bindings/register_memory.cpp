@@ -49,4 +49,6 @@ void register_memory(py::module_& m) {
     m.def("memory_reserve_slots", &memory_reserve_slots, "order"_a.noconvert(), "chosen"_a.noconvert(), "k"_a,
           "The reserved share of k: order (m,) int64 positions best first, chosen (c,) int64 positions best first "
           "that must end in the top k. Returns (the new order, the positions that entered).");
+    m.def("memory_ranks_of", &memory_ranks_of, "wanted"_a.noconvert(), "admitted"_a.noconvert(),
+          "1-based rank of each of wanted (k,) int64 in admitted (m,) int64 (best first); 0: not admitted.");
 }

@@ -324,4 +324,17 @@ inline std::tuple<IdVector, IdVector> memory_reserve_slots(const IdRef& order, c
     return {std::move(out), Eigen::Map<const IdVector>(entering.data(), static_cast<Index>(entering.size()))};
 }
 
+// The 1-based rank each of `wanted` (a few rows, e.g. the returned hits) has in `admitted` (one
+// generator's rows, best first; 0: not admitted; a row admitted twice: its later place, as the
+// numpy lookup it replaces).
+inline IdVector memory_ranks_of(const IdRef& wanted, const IdRef& admitted) {
+    IdVector ranks = IdVector::Zero(wanted.size());
+    for (Index p = 0; p < admitted.size(); ++p) {
+        const Index row = admitted[p];
+        for (Index j = 0; j < wanted.size(); ++j)
+            if (wanted[j] == row) ranks[j] = p + 1;
+    }
+    return ranks;
+}
+
 }  // namespace fieldrank

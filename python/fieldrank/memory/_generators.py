@@ -276,7 +276,24 @@ class Admissions:
         return out
 
     def ranks_for(self, rows) -> dict[int, dict[str, int]]:
-        """row -> {generator: 1-based rank} for the given rows only (the hits: a few lookups each)."""
+        """row -> {generator: 1-based rank} for the given rows only (the hits: one native lookup per
+        generator, ``_core.memory_ranks_of``; :meth:`ranks_for_reference` is its numpy formulation)."""
+        wanted_list = [int(r) for r in rows]
+        out: dict[int, dict[str, int]] = {r: {} for r in wanted_list}
+        if not wanted_list:
+            return out
+        wanted = np.asarray(wanted_list, dtype=np.int64)
+        for name in GENERATORS:
+            admitted = self.by_generator.get(name)
+            if admitted is None or admitted.size == 0:
+                continue
+            for row, rank in zip(wanted_list, _core.memory_ranks_of(wanted, admitted).tolist()):
+                if rank:
+                    out[row][name] = rank
+        return out
+
+    def ranks_for_reference(self, rows) -> dict[int, dict[str, int]]:
+        """numpy formulation of :meth:`ranks_for`."""
         wanted = np.asarray(list(rows), dtype=np.int64)
         out: dict[int, dict[str, int]] = {int(r): {} for r in wanted.tolist()}
         wanted = np.unique(wanted)
