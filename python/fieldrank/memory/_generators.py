@@ -567,8 +567,18 @@ def graph_activation(
     # the links of every seed are looked up in one pass (positions among the seeds), then kept
     # for the seeds of positive weight.
     entity_seeds = snapshot.has_entities[seeds] if params.entity_weight > 0 else np.zeros(seeds.size, dtype=bool)
-    link_seeds, link_ids, link_weights = (index.linked(snapshot.ids[seeds].tolist()) if index.links and seeds.size
-                                          else ([], [], []))
+    cosine = None
+    link_seeds, link_ids, link_weights = [], [], []
+    if index.links and seeds.size:
+        if cue.vector is None:  # keyword recall on text alone: every admitted seed counts fully
+            link_seeds, link_ids, link_weights = index.linked(snapshot.ids[seeds].tolist())
+        else:
+            # only a seed at cosine > 0 spreads: the links of those alone are looked up (the
+            # tier's cosines read back, the rest multiplied: see candidate_cosine)
+            cosine = _seed_cosine(snapshot, cue, seeds)
+            reaching = np.flatnonzero(cosine > 0.0)
+            found, link_ids, link_weights = index.linked(snapshot.ids[seeds[reaching]].tolist())
+            link_seeds = reaching[found].tolist() if found else []
     spreading = entity_seeds.copy()
     if link_seeds:
         spreading[link_seeds] = True
@@ -576,10 +586,8 @@ def graph_activation(
         if cue.vector is None:  # keyword recall on text alone: every admitted seed counts fully
             weight_of_seed = np.where(spreading, 1.0, 0.0)
         else:
-            # the tier's cosines read back, the rest multiplied (see candidate_cosine); kept for
-            # fuse, which reads the cosine of the same candidates
-            cosine = candidate_cosine(snapshot, cue, seeds)
-            cue.derived["cosine"] = (seeds, cosine)
+            if cosine is None:
+                cosine = _seed_cosine(snapshot, cue, seeds)
             weight_of_seed = np.where(spreading, np.maximum(cosine, 0.0), 0.0)
         positive = weight_of_seed > 0.0  # a seed at cosine <= 0 spreads nothing
         if params.entity_weight > 0:
@@ -640,6 +648,13 @@ def graph_activation(
     present[targets] = True
     rows = np.flatnonzero(present)
     return rows, np.bincount(targets, weights=weights, minlength=n)[rows]
+
+
+def _seed_cosine(snapshot: Snapshot, cue: Cue, seeds: np.ndarray) -> np.ndarray:
+    """The cosine of the cue with each seed (:func:`candidate_cosine`), kept for the recall."""
+    cosine = candidate_cosine(snapshot, cue, seeds)
+    cue.derived["cosine"] = (seeds, cosine)
+    return cosine
 
 
 #: :func:`_rows_of_ids` maps ids through a table of ``max id + 1`` entries while that is at most
