@@ -39,9 +39,11 @@ inline void require_rows_below(const char* name, const Index* rows, Index count,
         if (rows[i] < 0 || rows[i] >= n) fail(name, "[", i, "] = ", rows[i], " is not a row in [0, ", n, ")");
 }
 
-// numpy's maximum / clip on finite doubles (a NaN propagates, as in numpy).
-inline double maximum(double a, double b) { return (a >= b || a != a) ? a : b; }
-inline double minimum(double a, double b) { return (a <= b || a != a) ? a : b; }
+// numpy's maximum / minimum / clip of a value and a bound: a NaN propagates, and of two equal
+// values the bound is returned (numpy's SIMD loops return the second operand of a tie, so
+// maximum(-0.0, 0.0) is +0.0; clip ties to the bound too).
+inline double maximum(double a, double b) { return a > b ? a : (a != a ? a : b); }
+inline double minimum(double a, double b) { return a < b ? a : (a != a ? a : b); }
 inline double clip(double x, double lo, double hi) { return minimum(maximum(x, lo), hi); }
 
 }  // namespace detail
@@ -71,7 +73,7 @@ inline std::tuple<VectorXd, IdVector, VectorXd> memory_relevance_tail(const Eige
     double* sup = gap ? scratch.data() : by_row.data() + (count > 0 ? row[0] : 0);
     const double* in = scores.data();
     if (all_isolated) {
-        for (Index i = 0; i < count; ++i) sup[i] = in[i] + gamma * std::max(in[i], 0.0);  // numpy's maximum: NaN and -0.0 kept
+        for (Index i = 0; i < count; ++i) sup[i] = in[i] + gamma * detail::maximum(in[i], 0.0);
     } else {
         std::copy(in, in + count, sup);
         if (isolated) {
