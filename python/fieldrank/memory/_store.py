@@ -46,7 +46,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
 from types import MappingProxyType
-from typing import Any, Optional, Union
+from typing import Any, Mapping, Optional, Union
 
 import numpy as np
 
@@ -408,6 +408,7 @@ class MemoryStore:
         if dim is not None:
             dim = check_positive_int(dim, "dim")
         self._params = params
+        self._quotas_by_mode: dict[str, Mapping] = {}
         self._lock = threading.RLock()
         self._links: dict[int, dict[int, float]] = {}
         self._link_index = LinkIndex(self._links)
@@ -1136,15 +1137,23 @@ class MemoryStore:
         slots = int(params.protected_share * k)
         if mode in PROTECTING_MODES and slots > 0:
             tier = admissions.by_generator.get("importance", np.empty(0, np.int64))
-            tier_rows, z = by_cue_z(snapshot, cue, tier[_held_in_sorted(union, tier)])
+            held = cue.derived.get("by_cue_z")  # the protected tier's order by z, kept by protected_tier
+            if (held is not None and held[0] is snapshot and held[1].size == tier.size
+                    and _held_in_sorted(union, held[1]).all()):
+                # the whole tier was admitted (tier is a permutation of its sorted rows) and every
+                # row of it is a candidate: by_cue_z of those rows is the order already held
+                tier_rows, z = held[2], held[3]
+            else:
+                tier_rows, z = by_cue_z(snapshot, cue, tier[_held_in_sorted(union, tier)])
             # the cue-conditioned gate: only a durable memory whose similarity to this cue is
             # unusual for it (memory-side z >= protected_min_z) may hold a reserved slot
             chosen = np.searchsorted(union, tier_rows[z >= params.protected_min_z][:slots])
             if chosen.size and order.size > k:
                 order, entering = _core.memory_reserve_slots(order, chosen, k)  # = _reserve_protected_slots
                 reserved = frozenset(entering.tolist())
-        return _Scored(snapshot, cue, eligible, admissions, factors, order, position_scores[order], rerank, core,
-                       reserved)
+        return _frozen(_Scored, {"snapshot": snapshot, "cue": cue, "eligible": eligible, "admissions": admissions,
+                                 "factors": factors, "order": order, "ranking_scores": position_scores[order],
+                                 "rerank": rerank, "core": core, "reserved": reserved})
 
     def _hits(self, scored: _Scored, positions: Sequence[int], ranks: dict[int, dict[str, int]]) -> tuple[Hit, ...]:
         """Hits with full provenance for the given positions of ``scored.order`` (the returned k, or
@@ -1293,8 +1302,16 @@ class MemoryStore:
             admitted=MappingProxyType({g: snapshot.ids[scored.admissions.by_generator.get(g, np.empty(0, np.int64))]
                                        for g in generators}),
             candidate_ids=np.sort(snapshot.ids[scored.factors.rows]),
-            quotas=MappingProxyType({g: self._params.quota(g) for g in generators}),
+            quotas=self._mode_quotas(mode),
         )
+
+    def _mode_quotas(self, mode: str) -> Mapping:
+        """The quotas of ``mode``'s generators (read-only, shared by its recalls: the params never change)."""
+        quotas = self._quotas_by_mode.get(mode)
+        if quotas is None:
+            quotas = self._quotas_by_mode[mode] = MappingProxyType(
+                {g: self._params.quota(g) for g in MODE_GENERATORS[mode]})
+        return quotas
 
     def _reinforce(self, memory_ids: list[int], at_time: float) -> None:
         """Recall dynamics for the returned memories (see :mod:`._scoring`), persisted atomically.
