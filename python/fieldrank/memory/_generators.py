@@ -198,8 +198,17 @@ def relevance_core(snapshot: Snapshot, cue: Cue, eligible: Eligibility, params: 
     intent, windows = _cue_features(cue.text, timeline, eligible)
     query = np.ascontiguousarray(query, dtype=np.float32)[None, :]
     threads = 0 if rows.size * snapshot.embeddings.shape[1] * snapshot.embeddings.itemsize >= PARALLEL_LEG_MIN_BYTES else 1
-    scores = _run_leg(snapshot.embeddings, query, lexical[None, :], rows.size, timeline, intent, windows,
-                      relevance_params, rows, check_rows=False, n_threads=threads, row_order=True).scores[0]
+    if rows[-1] - rows[0] + 1 == rows.size:
+        # One block of rows (a tenant's, a store of one tenant): the leg's all-rows path over views
+        # of the block (``lexical_begin``, as HybridRetriever runs a subset's span), with no row
+        # indirection and no neighbour search; the same rows, arithmetic and scores in row order.
+        first = int(rows[0])
+        scores = _run_leg(snapshot.embeddings, query, lexical[None, first:first + rows.size], rows.size, timeline,
+                          intent, windows, relevance_params, None, check_rows=False, n_threads=threads,
+                          row_order=True, lexical_begin=first).scores[0]
+    else:
+        scores = _run_leg(snapshot.embeddings, query, lexical[None, :], rows.size, timeline, intent, windows,
+                          relevance_params, rows, check_rows=False, n_threads=threads, row_order=True).scores[0]
     isolated, all_isolated, gamma = None, False, 0.0
     if params.isolated_self_support and relevance_params.gamma > 0.0:
         radius, gamma = relevance_params.radius, relevance_params.gamma
