@@ -539,9 +539,9 @@ class LinkIndex:
         return positions, ids, weights
 
     def _build(self, memory_id: int, current: Mapping[int, float]) -> tuple[Mapping[int, float], np.ndarray, np.ndarray]:
-        items = list(current.items())
-        cached = (current, np.fromiter((i for i, _ in items), dtype=np.int64, count=len(items)),
-                  np.fromiter((w for _, w in items), dtype=np.float64, count=len(items)))
+        # a dict's keys and values iterate in the same (insertion) order
+        cached = (current, np.fromiter(current.keys(), dtype=np.int64, count=len(current)),
+                  np.fromiter(current.values(), dtype=np.float64, count=len(current)))
         if len(self._arrays) > 2 * len(self.links) + 64:  # drop the arrays of forgotten memories
             # dict() copies in one step (no other recall can insert meanwhile), then the copy is filtered
             self._arrays = {k: v for k, v in dict(self._arrays).items() if k in self.links}
