@@ -572,9 +572,9 @@ def graph_activation(
     weight_parts: list[np.ndarray] = []
     # summation order of each term: 2 · seed position (+1 for links); only the relative order counts
     order_parts: list[np.ndarray] = []
-    # Only seeds with an entity (when entities count) or a co-recall link can spread activation:
-    # the links of every seed are looked up in one pass (positions among the seeds), then kept
-    # for the seeds of positive weight.
+    # Only seeds with an entity (when entities count) or a co-recall link, at a positive weight
+    # (cosine > 0), can spread activation: the links of those seeds are looked up in one pass
+    # (positions among the seeds).
     entity_seeds = snapshot.has_entities[seeds] if params.entity_weight > 0 else np.zeros(seeds.size, dtype=bool)
     cosine = None
     link_seeds, link_ids, link_weights = [], [], []
