@@ -101,6 +101,7 @@ CUE_VARIANTS = [
 
 @pytest.mark.parametrize("variant", range(len(CUE_VARIANTS)))
 def test_fused_factors_equal_the_numpy_reference(rng, variant):
+    assert len(scoring.MATRIX_COLUMNS) == _core.FUSED_FACTORS
     store = labelled_store(rng)
     snapshot = store._generation.snapshot()
     vector = unit_rows(rng, 1, DIM)[0]

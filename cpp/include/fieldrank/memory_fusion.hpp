@@ -1,10 +1,12 @@
 // The memory store's candidate pipeline after the relevance core's native leg (issue 17): the
-// relevance tail (isolated self-support, the score by row, the relevance generator's top) and
-// the fused score of a recall's few hundred candidates with every factor. Each was a dozen numpy
-// calls of a few microseconds on a few hundred values; here one pass each.
+// relevance tail (isolated self-support, the score by row, the relevance generator's top), the
+// protected tier's order, the union of the generators, the fused score of a recall's few hundred
+// candidates with every factor, the reserved slots and the hits' generator ranks. Each was a
+// handful of numpy calls of a few microseconds on a few hundred values; here one pass each.
 //
 // Every operation per element is the numpy code's (python/fieldrank/memory/_generators.py
-// relevance_core, _scoring.py fuse), in its order, without FMA contraction (the build passes
+// relevance_tail_reference, protected_tier_reference, _scoring.py fuse_reference, _store.py
+// _reserve_protected_slots), in its order, without FMA contraction (the build passes
 // -ffp-contract=off), so the results are the same bits; the numpy code stays as the reference
 // the parity tests hold these kernels to. exp2 is not here: numpy's exp2 (SVML on AVX-512
 // machines) and libm's differ in the last bit, so the caller takes exp2 of the exponents this
