@@ -2,8 +2,8 @@
 
 Run once with the code before a change and once after, then compare::
 
-    /work/venv/bin/python tools/record_recalls.py --out /tmp/before.pkl     # the code before
-    python tools/record_recalls.py --out /tmp/after.pkl --compare /tmp/before.pkl
+    python tools/record_recalls.py --out before.pkl     # with the code before (e.g. main's environment)
+    python tools/record_recalls.py --out after.pkl --compare before.pkl   # with the change: exit 1 on a difference
 
 What is recorded (every float as its exact bits, every array as dtype, shape and bytes):
 
