@@ -1345,15 +1345,20 @@ class MemoryStore:
             updates = [(float(at_time), gain, memory_id) for gain, memory_id in zip(gains.tolist(), live_ids)]
             link_rows = []
             if params.hebbian_rate > 0:
+                rate = params.hebbian_rate
+                # every returned memory's links as they were before this recall (the loop writes
+                # to `changed` only), looked up once each rather than once per pair
+                empty: dict[int, float] = {}
+                before = {a: self._links.get(a, empty) for a in live_ids}
                 changed: dict[int, dict[int, float]] = {}
                 for i, a in enumerate(live_ids):
                     for b in live_ids[i + 1:]:
-                        low, high = min(a, b), max(a, b)
-                        weight = self._links.get(low, {}).get(high, 0.0)
-                        weight += params.hebbian_rate * (1.0 - weight)
+                        low, high = (a, b) if a < b else (b, a)
+                        weight = before[low].get(high, 0.0)
+                        weight += rate * (1.0 - weight)
                         changed.setdefault(low, {})[high] = weight
                         changed.setdefault(high, {})[low] = weight
-                        link_rows.append((low, high, params.hebbian_rate))
+                        link_rows.append((low, high, rate))
                 self._set_links(changed)
             if self._backend is not None and updates:
                 after = self._backend.reinforce(updates, link_rows)
