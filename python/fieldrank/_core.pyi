@@ -10,7 +10,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['DEFAULTS', 'NativeBatchRanking', 'NativeBatchReconstruction', 'NativeFusedRanking', 'NativeRanking', 'NativeReconstruction', 'NativeTemporalRanking', 'bm25_scores_batch', 'build_info', 'cfs', 'cfs_batch', 'cfs_pool', 'cfsr', 'cfsr_batch', 'cfsr_pool', 'compiled_kernel_variants', 'cpu_features', 'hardware_threads', 'kernel_variant', 'mmr', 'mmr_batch', 'mmr_pool', 'prefilter', 'prefilter_batch', 'prefilter_bf16', 'prefilter_bf16_batch', 'prefilter_int8', 'prefilter_int8_batch', 'prefilter_pool', 'quantize_bf16', 'quantize_int8', 'read_probe', 'ring', 'ring_batch', 'ring_pool', 'rrf', 'rrf_batch', 'rrf_unchecked', 'set_kernel_variant', 'supported_kernel_variants', 'temporal_batch', 'tie_key']
+__all__: list[str] = ['DEFAULTS', 'FUSED_FACTORS', 'NativeBatchRanking', 'NativeBatchReconstruction', 'NativeFusedRanking', 'NativeFusionParams', 'NativeRanking', 'NativeReconstruction', 'NativeTemporalRanking', 'bm25_scores_batch', 'build_info', 'cfs', 'cfs_batch', 'cfs_pool', 'cfsr', 'cfsr_batch', 'cfsr_pool', 'compiled_kernel_variants', 'cpu_features', 'hardware_threads', 'kernel_variant', 'memory_decay_exponents', 'memory_fuse', 'memory_protected_order', 'memory_ranks_of', 'memory_relevance_tail', 'memory_reserve_slots', 'memory_sorted_unique', 'mmr', 'mmr_batch', 'mmr_pool', 'prefilter', 'prefilter_batch', 'prefilter_bf16', 'prefilter_bf16_batch', 'prefilter_int8', 'prefilter_int8_batch', 'prefilter_pool', 'quantize_bf16', 'quantize_int8', 'read_probe', 'ring', 'ring_batch', 'ring_pool', 'rrf', 'rrf_batch', 'rrf_unchecked', 'set_kernel_variant', 'supported_kernel_variants', 'temporal_batch', 'tie_key']
 class NativeRanking:
     """
     ids (int64) best first and their float32 scores.
@@ -66,6 +66,12 @@ class NativeFusedRanking:
         ...
     @property
     def scores(self) -> typing.Annotated[numpy.typing.NDArray[numpy.float64], "[m, 1]"]:
+        ...
+class NativeFusionParams:
+    """
+    Constants of the memory store's fused score.
+    """
+    def __init__(self, sim_floor: typing.SupportsFloat | typing.SupportsIndex, importance_floor: typing.SupportsFloat | typing.SupportsIndex, durable_importance: typing.SupportsFloat | typing.SupportsIndex, importance_boost: typing.SupportsFloat | typing.SupportsIndex, tag_boost: typing.SupportsFloat | typing.SupportsIndex, graph_boost: typing.SupportsFloat | typing.SupportsIndex, graph_boost_min: typing.SupportsFloat | typing.SupportsIndex, entity_boost: typing.SupportsFloat | typing.SupportsIndex, valence_weight: typing.SupportsFloat | typing.SupportsIndex, valence_min: typing.SupportsFloat | typing.SupportsIndex, valence_max: typing.SupportsFloat | typing.SupportsIndex, strength_min: typing.SupportsFloat | typing.SupportsIndex, strength_max: typing.SupportsFloat | typing.SupportsIndex, storage_min: typing.SupportsFloat | typing.SupportsIndex, core_tier: typing.SupportsInt | typing.SupportsIndex) -> None:
         ...
 class NativeTemporalRanking:
     """
@@ -124,6 +130,34 @@ def hardware_threads(n_threads: typing.SupportsInt | typing.SupportsIndex = 0) -
 def kernel_variant() -> str:
     """
     Name of the kernel variant in use.
+    """
+def memory_decay_exponents(rows: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"], last_access: typing.Annotated[numpy.typing.NDArray[numpy.float64], "[m, 1]"], storage_strength: typing.Annotated[numpy.typing.NDArray[numpy.float64], "[m, 1]"], at_time: typing.SupportsFloat | typing.SupportsIndex, seconds_per_day: typing.SupportsFloat | typing.SupportsIndex, half_life_days: typing.SupportsFloat | typing.SupportsIndex, storage_min: typing.SupportsFloat | typing.SupportsIndex) -> typing.Annotated[numpy.typing.NDArray[numpy.float64], "[m, 1]"]:
+    """
+    Exponents x (m,) float64 of the retrieval strength 2^x of rows (m,) int64: -(max(at_time - last_access, 0) / seconds_per_day / half_life_days) / max(S, storage_min).
+    """
+def memory_fuse(rows: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"], relevance_by_row: typing.Annotated[numpy.typing.NDArray[numpy.float64], "[m, 1]"], importance: typing.Annotated[numpy.typing.NDArray[numpy.float64], "[m, 1]"], storage_strength: typing.Annotated[numpy.typing.NDArray[numpy.float64], "[m, 1]"], tier_codes: typing.Annotated[numpy.typing.NDArray[numpy.int8], "[m, 1]"], valence: typing.Annotated[numpy.typing.NDArray[numpy.float64], "[m, 1]"], decay: typing.Annotated[numpy.typing.NDArray[numpy.float64], "[m, 1]"], activation: typing.Annotated[numpy.typing.NDArray[numpy.float64], "[m, 1]"], params: NativeFusionParams, cosine: typing.Annotated[numpy.typing.NDArray[numpy.float64], "[m, 1]"] | None = None, tag_containment: typing.Annotated[numpy.typing.NDArray[numpy.float64], "[m, 1]"] | None = None, entity_containment: typing.Annotated[numpy.typing.NDArray[numpy.float64], "[m, 1]"] | None = None, other_entity: typing.Annotated[numpy.typing.NDArray[numpy.bool], "[m, 1]"] | None = None, cue_valence: typing.SupportsFloat | typing.SupportsIndex | None = None) -> tuple[typing.Annotated[numpy.typing.NDArray[numpy.float64], "[m, n]"], typing.Annotated[numpy.typing.NDArray[numpy.bool], "[m, 1]"]]:
+    """
+    Every factor and the fused score of the candidate rows (m,) int64 over (n,) float64 / int8 columns; decay (2^exponent), activation, cosine (None: the cosine and sim rows are NaN), tag/entity containment (None: 0) and other_entity (bool, None: none) per candidate; cue_valence None: V = 1. Returns ((FUSED_FACTORS, m) float64 factors in FactorArrays' order, durable (m,) bool).
+    """
+def memory_protected_order(candidates: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"], relevance_by_row: typing.Annotated[numpy.typing.NDArray[numpy.float64], "[m, 1]"], tier_rows: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"], tier_z: typing.Annotated[numpy.typing.NDArray[numpy.float64], "[m, 1]"]) -> tuple[typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"], typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"], typing.Annotated[numpy.typing.NDArray[numpy.float64], "[m, 1]"]]:
+    """
+    The protected tier's order: candidates (m,) int64 sorted unique rows by memory-side z (tier_z (t,) float64 of the sorted tier_rows (t,) int64; +inf for a candidate not among them) and by relevance_by_row (n,) float64, best first, ties to the lower row, interleaved keeping first places. Returns (interleaved rows, rows by z, their z).
+    """
+def memory_ranks_of(wanted: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"], admitted: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"]) -> typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"]:
+    """
+    1-based rank of each of wanted (k,) int64 in admitted (m,) int64 (best first); 0: not admitted.
+    """
+def memory_relevance_tail(scores: typing.Annotated[numpy.typing.NDArray[numpy.float64], "[m, 1]"], rows: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"], isolated: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"] | None, all_isolated: bool, gamma: typing.SupportsFloat | typing.SupportsIndex, n: typing.SupportsInt | typing.SupportsIndex, depth: typing.SupportsInt | typing.SupportsIndex) -> tuple[typing.Annotated[numpy.typing.NDArray[numpy.float64], "[m, 1]"], typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"], typing.Annotated[numpy.typing.NDArray[numpy.float64], "[m, 1]"]]:
+    """
+    The relevance core's tail: scores (m,) float64 of rows (m,) int64 sorted unique below n; isolated (positions into rows, int64, or None) or all_isolated=True get s + gamma * max(s, 0). Returns (by_row (n,) float64, -inf where not a row; the best depth rows, ties to the lower row; their scores).
+    """
+def memory_reserve_slots(order: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"], chosen: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"], k: typing.SupportsInt | typing.SupportsIndex) -> tuple[typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"], typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"]]:
+    """
+    The reserved share of k: order (m,) int64 positions best first, chosen (c,) int64 positions best first that must end in the top k. Returns (the new order, the positions that entered).
+    """
+def memory_sorted_unique(rows: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"]) -> typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"]:
+    """
+    Sorted unique values of rows (m,) int64.
     """
 def mmr(E: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, n]", "flags.c_contiguous"], q: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, 1]"], k: typing.SupportsInt | typing.SupportsIndex, p: typing.SupportsInt | typing.SupportsIndex, mu: typing.SupportsFloat | typing.SupportsIndex, subset: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"] | None = None) -> NativeRanking:
     """
@@ -218,3 +252,4 @@ def tie_key(seed: typing.SupportsInt | typing.SupportsIndex, lap: typing.Support
     Ring's seeded tie draw for (seed, lap, id): splitmix64, a uint64.
     """
 DEFAULTS: dict = {'w': 0.9, 'lam': 0.005, 'p': 150, 'iters': 80, 'cfsr_k': 50, 'tol': 0.0, 'sigma': 0.4, 'beta': 0.2, 'eps': 1e-06, 'cfs_k': 50, 'k0': 60.0, 'k': 10, 'mu': 0.5, 'mmr_k': 10, 'alpha': 0.3, 'laps': 3, 'ring_k': 10, 'ring_pool_factor': 2, 'seed': 0, 'ring_ablation_bump': 0.02, 'temporal_alpha': 0.5, 'temporal_gamma': 0.5, 'temporal_radius': 2, 'temporal_decay': 0.5, 'temporal_tau': 1.0, 'temporal_delta': 1.5, 'temporal_before_days': 7, 'temporal_after_days': 14, 'lambda_max_rel_tol': 1e-06, 'lambda_max_max_steps': 64, 'min_row_norm_sq': 1e-24, 'unit_norm_atol': 0.001, 'parallel_min_batch': 2, 'quantized_rescore_factor': 4, 'int8_max_dim': 16384}
+FUSED_FACTORS: int = 16

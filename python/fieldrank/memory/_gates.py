@@ -140,7 +140,8 @@ def passes_union_gates(snapshot: Snapshot, rows: np.ndarray, gates: GateSpec) ->
         return np.zeros(0, dtype=bool)
     code = snapshot.tenant_code(gates.tenant)
     keep = snapshot.live[rows] & (snapshot.tenant_codes[rows] == (-1 if code is None else code))
-    keep &= gates.tier_lookup()[snapshot.tier_codes[rows]]
+    if gates.tier_mask is not None:  # no mask: every tier is allowed
+        keep &= gates.tier_lookup()[snapshot.tier_codes[rows]]
     if gates.valence_window is not None:
         low, high = gates.valence_window
         keep &= (snapshot.valence[rows] >= low) & (snapshot.valence[rows] <= high)

@@ -155,30 +155,6 @@ def isolated_positions(snapshot: Snapshot, eligible: Eligibility, radius: int) -
     return frozen(np.flatnonzero(~has_neighbour))
 
 
-def _support_isolated(scores: np.ndarray, snapshot: Snapshot, eligible: Eligibility, radius: int,
-                      gamma: float) -> np.ndarray:
-    """``scores`` (in ``eligible.rows`` order) with every isolated row's ``s`` replaced by ``s + γ · max(s, 0)``.
-
-    The neighbour support of the ``default`` scorer lifts a dialogue turn by its neighbours' base
-    relevance (``γ · decay^(d−1) · max(b_{i±d}, 0)``), which a memory without neighbours (a fact
-    or rule stored on its own, ``session=None``) can never get: in a store that mixes the two, a
-    standalone memory loses to chatter whose *neighbours* are about the cue. A standalone memory
-    is its own evidence span, so it counts as its own neighbour at distance 1 with its own leg
-    score (base and priors: it has nothing else), the convention the BM25 neighbour-text
-    expansion already uses (its context document is its own text). The map is monotone, so the
-    order among standalone memories is unchanged; rows with a neighbour are untouched, so a store
-    of dialogue turns (LoCoMo) ranks exactly as ``default``.
-    """
-    positions = eligible.derived(("isolated", radius), lambda: isolated_positions(snapshot, eligible, radius))
-    if positions.size == 0:
-        return scores
-    if positions.size == scores.size:  # every row stands alone (no sessions): no gather, no scatter
-        return scores + gamma * np.maximum(scores, 0.0)
-    supported = scores.copy()  # the leg's buffer is read-only
-    supported[positions] += gamma * np.maximum(scores[positions], 0.0)
-    return supported
-
-
 def cue_lexical_scores(snapshot: Snapshot, cue: Cue, eligible: Eligibility) -> np.ndarray:
     """float32 ``(n,)`` BM25 scores of the cue text for the eligible rows (0 elsewhere), computed
     once per recall: the relevance core and the ``bm25`` generator read the same array."""
@@ -186,7 +162,8 @@ def cue_lexical_scores(snapshot: Snapshot, cue: Cue, eligible: Eligibility) -> n
     if held is not None and held[0] is snapshot and held[1] is eligible.mask:
         return held[2]
     generation = snapshot.generation
-    scores = frozen(generation.lexical.scores_of_rows(generation.texts, cue.text, eligible.mask))
+    outside = eligible.derived("outside", lambda: frozen(~eligible.mask))
+    scores = frozen(generation.lexical.scores_of_rows(generation.texts, cue.text, eligible.mask, outside))
     cue.derived["lexical"] = (snapshot, eligible.mask, scores)
     return scores
 
@@ -204,10 +181,9 @@ def relevance_core(snapshot: Snapshot, cue: Cue, eligible: Eligibility, params: 
     so the top ``depth`` is selected in O(n), not sorted out of all rows.
     """
     n = snapshot.n
-    by_row = np.full(n, -np.inf)
     rows = eligible.rows
     if rows.size == 0:
-        return Relevance(_EMPTY_ROWS, np.empty(0), by_row)
+        return Relevance(_EMPTY_ROWS, np.empty(0), np.full(n, -np.inf))
     if cue.text:
         lexical = cue_lexical_scores(snapshot, cue, eligible)
     else:
@@ -222,19 +198,59 @@ def relevance_core(snapshot: Snapshot, cue: Cue, eligible: Eligibility, params: 
     intent, windows = _cue_features(cue.text, timeline, eligible)
     query = np.ascontiguousarray(query, dtype=np.float32)[None, :]
     threads = 0 if rows.size * snapshot.embeddings.shape[1] * snapshot.embeddings.itemsize >= PARALLEL_LEG_MIN_BYTES else 1
-    scores = _run_leg(snapshot.embeddings, query, lexical[None, :], rows.size, timeline, intent, windows,
-                      relevance_params, rows, check_rows=False, n_threads=threads, row_order=True).scores[0]
-    scores = np.asarray(scores, dtype=np.float64)
-    if params.isolated_self_support and relevance_params.gamma > 0.0:
-        scores = _support_isolated(scores, snapshot, eligible, relevance_params.radius, relevance_params.gamma)
-    if rows[-1] - rows[0] + 1 == rows.size:  # sorted unique rows without a gap: a slice, no scatter
-        by_row[rows[0]:rows[-1] + 1] = scores
+    if rows[-1] - rows[0] + 1 == rows.size:
+        # One block of rows (a tenant's, a store of one tenant): the leg's all-rows path over views
+        # of the block (``lexical_begin``, as HybridRetriever runs a subset's span), with no row
+        # indirection and no neighbour search; the same rows, arithmetic and scores in row order.
+        first = int(rows[0])
+        scores = _run_leg(snapshot.embeddings, query, lexical[None, first:first + rows.size], rows.size, timeline,
+                          intent, windows, relevance_params, None, check_rows=False, n_threads=threads,
+                          row_order=True, lexical_begin=first).scores[0]
     else:
-        by_row[rows] = scores
-    if depth <= 0:
-        return Relevance(_EMPTY_ROWS, np.empty(0), by_row)
-    top, top_scores = top_by_score(rows, scores, int(depth))
+        scores = _run_leg(snapshot.embeddings, query, lexical[None, :], rows.size, timeline, intent, windows,
+                          relevance_params, rows, check_rows=False, n_threads=threads, row_order=True).scores[0]
+    isolated, all_isolated, gamma = None, False, 0.0
+    if params.isolated_self_support and relevance_params.gamma > 0.0:
+        radius, gamma = relevance_params.radius, relevance_params.gamma
+        isolated = eligible.derived(("isolated", radius), lambda: isolated_positions(snapshot, eligible, radius))
+        all_isolated = isolated.size == rows.size
+    # the self-support, the score by row and the top in one native pass (relevance_tail_reference:
+    # the numpy formulation it equals bit for bit)
+    by_row, top, top_scores = _core.memory_relevance_tail(
+        np.asarray(scores, dtype=np.float64), rows, None if all_isolated else isolated, all_isolated, gamma, n,
+        max(int(depth), 0))
     return Relevance(top, top_scores, by_row)
+
+
+def relevance_tail_reference(scores: np.ndarray, rows: np.ndarray, isolated: Optional[np.ndarray], gamma: float,
+                             n: int, depth: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """numpy twin of ``_core.memory_relevance_tail`` (isolated: positions into ``rows`` given the
+    self-support ``s + gamma · max(s, 0)``; None: none): (by_row, top rows, their scores).
+
+    The neighbour support of the ``default`` scorer lifts a dialogue turn by its neighbours' base
+    relevance (``γ · decay^(d−1) · max(b_{i±d}, 0)``), which a memory without neighbours (a fact
+    or rule stored on its own, ``session=None``) can never get: in a store that mixes the two, a
+    standalone memory loses to chatter whose *neighbours* are about the cue. A standalone memory
+    is its own evidence span, so it counts as its own neighbour at distance 1 with its own leg
+    score (base and priors: it has nothing else), the convention the BM25 neighbour-text
+    expansion already uses (its context document is its own text). The map is monotone, so the
+    order among standalone memories is unchanged; rows with a neighbour are untouched, so a store
+    of dialogue turns (LoCoMo) ranks exactly as ``default``.
+    """
+    by_row = np.full(n, -np.inf)
+    scores = np.asarray(scores, dtype=np.float64)
+    if isolated is not None and isolated.size:
+        if isolated.size == scores.size:
+            scores = scores + gamma * np.maximum(scores, 0.0)
+        else:
+            supported = scores.copy()
+            supported[isolated] += gamma * np.maximum(scores[isolated], 0.0)
+            scores = supported
+    by_row[rows] = scores
+    if depth <= 0:
+        return by_row, _EMPTY_ROWS, np.empty(0)
+    top, top_scores = top_by_score(rows, scores, int(depth))
+    return by_row, top, top_scores
 
 
 @dataclass
@@ -253,7 +269,9 @@ class Admissions:
         if self.final_union is not None:
             return self.final_union
         parts = [rows for rows in self.by_generator.values() if rows.size]
-        return np.unique(np.concatenate(parts)) if parts else _EMPTY_ROWS
+        if not parts:
+            return _EMPTY_ROWS
+        return _core.memory_sorted_unique(parts[0] if len(parts) == 1 else np.concatenate(parts))
 
     def ranks(self) -> dict[int, dict[str, int]]:
         """row -> {generator: 1-based rank} for every admitted row (loops over the small union)."""
@@ -267,7 +285,24 @@ class Admissions:
         return out
 
     def ranks_for(self, rows) -> dict[int, dict[str, int]]:
-        """row -> {generator: 1-based rank} for the given rows only (the hits: a few lookups each)."""
+        """row -> {generator: 1-based rank} for the given rows only (the hits: one native lookup per
+        generator, ``_core.memory_ranks_of``; :meth:`ranks_for_reference` is its numpy formulation)."""
+        wanted_list = [int(r) for r in rows]
+        out: dict[int, dict[str, int]] = {r: {} for r in wanted_list}
+        if not wanted_list:
+            return out
+        wanted = np.asarray(wanted_list, dtype=np.int64)
+        for name in GENERATORS:
+            admitted = self.by_generator.get(name)
+            if admitted is None or admitted.size == 0:
+                continue
+            for row, rank in zip(wanted_list, _core.memory_ranks_of(wanted, admitted).tolist()):
+                if rank:
+                    out[row][name] = rank
+        return out
+
+    def ranks_for_reference(self, rows) -> dict[int, dict[str, int]]:
+        """numpy formulation of :meth:`ranks_for`."""
         wanted = np.asarray(list(rows), dtype=np.int64)
         out: dict[int, dict[str, int]] = {int(r): {} for r in wanted.tolist()}
         wanted = np.unique(wanted)
@@ -418,9 +453,30 @@ def protected_tier(snapshot: Snapshot, cue: Cue, eligible: Eligibility, core: Re
     the cue's cosine is for that memory), 2i + 1 the i-th best by relevance (skipping rows already
     placed), so a durable memory that is close in meaning but shares no word with the cue (the
     truncation trap's victim) ranks as high as one the lexical half of the relevance likes.
+
+    Both orders and the interleaving in one native call (``_core.memory_protected_order``; the
+    tier's z from :func:`_tier_z`, numpy's einsum), equal to :func:`protected_tier_reference`; the
+    order by z is kept for the reserved slots' gate (:func:`by_cue_z` reads it back).
     """
     candidates = eligible.derived(
         "durable", lambda: eligible.rows[durable_rows(snapshot, eligible.rows, params)])
+    if candidates.size == 0:
+        return _EMPTY_ROWS
+    stats = None if cue.vector is None else snapshot.tier_stats.get(int(snapshot.tenant_codes[candidates[0]]))
+    if stats is None or stats.rows.size == 0:
+        tier_rows, tier_z = _EMPTY_ROWS, np.empty(0)
+    else:
+        tier_rows, tier_z = stats.rows, _tier_z(snapshot, cue, stats)
+    merged, by_z, z = _core.memory_protected_order(candidates, core.by_row, tier_rows, tier_z)
+    if cue.vector is not None:
+        cue.derived["by_cue_z"] = (snapshot, candidates, by_z, z)
+    return merged
+
+
+def protected_tier_reference(snapshot: Snapshot, cue: Cue, eligible: Eligibility, core: Relevance,
+                             params: MemoryParams) -> np.ndarray:
+    """numpy formulation of :func:`protected_tier` (its reference in the parity tests)."""
+    candidates = eligible.rows[durable_rows(snapshot, eligible.rows, params)]
     if candidates.size == 0:
         return _EMPTY_ROWS
     by_relevance = core.order_of(candidates)
@@ -483,9 +539,9 @@ class LinkIndex:
         return positions, ids, weights
 
     def _build(self, memory_id: int, current: Mapping[int, float]) -> tuple[Mapping[int, float], np.ndarray, np.ndarray]:
-        items = list(current.items())
-        cached = (current, np.fromiter((i for i, _ in items), dtype=np.int64, count=len(items)),
-                  np.fromiter((w for _, w in items), dtype=np.float64, count=len(items)))
+        # a dict's keys and values iterate in the same (insertion) order
+        cached = (current, np.fromiter(current.keys(), dtype=np.int64, count=len(current)),
+                  np.fromiter(current.values(), dtype=np.float64, count=len(current)))
         if len(self._arrays) > 2 * len(self.links) + 64:  # drop the arrays of forgotten memories
             # dict() copies in one step (no other recall can insert meanwhile), then the copy is filtered
             self._arrays = {k: v for k, v in dict(self._arrays).items() if k in self.links}
@@ -516,12 +572,22 @@ def graph_activation(
     weight_parts: list[np.ndarray] = []
     # summation order of each term: 2 · seed position (+1 for links); only the relative order counts
     order_parts: list[np.ndarray] = []
-    # Only seeds with an entity (when entities count) or a co-recall link can spread activation:
-    # the links of every seed are looked up in one pass (positions among the seeds), then kept
-    # for the seeds of positive weight.
+    # Only seeds with an entity (when entities count) or a co-recall link, at a positive weight
+    # (cosine > 0), can spread activation: the links of those seeds are looked up in one pass
+    # (positions among the seeds).
     entity_seeds = snapshot.has_entities[seeds] if params.entity_weight > 0 else np.zeros(seeds.size, dtype=bool)
-    link_seeds, link_ids, link_weights = (index.linked(snapshot.ids[seeds].tolist()) if index.links and seeds.size
-                                          else ([], [], []))
+    cosine = None
+    link_seeds, link_ids, link_weights = [], [], []
+    if index.links and seeds.size:
+        if cue.vector is None:  # keyword recall on text alone: every admitted seed counts fully
+            link_seeds, link_ids, link_weights = index.linked(snapshot.ids[seeds].tolist())
+        else:
+            # only a seed at cosine > 0 spreads: the links of those alone are looked up (the
+            # tier's cosines read back, the rest multiplied: see candidate_cosine)
+            cosine = _seed_cosine(snapshot, cue, seeds)
+            reaching = np.flatnonzero(cosine > 0.0)
+            found, link_ids, link_weights = index.linked(snapshot.ids[seeds[reaching]].tolist())
+            link_seeds = reaching[found].tolist() if found else []
     spreading = entity_seeds.copy()
     if link_seeds:
         spreading[link_seeds] = True
@@ -529,10 +595,8 @@ def graph_activation(
         if cue.vector is None:  # keyword recall on text alone: every admitted seed counts fully
             weight_of_seed = np.where(spreading, 1.0, 0.0)
         else:
-            # the tier's cosines read back, the rest multiplied (see candidate_cosine); kept for
-            # fuse, which reads the cosine of the same candidates
-            cosine = candidate_cosine(snapshot, cue, seeds)
-            cue.derived["cosine"] = (seeds, cosine)
+            if cosine is None:
+                cosine = _seed_cosine(snapshot, cue, seeds)
             weight_of_seed = np.where(spreading, np.maximum(cosine, 0.0), 0.0)
         positive = weight_of_seed > 0.0  # a seed at cosine <= 0 spreads nothing
         if params.entity_weight > 0:
@@ -593,6 +657,13 @@ def graph_activation(
     present[targets] = True
     rows = np.flatnonzero(present)
     return rows, np.bincount(targets, weights=weights, minlength=n)[rows]
+
+
+def _seed_cosine(snapshot: Snapshot, cue: Cue, seeds: np.ndarray) -> np.ndarray:
+    """The cosine of the cue with each seed (:func:`candidate_cosine`), kept for the recall."""
+    cosine = candidate_cosine(snapshot, cue, seeds)
+    cue.derived["cosine"] = (seeds, cosine)
+    return cosine
 
 
 #: :func:`_rows_of_ids` maps ids through a table of ``max id + 1`` entries while that is at most

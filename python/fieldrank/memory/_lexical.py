@@ -155,6 +155,9 @@ class LexicalLeg:
         self._main_rows = np.empty(0, dtype=np.int64)  # row of each main document
         self._main_fresh = np.empty(0, dtype=bool)  # main document still equal to the row's document
         self._main_is_prefix = False  # the main documents are rows 0, 1, ... in order (no gaps)
+        #: Bumped whenever _main_fresh changes; keys _main_kept (the main rows a query reads).
+        self._main_version = 0
+        self._main_kept: Optional[tuple[int, int, np.ndarray, bool]] = None
         self._main_doc = np.empty(0, dtype=np.int64)  # main document of each row (_NO_DOC: none)
         self._delta: dict[int, _DeltaDocument] = {}
         self._delta_flat: Optional[dict[str, np.ndarray]] = None
@@ -269,6 +272,7 @@ class LexicalLeg:
         self._delta_flat = None
         if row < self._main_doc.size and self._main_doc[row] != _NO_DOC:
             self._main_fresh[self._main_doc[row]] = False
+            self._main_version += 1
 
     # ------------------------------------------------------------------ catch-up and rebuild
     def _delta_limit(self) -> int:
@@ -392,11 +396,13 @@ class LexicalLeg:
         if self._own_length == 0:
             # No live row holds an indexable token: bm25s has nothing to index (no delta either).
             self._main, self._main_rows, self._main_fresh = None, np.empty(0, np.int64), np.empty(0, bool)
+            self._main_version += 1
             self._main_is_prefix = False
             return
         self._main = BM25Index.from_token_ids(own, self._vocabulary, self._bm25_params, context_token_ids=contexts)
         self._main_rows = order
         self._main_fresh = np.ones(order.size, dtype=bool)
+        self._main_version += 1
         self._main_is_prefix = bool(np.array_equal(order, np.arange(order.size)))
         self._main_doc[order] = np.arange(order.size)
         self.rebuilds += 1
@@ -445,11 +451,24 @@ class LexicalLeg:
         positive = scores > 0
         return rows[positive], scores[positive]
 
-    def scores_of_rows(self, texts: Sequence[str], query: str, eligible: np.ndarray) -> np.ndarray:
+    def _kept_main_rows(self, n: int) -> tuple[np.ndarray, bool]:
+        """Which main documents a query over rows ``[0, n)`` reads (unchanged, below n), and whether
+        that is every one of rows 0 … m−1 in order; derived once per (n, change of the main index)."""
+        held = self._main_kept
+        if held is not None and held[0] == n and held[1] == self._main_version:
+            return held[2], held[3]
+        keep = self._main_fresh & (self._main_rows < n)
+        whole = bool(self._main_is_prefix and keep.all())
+        self._main_kept = (n, self._main_version, keep, whole)
+        return keep, whole
+
+    def scores_of_rows(self, texts: Sequence[str], query: str, eligible: np.ndarray,
+                       outside: Optional[np.ndarray] = None) -> np.ndarray:
         """float32 ``(n,)``: the BM25 score of every eligible row (0 elsewhere and without overlap).
 
         ``BM25Index.scores`` of the main index for its rows whose document is unchanged, the delta's
-        exact scores for the others: the lexical input of the relevance core.
+        exact scores for the others: the lexical input of the relevance core. ``outside``: ``~eligible``
+        when the caller holds it (memoised with the eligibility).
         """
         n = eligible.size
         with self._lock:
@@ -457,8 +476,8 @@ class LexicalLeg:
             out = np.zeros(n, dtype=_SCORE_DTYPE)
             if self._main is not None:
                 main = self._main.scores(query)
-                keep = self._main_fresh & (self._main_rows < n)
-                if self._main_is_prefix and keep.all():
+                keep, whole = self._kept_main_rows(n)
+                if whole:
                     out[:main.size] = main  # every row of the index, in row order: no scatter
                 else:
                     out[self._main_rows[keep]] = main[keep]
@@ -468,7 +487,7 @@ class LexicalLeg:
                 vocabulary = self._vocabulary
                 delta_rows, delta_scores = self._delta_scores([vocabulary[t] for t in tokens if t in vocabulary], n)
         out[delta_rows] = delta_scores
-        out[~eligible] = 0.0
+        out[~eligible if outside is None else outside] = 0.0
         return out
 
     def top(self, texts: Sequence[str], query: str, k: int, eligible: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Iterator, Mapping, Optional
+from typing import Any, Iterator, Mapping, Optional
 
 import numpy as np
 
@@ -87,22 +87,33 @@ class ScoreFactors:
 
     @property
     def dominant(self) -> str:
-        boosting = _BOOSTING if self.importance_norm > DEFAULT_IMPORTANCE else _BOOSTING[1:]
-        best, best_value = boosting[0], getattr(self, boosting[0])
-        for name in boosting[1:]:  # ties: the earlier name
-            value = getattr(self, name)
-            if value > best_value:
-                best, best_value = name, value
-        return best if best_value > 1.0 else "sim"
+        return dominant_factor(self.__dict__)
 
     @property
     def weakest(self) -> str:
-        weakest, weakest_value = FACTOR_NAMES[0], getattr(self, FACTOR_NAMES[0])
-        for name in FACTOR_NAMES[1:]:  # ties: the earlier name
-            value = getattr(self, name)
-            if value < weakest_value:
-                weakest, weakest_value = name, value
-        return weakest
+        return weakest_factor(self.__dict__)
+
+
+def dominant_factor(values: Mapping[str, Any]) -> str:
+    """The boosting factor with the largest value (``sim`` when none boosts), from ScoreFactors' values by
+    field name; importance counts only above the default importance."""
+    boosting = _BOOSTING if values["importance_norm"] > DEFAULT_IMPORTANCE else _BOOSTING[1:]
+    best, best_value = boosting[0], values[boosting[0]]
+    for name in boosting[1:]:  # ties: the earlier name
+        value = values[name]
+        if value > best_value:
+            best, best_value = name, value
+    return best if best_value > 1.0 else "sim"
+
+
+def weakest_factor(values: Mapping[str, Any]) -> str:
+    """The factor (:data:`FACTOR_NAMES`) with the smallest value, from ScoreFactors' values by field name."""
+    weakest, weakest_value = FACTOR_NAMES[0], values[FACTOR_NAMES[0]]
+    for name in FACTOR_NAMES[1:]:  # ties: the earlier name
+        value = values[name]
+        if value < weakest_value:
+            weakest, weakest_value = name, value
+    return weakest
 
 
 @dataclass(frozen=True)

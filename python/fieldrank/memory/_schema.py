@@ -6,6 +6,7 @@ why-not reasons); error messages are generated from them.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
 from typing import Optional
@@ -335,6 +336,14 @@ def embedding_vector(vector: np.ndarray, dim: int, name: str) -> np.ndarray:
 
 def cue_vector(value: object, dim: int) -> np.ndarray:
     """The cue embedding as a float32 unit vector (converted once, like stored embeddings)."""
+    if type(value) is np.ndarray and value.dtype == np.float32 and value.shape == (dim,):
+        # The common cue (an embedder's float32 row): embedding_rows' arithmetic on it, its checks
+        # read off the squared norm (finite and > 0 exactly when every entry is finite and one is
+        # not zero); anything else takes the full path below, which names the problem.
+        row = value[None, :]
+        norm_sq = np.einsum("ij,ij->i", row, row, dtype=np.float64)
+        if math.isfinite(norm_sq[0]) and norm_sq[0] > 0.0:
+            return np.ascontiguousarray(row / np.sqrt(norm_sq)[:, None], dtype=np.float32)[0]
     array = np.asarray(value) if isinstance(value, (list, tuple)) else value
     if not isinstance(array, np.ndarray):
         msg = f"cue_vector must be a numpy array of shape ({dim},), got {type(value).__name__}"

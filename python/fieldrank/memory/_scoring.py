@@ -42,13 +42,14 @@ strengthens storage more: the spacing effect), ``last_access ← at_time`` (so D
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Optional
 
 import numpy as np
 
+from .. import _core
 from ._columns import Snapshot
-from ._generators import Cue, candidate_cosine, durable_rows
+from ._generators import CORE_TIER_CODE, Cue, candidate_cosine, durable_rows
 from ._params import (
     GRAPH_BOOST_MIN,
     RETRIEVAL_STRENGTH_MAX,
@@ -60,7 +61,8 @@ from ._params import (
 )
 from ._schema import SECONDS_PER_DAY
 
-__all__ = ["FactorArrays", "durable_rows", "fuse", "retrieval_strength", "storage_bounded"]
+__all__ = ["FactorArrays", "durable_rows", "fuse", "fuse_reference", "hit_cosine", "retrieval_strength",
+           "storage_bounded", "with_score"]
 
 
 
@@ -105,6 +107,69 @@ class FactorArrays:
     relevance: np.ndarray
     durable: np.ndarray
     score: np.ndarray
+    #: The native kernel's (FUSED_FACTORS, m) matrix whose rows the float columns above are (None
+    #: from the numpy reference); :func:`with_score` keeps its score row current.
+    matrix: Optional[np.ndarray] = field(default=None, compare=False, repr=False)
+    #: True when ``cosine`` and ``sim`` are NaN placeholders: the fused score does not read the
+    #: cosine, so it is taken for the returned hits only (:func:`hit_cosine`).
+    cosine_pending: bool = False
+
+
+#: FactorArrays' float columns in the row order of the native factor matrix (memory_fusion.hpp).
+MATRIX_COLUMNS: tuple[str, ...] = (
+    "cosine", "sim", "importance_norm", "retrieval_strength", "storage_strength", "storage_bounded",
+    "importance_term", "valence", "tag_containment", "tag_term", "graph_activation", "graph",
+    "entity_containment", "entity", "relevance", "score",
+)
+_MATRIX_ROW = {name: i for i, name in enumerate(MATRIX_COLUMNS)}
+
+
+def with_score(factors: FactorArrays, score: np.ndarray) -> FactorArrays:
+    """``factors`` with another fused score (a cap applied), its matrix (if any) changed alike."""
+    if factors.matrix is None:
+        return replace(factors, score=score)
+    matrix = factors.matrix.copy()
+    matrix[_MATRIX_ROW["score"]] = score
+    return _factor_arrays(factors.rows, matrix, factors.durable, factors.cosine_pending)
+
+
+def _factor_arrays(rows: np.ndarray, matrix: np.ndarray, durable: np.ndarray, cosine_pending: bool) -> FactorArrays:
+    """FactorArrays over the rows of the native factor matrix, without the frozen dataclass's
+    per-field ``object.__setattr__`` (20 fields, once per recall)."""
+    instance = object.__new__(FactorArrays)
+    values = dict(zip(MATRIX_COLUMNS, matrix))
+    values.update(rows=rows, durable=durable, matrix=matrix, cosine_pending=cosine_pending)
+    instance.__dict__.update(values)
+    return instance
+
+
+def hit_cosine(snapshot: Snapshot, cue: Cue, rows: np.ndarray, params: MemoryParams) -> tuple[np.ndarray, np.ndarray]:
+    """(cosine, sim) of a few candidate ``rows`` (the returned hits) for a vector cue: the values
+    :func:`fuse_reference` gives them (:func:`candidate_cosine` is row by row: the same bits for a
+    subset of the candidates as for all of them)."""
+    cosine = candidate_cosine(snapshot, cue, rows)
+    return cosine, np.maximum(cosine, params.sim_floor)
+
+
+_NATIVE_PARAMS: dict[int, tuple[MemoryParams, object]] = {}
+
+
+def _native_params(params: MemoryParams):
+    """The fused score's constants for the native kernel, built once per MemoryParams object."""
+    held = _NATIVE_PARAMS.get(id(params))
+    if held is not None and held[0] is params:
+        return held[1]
+    native = _core.NativeFusionParams(
+        sim_floor=params.sim_floor, importance_floor=params.importance_floor,
+        durable_importance=params.durable_importance, importance_boost=params.importance_boost,
+        tag_boost=params.tag_boost, graph_boost=params.graph_boost, graph_boost_min=GRAPH_BOOST_MIN,
+        entity_boost=params.entity_boost, valence_weight=params.valence_weight, valence_min=VALENCE_ALIGNMENT_MIN,
+        valence_max=VALENCE_ALIGNMENT_MAX, strength_min=RETRIEVAL_STRENGTH_MIN, strength_max=RETRIEVAL_STRENGTH_MAX,
+        storage_min=STORAGE_STRENGTH_MIN, core_tier=CORE_TIER_CODE)
+    if len(_NATIVE_PARAMS) > 64:  # params objects come and go (tests, tuning): keep the table small
+        _NATIVE_PARAMS.clear()
+    _NATIVE_PARAMS[id(params)] = (params, native)
+    return native
 
 
 def label_containment(labels: list, rows: np.ndarray, cue_labels: frozenset[str]) -> np.ndarray:
@@ -134,9 +199,44 @@ def lexical_similarity(snapshot: Snapshot, rows: np.ndarray, text: Optional[str]
     return scores / best if best > 0 else scores
 
 
-def fuse(snapshot: Snapshot, rows: np.ndarray, cue: Cue, activation: np.ndarray, relevance: np.ndarray,
+def _entity_inputs(snapshot: Snapshot, rows: np.ndarray, cue: Cue) -> tuple[np.ndarray, Optional[np.ndarray]]:
+    """Each candidate's share of the cue's entities and, with cue entities, whether it is about any."""
+    entity_share = label_containment(snapshot.generation.entities, rows, cue.entities)
+    if not cue.entities:
+        return entity_share, None
+    labels = snapshot.generation.entities
+    return entity_share, np.fromiter((bool(labels[r]) for r in rows.tolist()), dtype=bool, count=rows.size)
+
+
+def fuse(snapshot: Snapshot, rows: np.ndarray, cue: Cue, activation: np.ndarray, relevance_by_row: np.ndarray,
          params: MemoryParams) -> FactorArrays:
-    """Every term and the fused score of the candidate ``rows`` (vectorised); ``relevance`` per row."""
+    """Every term and the fused score of the candidate ``rows``; ``relevance_by_row`` holds every row's.
+
+    One native pass over the candidates (``fieldrank._core.memory_fuse``) after exp2, which stays in
+    numpy (numpy's exp2, whose last bit differs from libm's on some CPUs). With a cue vector the
+    cosine (provenance only: the score does not read it) is left for the returned hits
+    (``cosine_pending``, :func:`hit_cosine`); a keyword recall's stand-in, relative to the best
+    candidate, is taken here. Equal, bit for bit, to :func:`fuse_reference`, the numpy formulation
+    it is tested against.
+    """
+    cosine = None if cue.vector is not None else lexical_similarity(snapshot, rows, cue.text)
+    exponent = _core.memory_decay_exponents(rows, snapshot.last_access, snapshot.storage_strength, cue.at_time,
+                                            SECONDS_PER_DAY, params.retrieval_half_life_days, STORAGE_STRENGTH_MIN)
+    decay = np.exp2(exponent)
+    tags = tag_containment(snapshot, rows, cue.tags) if cue.tags else None
+    entity_share, other_entity = _entity_inputs(snapshot, rows, cue) if cue.entities else (None, None)
+    matrix, durable = _core.memory_fuse(
+        rows, relevance_by_row, snapshot.importance, snapshot.storage_strength, snapshot.tier_codes, snapshot.valence,
+        decay, np.ascontiguousarray(activation, dtype=np.float64), _native_params(params), cosine=cosine,
+        tag_containment=tags, entity_containment=entity_share, other_entity=other_entity,
+        cue_valence=cue.valence)
+    return _factor_arrays(rows, matrix, durable, cosine is None)
+
+
+def fuse_reference(snapshot: Snapshot, rows: np.ndarray, cue: Cue, activation: np.ndarray,
+                   relevance_by_row: np.ndarray, params: MemoryParams) -> FactorArrays:
+    """Every term and the fused score of the candidate ``rows`` (vectorised numpy): the reference of :func:`fuse`."""
+    relevance = relevance_by_row[rows]
     if cue.vector is not None:
         cosine = candidate_cosine(snapshot, cue, rows)
     else:

@@ -44,12 +44,13 @@ import os
 import threading
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from types import MappingProxyType
-from typing import Any, Optional, Union
+from typing import Any, Mapping, Optional, Union
 
 import numpy as np
 
+from .. import _core
 from .. import _validation as _v
 from ..embed import Embedder, check_embedder, embed_documents, embed_queries
 from ..operators import cfs_pool, cfsr_pool
@@ -60,7 +61,7 @@ from ._columns import NO_MEMORY
 from ._generators import Admissions, Cue, LinkIndex, Relevance, by_cue_z, generate, generator_rank, relevance_core
 from ._params import DEFAULT_PARAMS, MemoryParams
 from ._persistence import SYNCHRONOUS_MODES, SqliteBackend, encode_labels
-from ._provenance import Hit, RecallResult, ScoreFactors, WhyNot
+from ._provenance import Hit, RecallResult, ScoreFactors, WhyNot, dominant_factor, weakest_factor
 from ._schema import (
     DEFAULT_IMPORTANCE,
     DEFAULT_MODE,
@@ -96,7 +97,7 @@ from ._schema import (
     embedding_rows,
     embedding_vector,
 )
-from ._scoring import FactorArrays, fuse, retrieval_strength
+from ._scoring import MATRIX_COLUMNS, FactorArrays, fuse, hit_cosine, retrieval_strength, with_score
 
 __all__ = ["MemoryStore"]
 
@@ -213,7 +214,7 @@ def _rank_other_entities_below_the_cues(snapshot: Snapshot, factors: FactorArray
     ceiling = float(factors.score[about_cue].max()) - margin
     score = factors.score.copy()
     score[other] = np.minimum(score[other], ceiling)
-    return replace(factors, score=score)
+    return with_score(factors, score)
 
 
 def _rank_superseded_below_replacements(snapshot: Snapshot, factors: FactorArrays, margin: float) -> FactorArrays:
@@ -238,7 +239,7 @@ def _rank_superseded_below_replacements(snapshot: Snapshot, factors: FactorArray
                 changed = True
         if not changed:
             break
-    return replace(factors, score=score)
+    return with_score(factors, score)
 
 
 #: The FactorArrays column of each ScoreFactors field (the same name, except two); the float64
@@ -247,9 +248,14 @@ _COLUMN_OF_FIELD = {"importance": "importance_term", "tag": "tag_term"}
 _SCORE_FACTOR_FIELDS = tuple(f.name for f in fields(ScoreFactors))
 _FACTOR_COLUMNS = tuple(_COLUMN_OF_FIELD.get(name, name) for name in _SCORE_FACTOR_FIELDS if name != "durable")
 _DURABLE_FIELD = _SCORE_FACTOR_FIELDS.index("durable")
+#: The rows of the native factor matrix (FactorArrays.matrix) in ScoreFactors' float field order.
+_FACTOR_MATRIX_ROWS = np.asarray([MATRIX_COLUMNS.index(name) for name in _FACTOR_COLUMNS], dtype=np.int64)
+_COSINE_COLUMN, _SIM_COLUMN = _FACTOR_COLUMNS.index("cosine"), _FACTOR_COLUMNS.index("sim")
 
 def _reserve_protected_slots(order: np.ndarray, chosen: np.ndarray, k: int) -> tuple[np.ndarray, frozenset]:
-    """Make sure every one of ``chosen`` (positions into the union) is in the top ``k`` of ``order``.
+    """numpy formulation of ``_core.memory_reserve_slots`` (its reference in the parity tests).
+
+    Make sure every one of ``chosen`` (positions into the union) is in the top ``k`` of ``order``.
 
     ``chosen`` are the protected memories the cue-conditioned gate picked for the reserved share
     (at most ``protected_share · k`` of them, best first). Those already in the top ``k`` keep
@@ -402,6 +408,7 @@ class MemoryStore:
         if dim is not None:
             dim = check_positive_int(dim, "dim")
         self._params = params
+        self._quotas_by_mode: dict[str, Mapping] = {}
         self._lock = threading.RLock()
         self._links: dict[int, dict[int, float]] = {}
         self._link_index = LinkIndex(self._links)
@@ -1106,7 +1113,7 @@ class MemoryStore:
         admissions = generate(snapshot, cue, eligible, generators, params, self._link_index, core)
         union = _with_replacements(snapshot, admissions.union(), eligible.mask)
         union = union[passes_union_gates(snapshot, union, gates)]
-        factors = fuse(snapshot, union, cue, admissions.activation_of(union), core.by_row[union], params)
+        factors = fuse(snapshot, union, cue, admissions.activation_of(union), core.by_row, params)
         if cue.entities:
             factors = _rank_other_entities_below_the_cues(snapshot, factors, params.other_entity_margin)
         factors = _rank_superseded_below_replacements(snapshot, factors, params.superseded_margin)
@@ -1130,13 +1137,23 @@ class MemoryStore:
         slots = int(params.protected_share * k)
         if mode in PROTECTING_MODES and slots > 0:
             tier = admissions.by_generator.get("importance", np.empty(0, np.int64))
-            tier_rows, z = by_cue_z(snapshot, cue, tier[_held_in_sorted(union, tier)])
+            held = cue.derived.get("by_cue_z")  # the protected tier's order by z, kept by protected_tier
+            if (held is not None and held[0] is snapshot and held[1].size == tier.size
+                    and _held_in_sorted(union, held[1]).all()):
+                # the whole tier was admitted (tier is a permutation of its sorted rows) and every
+                # row of it is a candidate: by_cue_z of those rows is the order already held
+                tier_rows, z = held[2], held[3]
+            else:
+                tier_rows, z = by_cue_z(snapshot, cue, tier[_held_in_sorted(union, tier)])
             # the cue-conditioned gate: only a durable memory whose similarity to this cue is
             # unusual for it (memory-side z >= protected_min_z) may hold a reserved slot
             chosen = np.searchsorted(union, tier_rows[z >= params.protected_min_z][:slots])
-            order, reserved = _reserve_protected_slots(order, chosen, k)
-        return _Scored(snapshot, cue, eligible, admissions, factors, order, position_scores[order], rerank, core,
-                       reserved)
+            if chosen.size and order.size > k:
+                order, entering = _core.memory_reserve_slots(order, chosen, k)  # = _reserve_protected_slots
+                reserved = frozenset(entering.tolist())
+        return _frozen(_Scored, {"snapshot": snapshot, "cue": cue, "eligible": eligible, "admissions": admissions,
+                                 "factors": factors, "order": order, "ranking_scores": position_scores[order],
+                                 "rerank": rerank, "core": core, "reserved": reserved})
 
     def _hits(self, scored: _Scored, positions: Sequence[int], ranks: dict[int, dict[str, int]]) -> tuple[Hit, ...]:
         """Hits with full provenance for the given positions of ``scored.order`` (the returned k, or
@@ -1147,7 +1164,15 @@ class MemoryStore:
         rows = f.rows[at]
         # float64 columns in ScoreFactors' field order (``durable`` is the one bool, read apart),
         # gathered for the hits before they are stacked
-        values = np.stack([getattr(f, name)[at] for name in _FACTOR_COLUMNS], axis=1).tolist()
+        if f.matrix is not None:
+            values = f.matrix[_FACTOR_MATRIX_ROWS[:, None], at].T.tolist()
+        else:
+            values = np.stack([getattr(f, name)[at] for name in _FACTOR_COLUMNS], axis=1).tolist()
+        if f.cosine_pending:  # the cosine is provenance only: taken for these hits alone
+            cosine, sim = hit_cosine(snapshot, scored.cue, rows, self._params)
+            for j, (cos, s) in enumerate(zip(cosine.tolist(), sim.tolist())):
+                values[j][_COSINE_COLUMN] = cos
+                values[j][_SIM_COLUMN] = s
         durable = f.durable[at].tolist()
         ranking_scores = scored.ranking_scores[where].tolist()
         ids, created = snapshot.ids[rows].tolist(), snapshot.created_at[rows].tolist()
@@ -1160,7 +1185,8 @@ class MemoryStore:
         for j, (position, i, row) in enumerate(zip(positions, at.tolist(), rows.tolist())):
             factor_values = values[j]
             factor_values.insert(_DURABLE_FIELD, durable[j])
-            factors = _frozen(ScoreFactors, dict(zip(_SCORE_FACTOR_FIELDS, factor_values)))
+            by_field = dict(zip(_SCORE_FACTOR_FIELDS, factor_values))
+            factors = _frozen(ScoreFactors, by_field)
             admitted = ranks.get(row, {})
             hits.append(_frozen(Hit, {
                 "id": ids[j],
@@ -1171,9 +1197,10 @@ class MemoryStore:
                 "text": texts[row],
                 "tenant": tenant_names[tenant_codes[j]],
                 "factors": factors,
-                "dominant_factor": factors.dominant,
-                "weakest_factor": factors.weakest,
-                "admitted_by": MappingProxyType({g: admitted[g] for g in GENERATORS if g in admitted}),
+                "dominant_factor": dominant_factor(by_field),
+                "weakest_factor": weakest_factor(by_field),
+                # ranks_for / ranks fill each row's dict in GENERATORS order, one dict per row
+                "admitted_by": MappingProxyType(admitted),
                 "age_days": max(at_time - created[j], 0.0) / SECONDS_PER_DAY,
                 "recall_count": counts[j],
                 "reserved_slot": i in reserved,
@@ -1275,8 +1302,16 @@ class MemoryStore:
             admitted=MappingProxyType({g: snapshot.ids[scored.admissions.by_generator.get(g, np.empty(0, np.int64))]
                                        for g in generators}),
             candidate_ids=np.sort(snapshot.ids[scored.factors.rows]),
-            quotas=MappingProxyType({g: self._params.quota(g) for g in generators}),
+            quotas=self._mode_quotas(mode),
         )
+
+    def _mode_quotas(self, mode: str) -> Mapping:
+        """The quotas of ``mode``'s generators (read-only, shared by its recalls: the params never change)."""
+        quotas = self._quotas_by_mode.get(mode)
+        if quotas is None:
+            quotas = self._quotas_by_mode[mode] = MappingProxyType(
+                {g: self._params.quota(g) for g in MODE_GENERATORS[mode]})
+        return quotas
 
     def _reinforce(self, memory_ids: list[int], at_time: float) -> None:
         """Recall dynamics for the returned memories (see :mod:`._scoring`), persisted atomically.
@@ -1310,15 +1345,20 @@ class MemoryStore:
             updates = [(float(at_time), gain, memory_id) for gain, memory_id in zip(gains.tolist(), live_ids)]
             link_rows = []
             if params.hebbian_rate > 0:
+                rate = params.hebbian_rate
+                # every returned memory's links as they were before this recall (the loop writes
+                # to `changed` only), looked up once each rather than once per pair
+                empty: dict[int, float] = {}
+                before = {a: self._links.get(a, empty) for a in live_ids}
                 changed: dict[int, dict[int, float]] = {}
                 for i, a in enumerate(live_ids):
                     for b in live_ids[i + 1:]:
-                        low, high = min(a, b), max(a, b)
-                        weight = self._links.get(low, {}).get(high, 0.0)
-                        weight += params.hebbian_rate * (1.0 - weight)
+                        low, high = (a, b) if a < b else (b, a)
+                        weight = before[low].get(high, 0.0)
+                        weight += rate * (1.0 - weight)
                         changed.setdefault(low, {})[high] = weight
                         changed.setdefault(high, {})[low] = weight
-                        link_rows.append((low, high, params.hebbian_rate))
+                        link_rows.append((low, high, rate))
                 self._set_links(changed)
             if self._backend is not None and updates:
                 after = self._backend.reinforce(updates, link_rows)

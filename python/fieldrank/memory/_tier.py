@@ -95,11 +95,18 @@ class TierStatistics:
         mean, spread = self.moments
         if position is not None:
             mean, spread = mean[position], spread[position]
+        elif not self.any_flat:  # no zero spread in the tier: nothing to patch
+            return (cosine - mean) / spread
         with np.errstate(divide="ignore", invalid="ignore"):
             z = (cosine - mean) / spread
         flat = spread == 0.0
         z[flat] = np.where(cosine[flat] > mean[flat], np.inf, 0.0)
         return z
+
+    @cached_property
+    def any_flat(self) -> bool:
+        """Whether some durable row has zero spread (its z is then patched: +inf or 0)."""
+        return bool((self.moments[1] == 0.0).any())
 
 
 def _sums(products: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,252 @@
+"""The memory store's native candidate kernels (cpp/include/fieldrank/memory_fusion.hpp) against the
+numpy formulations they replaced, bit for bit: the relevance tail, the fused score with every
+factor, the protected tier's order, the union, the reserved slots and the hits' generator ranks;
+and a store's recalls equal a recall assembled from the references alone."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from fieldrank import _core
+from fieldrank.memory import MemoryStore
+from fieldrank.memory import _generators as generators
+from fieldrank.memory import _scoring as scoring
+from fieldrank.memory import _store as store_module
+from fieldrank.memory._gates import eligible_rows
+from fieldrank.memory._generators import Admissions, relevance_core, relevance_tail_reference
+
+from tests.helpers import DAY, unit_rows
+
+SEED = 20261202
+DIM = 16
+NOW = 1_800_000_000.0
+WORDS = ("deploy", "friday", "garden", "budget", "server", "dinner", "travel", "doctor", "launch", "review")
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(SEED)
+
+
+def bits(array: np.ndarray) -> bytes:
+    return np.ascontiguousarray(array).tobytes()
+
+
+def texts(rng: np.random.Generator, n: int) -> list[str]:
+    return [" ".join(WORDS[i] for i in rng.integers(0, len(WORDS), 5)) for _ in range(n)]
+
+
+def labelled_store(rng: np.random.Generator, n: int = 400) -> MemoryStore:
+    """Two tenants, tags, entities, valences, tiers, sessions, recall histories, a supersede."""
+    store = MemoryStore(dim=DIM)
+    created = NOW - rng.uniform(0, 400, n) * DAY
+    store.add_many(
+        texts(rng, n), unit_rows(rng, n, DIM), tenants=["a"] * (n - 50) + ["b"] * 50,
+        importances=np.where(rng.random(n) < 0.2, 0.9, rng.uniform(0, 0.7, n)),
+        valences=rng.uniform(-1, 1, n), tiers=[("episodic", "semantic", "core")[i] for i in rng.integers(0, 3, n)],
+        tags=[[f"t{j}" for j in range(3) if rng.random() < 0.3] for _ in range(n)],
+        entities=[[f"e{int(j)}" for j in rng.integers(0, 6, int(rng.integers(0, 3)))] for _ in range(n)],
+        sessions=[f"s{i // 4}" if i % 3 else None for i in range(n)],
+        storage_strengths=rng.uniform(1, 4, n), created_at=created,
+        last_access=created + rng.uniform(0, 30, n) * DAY, recall_counts=rng.integers(0, 5, n))
+    store.add("deploy friday server updated", unit_rows(rng, 1, DIM)[0], tenant="a", supersedes=3,
+              entities=["e1"], created_at=NOW - DAY)
+    return store
+
+
+def test_relevance_tail_equals_its_numpy_reference(rng):
+    n = 700
+    for trial in range(60):
+        count = int(rng.integers(1, 400))
+        if trial % 3 == 0:  # one block of rows (a tenant's), anywhere
+            start = int(rng.integers(0, n - count + 1))
+            rows = np.arange(start, start + count, dtype=np.int64)
+        else:
+            rows = np.sort(rng.choice(n, count, replace=False)).astype(np.int64)
+        scores = rng.normal(size=count)
+        if trial % 4 == 1:  # ties, zeros and negatives around the support's max(s, 0)
+            scores = np.round(scores, 1)
+        depth = int(rng.integers(0, 2 * count + 2))
+        gamma = float(rng.uniform(0, 1))
+        kind = trial % 3
+        isolated = (np.arange(count, dtype=np.int64) if kind == 0 else
+                    np.sort(rng.choice(count, int(rng.integers(0, count + 1)), replace=False)).astype(np.int64)
+                    if kind == 1 else None)
+        all_isolated = isolated is not None and isolated.size == count
+        native = _core.memory_relevance_tail(scores, rows, None if all_isolated else isolated, all_isolated, gamma,
+                                             n, depth)
+        reference = relevance_tail_reference(scores, rows, isolated, gamma, n, depth)
+        for got, want in zip(native, reference):
+            assert got.dtype == want.dtype and bits(got) == bits(want), trial
+
+
+def test_relevance_tail_rejects_rows_outside_the_store():
+    with pytest.raises(ValueError, match="rows"):
+        _core.memory_relevance_tail(np.zeros(2), np.array([0, 5], dtype=np.int64), None, False, 0.5, 3, 1)
+    with pytest.raises(ValueError, match="isolated"):
+        _core.memory_relevance_tail(np.zeros(2), np.array([0, 1], dtype=np.int64), np.array([2], dtype=np.int64),
+                                    False, 0.5, 3, 1)
+
+
+CUE_VARIANTS = [
+    {},
+    {"cue_tags": ["t0", "t2"]},
+    {"cue_entities": ["e1", "e4"], "cue_valence": -0.4},
+    {"cue_valence": 0.9, "cue_tags": ["t1"]},
+]
+
+
+@pytest.mark.parametrize("variant", range(len(CUE_VARIANTS)))
+def test_fused_factors_equal_the_numpy_reference(rng, variant):
+    assert len(scoring.MATRIX_COLUMNS) == _core.FUSED_FACTORS
+    store = labelled_store(rng)
+    snapshot = store._generation.snapshot()
+    vector = unit_rows(rng, 1, DIM)[0]
+    for text, vec in (("deploy the server friday", vector), ("garden budget", None)):
+        extra = CUE_VARIANTS[variant]
+        cue, gates = store._cue(text, vec, mode="full" if vec is not None else "keyword", tenant="a",
+                                required_tags=None, tier_mask=None, valence_window=None, min_importance=None,
+                                at_time=NOW, cue_tags=extra.get("cue_tags"), cue_entities=extra.get("cue_entities"),
+                                cue_valence=extra.get("cue_valence"), cue_time=None)
+        eligible = eligible_rows(snapshot, gates)
+        core = relevance_core(snapshot, cue, eligible, store.params, 50)
+        rows = np.sort(rng.choice(eligible.rows, 120, replace=False)).astype(np.int64)
+        activation = np.where(rng.random(rows.size) < 0.3, rng.uniform(0, 3, rows.size), 0.0)
+        native = scoring.fuse(snapshot, rows, cue, activation, core.by_row, store.params)
+        reference = scoring.fuse_reference(snapshot, rows, cue, activation, core.by_row, store.params)
+        pending = native.cosine_pending
+        assert pending == (vec is not None)
+        for name in scoring.MATRIX_COLUMNS + ("rows", "durable"):
+            if pending and name in ("cosine", "sim"):
+                continue
+            got, want = getattr(native, name), np.asarray(getattr(reference, name))
+            assert got.dtype == want.dtype and bits(got) == bits(want), name
+        if pending:  # the hits' cosine, taken for a few of the candidates, equals the reference's
+            few = np.array([0, 7, 33, 119])
+            cosine, sim = scoring.hit_cosine(snapshot, cue, rows[few], store.params)
+            assert bits(cosine) == bits(reference.cosine[few]) and bits(sim) == bits(reference.sim[few])
+        capped = scoring.with_score(native, native.score - 1.0)
+        assert bits(capped.score) == bits(native.score - 1.0)
+        assert bits(capped.matrix[scoring.MATRIX_COLUMNS.index("score")]) == bits(native.score - 1.0)
+
+
+def test_protected_order_union_and_ranks_equal_their_references(rng):
+    store = labelled_store(rng)
+    snapshot = store._generation.snapshot()
+    for trial in range(8):
+        vector = unit_rows(rng, 1, DIM)[0]
+        cue, gates = store._cue("deploy the launch review", vector, mode="full", tenant="a", required_tags=None,
+                                tier_mask=None, valence_window=None, min_importance=None, at_time=NOW,
+                                cue_tags=None, cue_entities=None, cue_valence=None, cue_time=None)
+        eligible = eligible_rows(snapshot, gates)
+        core = relevance_core(snapshot, cue, eligible, store.params, 50)
+        native = generators.protected_tier(snapshot, cue, eligible, core, store.params)
+        cue.derived.clear()
+        reference = generators.protected_tier_reference(snapshot, cue, eligible, core, store.params)
+        assert native.size and bits(native) == bits(reference)
+        admissions = generators.generate(snapshot, cue, eligible, ("relevance", "bm25", "importance", "graph"),
+                                         store.params, store._link_index, core)
+        parts = [rows for rows in admissions.by_generator.values() if rows.size]
+        assert bits(admissions.union()) == bits(np.unique(np.concatenate(parts)))
+        wanted = rng.choice(admissions.union(), 12, replace=False).tolist()
+        assert admissions.ranks_for(wanted) == admissions.ranks_for_reference(wanted)
+    # ties in z and in relevance, candidates outside the tier (+inf), an empty tier
+    candidates = np.sort(rng.choice(60, 30, replace=False)).astype(np.int64)
+    by_row = np.round(rng.normal(size=60), 1)
+    tier_rows = candidates[rng.random(30) < 0.7]
+    tier_z = np.round(rng.normal(size=tier_rows.size), 1)
+    merged, by_z, z = _core.memory_protected_order(candidates, by_row, tier_rows, tier_z)
+    z_of = dict(zip(tier_rows.tolist(), tier_z.tolist()))
+    want_z = np.array([z_of.get(r, np.inf) for r in candidates.tolist()])
+    z_order = np.lexsort((candidates, -want_z))
+    assert bits(by_z) == bits(candidates[z_order]) and bits(z) == bits(want_z[z_order])
+    by_relevance = candidates[np.lexsort((candidates, -by_row[candidates]))]
+    interleaved = np.empty(60, dtype=np.int64)
+    interleaved[0::2], interleaved[1::2] = candidates[z_order], by_relevance
+    _, first = np.unique(interleaved, return_index=True)
+    assert bits(merged) == bits(interleaved[np.sort(first)])
+    merged, by_z, _ = _core.memory_protected_order(candidates, by_row, np.empty(0, np.int64), np.empty(0))
+    assert bits(by_z) == bits(candidates)
+
+
+def test_reserve_slots_equal_the_numpy_reference(rng):
+    for _ in range(300):
+        size = int(rng.integers(1, 40))
+        order = rng.permutation(size).astype(np.int64)
+        chosen = rng.choice(size, int(rng.integers(0, min(size, 6) + 1)), replace=False).astype(np.int64)
+        k = int(rng.integers(1, 25))
+        want_order, want_reserved = store_module._reserve_protected_slots(order, chosen, k)
+        if chosen.size and order.size > k:
+            got_order, entering = _core.memory_reserve_slots(order, chosen, k)
+            got_reserved = frozenset(entering.tolist())
+        else:
+            got_order, got_reserved = order, frozenset()
+        assert got_order.tolist() == want_order.tolist() and got_reserved == want_reserved
+
+
+def test_sorted_unique_and_ranks_of_match_numpy(rng):
+    for _ in range(50):
+        values = rng.integers(0, 50, int(rng.integers(0, 80))).astype(np.int64)
+        assert bits(_core.memory_sorted_unique(values)) == bits(np.unique(values))
+        wanted = rng.integers(0, 50, 6).astype(np.int64)
+        admitted = rng.permutation(50)[:20].astype(np.int64)
+        position = {int(r): i + 1 for i, r in enumerate(admitted.tolist())}
+        assert _core.memory_ranks_of(wanted, admitted).tolist() == [position.get(int(r), 0) for r in wanted]
+
+
+def _reference_kernels(monkeypatch) -> None:
+    """Route the store through the numpy references instead of the native kernels."""
+    monkeypatch.setattr(store_module, "fuse", scoring.fuse_reference)
+    monkeypatch.setattr(generators, "protected_tier", generators.protected_tier_reference)
+    monkeypatch.setattr(Admissions, "ranks_for", Admissions.ranks_for_reference)
+    monkeypatch.setattr(Admissions, "union", lambda self: self.final_union if self.final_union is not None else (
+        np.unique(np.concatenate([r for r in self.by_generator.values() if r.size]))
+        if any(r.size for r in self.by_generator.values()) else np.empty(0, np.int64)))
+
+    def reserve(order, chosen, k):
+        result, entering = store_module._reserve_protected_slots(order, chosen, k)
+        return result, np.asarray(sorted(entering), dtype=np.int64)
+
+    class Core:  # _core with the reference tail and slots
+        def __getattr__(self, name):
+            return getattr(_core, name)
+
+        @staticmethod
+        def memory_relevance_tail(scores, rows, isolated, all_isolated, gamma, n, depth):
+            positions = np.arange(rows.size, dtype=np.int64) if all_isolated else isolated
+            return relevance_tail_reference(scores, rows, positions, gamma, n, depth)
+
+        memory_reserve_slots = staticmethod(reserve)
+
+    monkeypatch.setattr(generators, "_core", Core())
+    monkeypatch.setattr(store_module, "_core", Core())
+
+
+def _recorded(result) -> list:
+    return [(h.id, h.rank, h.score.hex(), h.fused_score.hex(),
+             tuple((k, v.hex() if isinstance(v, float) else v) for k, v in dataclasses.asdict(h.factors).items()),
+             dict(h.admitted_by), h.reserved_slot, h.dominant_factor, h.weakest_factor) for h in result] + [
+        result.candidate_ids.tolist(), {g: ids.tolist() for g, ids in result.admitted.items()}]
+
+
+def test_recalls_equal_recalls_through_the_numpy_references(rng, monkeypatch):
+    store = labelled_store(rng, 600)
+    cues = unit_rows(rng, 4, DIM)
+    calls = []
+    for q in cues:
+        for mode in ("hybrid", "full", "rerank", "vector", "keyword"):
+            for extra in ({}, {"cue_entities": ["e2"], "cue_tags": ["t1"], "cue_valence": 0.3},
+                          {"required_tags": ["t0"]}, {"tier_mask": ["core"]}):
+                calls.append((q, mode, extra))
+    native = [_recorded(store.recall("deploy friday review", q, 12, tenant="a", mode=mode, at_time=NOW,
+                                     reinforce=False, **extra)) for q, mode, extra in calls]
+    why = [store.why_not(m, "deploy friday review", cues[0], 5, tenant="a", at_time=NOW) for m in (1, 3, 250, 580)]
+    _reference_kernels(monkeypatch)
+    reference = [_recorded(store.recall("deploy friday review", q, 12, tenant="a", mode=mode, at_time=NOW,
+                                        reinforce=False, **extra)) for q, mode, extra in calls]
+    assert native == reference
+    assert why == [store.why_not(m, "deploy friday review", cues[0], 5, tenant="a", at_time=NOW)
+                   for m in (1, 3, 250, 580)]
