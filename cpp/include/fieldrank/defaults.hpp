@@ -86,6 +86,30 @@ inline constexpr std::int64_t temporal_query_group = 4;
 // Rows of at most this many bytes (float32) stay in cache across query groups: the temporal leg
 // then gives each thread whole query groups (one parallel region) instead of splitting the rows.
 inline constexpr std::int64_t temporal_cache_resident_bytes = std::int64_t{4} << 20;
+// The temporal leg over all N rows of a retriever's corpus (TemporalMoments, docs/design.md): the
+// cosines' mean and variance come from the corpus moments, cosines are screened in fp32 and only
+// the rows near the k-th score are re-scored in double.
+// A query keeps the exact pairwise statistics when var = q'Mq/N - mean^2 is at most this share of
+// q'Mq/N (the subtraction would cancel too many digits: duplicated rows, N = 1, a query orthogonal
+// to the corpus's spread).
+inline constexpr double temporal_moments_min_var_ratio = 1e-4;
+// Corpus rows summed per block of the moments (one transposed block in float32 and float64 per
+// thread; a multiple of 16, the double kernel's block), and at most this many fixed partial sums
+// (summed in order at the end; chosen from N and d only, so the moments do not depend on threads),
+// fewer when d x d partials would exceed the byte budget.
+inline constexpr std::int64_t temporal_moments_block_rows = 256;
+inline constexpr std::int64_t temporal_moments_max_partials = 16;
+inline constexpr std::int64_t temporal_moments_partial_bytes = std::int64_t{64} << 20;
+// The screen's bound on the rounding of one score's double operations (the blend, the support, the
+// priors: at most 9 roundings of values no larger than the score bound, for the approximate and the
+// exact score each; 32 leaves margin) in units of float64's unit roundoff times that bound.
+inline constexpr double temporal_screen_rounding_terms = 32.0;
+// A query whose screen keeps more than 1/this of the rows (a nearly constant cosine column) is
+// re-scored in full instead: same result, fewer gathers.
+inline constexpr std::int64_t temporal_screen_max_candidate_share = 8;
+// fp32 cosines are screened only while ||q|| max||e_i|| stays below this (2^100): far from float32
+// overflow, so the fp32 sums are finite and the error bound holds; larger queries are scored in double.
+inline constexpr double temporal_screen_max_scale = 1.2676506002282294e30;
 
 }  // namespace defaults
 
