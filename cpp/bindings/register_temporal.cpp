@@ -62,7 +62,9 @@ TemporalRanking temporal_batch_binding(const MatrixRef& E, const MatrixRef& Q, c
 void register_temporal(py::module_& m) {
     py::class_<TemporalRanking>(m, "NativeTemporalRanking", "(B, m) ids and float64 scores of the temporal leg.")
         .def_readonly("ids", &TemporalRanking::ids)
-        .def_readonly("scores", &TemporalRanking::scores);
+        .def_readonly("scores", &TemporalRanking::scores)
+        .def_readonly("screened", &TemporalRanking::screened,
+                      "With moments: the queries the fp32 screen resolved (the others were scored in full).");
     py::class_<TemporalMoments>(m, "TemporalMoments",
                                 "Moments of a corpus's rows for the temporal leg over all of them (temporal_moments).")
         .def_readonly("rows", &TemporalMoments::rows)

@@ -89,6 +89,10 @@ inline constexpr std::int64_t temporal_cache_resident_bytes = std::int64_t{4} <<
 // The temporal leg over all N rows of a retriever's corpus (TemporalMoments, docs/design.md): the
 // cosines' mean and variance come from the corpus moments, cosines are screened in fp32 and only
 // the rows near the k-th score are re-scored in double.
+// The moments pay over N >= this many rows per dimension: a query reads the lower triangle of M,
+// 4·d² bytes, against 4·N·d bytes of rows (1/16 of them here); over fewer rows the double pass
+// is as fast (the retriever passes no moments there).
+inline constexpr std::int64_t temporal_moments_min_rows_per_dim = 16;
 // A query keeps the exact pairwise statistics when var = q'Mq/N - mean^2 is at most this share of
 // q'Mq/N (the subtraction would cancel too many digits: duplicated rows, N = 1, a query orthogonal
 // to the corpus's spread).
@@ -110,6 +114,9 @@ inline constexpr std::int64_t temporal_screen_max_candidate_share = 8;
 // fp32 cosines are screened only while ||q|| max||e_i|| stays below this (2^100): far from float32
 // overflow, so the fp32 sums are finite and the error bound holds; larger queries are scored in double.
 inline constexpr double temporal_screen_max_scale = 1.2676506002282294e30;
+// One query's fp32 screen reads rows of more than this many bytes as one stream (beyond the
+// last-level cache, where it reads fastest), smaller ones in prefetched tiles.
+inline constexpr std::int64_t temporal_stream_min_bytes = std::int64_t{64} << 20;
 
 }  // namespace defaults
 
@@ -154,6 +161,7 @@ inline std::vector<DefaultEntry> default_table() {
         real("temporal_delta", temporal_delta),
         integer("temporal_before_days", temporal_before_days),
         integer("temporal_after_days", temporal_after_days),
+        integer("temporal_moments_min_rows_per_dim", temporal_moments_min_rows_per_dim),
         real("lambda_max_rel_tol", lambda_max_rel_tol),
         integer("lambda_max_max_steps", lambda_max_max_steps),
         real("min_row_norm_sq", min_row_norm_sq),

@@ -65,6 +65,9 @@ struct LexicalScores {
 struct TemporalRanking {
     RowMatrixXi ids;
     RowMatrixXd scores;
+    // With corpus moments: how many queries the fp32 screen resolved (the others were scored in
+    // full, in double); 0 without moments.
+    Index screened = 0;
 };
 
 // The first and second moments of a corpus's rows, in double, for the leg over all of its rows:
@@ -336,16 +339,11 @@ struct QueryMoments {
     double scale;
 };
 
-inline QueryMoments query_moments(const TemporalMoments& m, const double* q) {
+// quadratic: qᵀMq (the kernel-table entry quadratic_forms_f64, the same bits in every variant).
+inline QueryMoments query_moments(const TemporalMoments& m, const double* q, double quadratic) {
     const Index d = m.dim;
     const double count = static_cast<double>(m.rows);
     const double mean = lane_dot(q, m.sum.data(), d) / count;
-    // qᵀMq from the lower triangle: Σ_j q_j (M_jj q_j + 2 Σ_{k<j} M_jk q_k).
-    double quadratic = 0.0;
-    for (Index j = 0; j < d; ++j) {
-        const double* row = m.second.data() + j * d;
-        quadratic += q[j] * (row[j] * q[j] + 2.0 * lane_dot(row, q, j));
-    }
     const double second = quadratic / count;
     const double var = second - mean * mean;
     const double scale = std::sqrt(lane_dot(q, q, d)) * std::sqrt(m.max_norm_sq);
@@ -500,6 +498,7 @@ TemporalRanking temporal_batch_moments(const MatrixRef& E, const MatrixRef& Q, L
     const float* base_rows = E.data();
     const Index stride = E.outerStride();
     const std::vector<double> factors = support_factors(p);  // a copy: support_factors reuses its buffer
+    std::vector<std::uint8_t> screened(static_cast<std::size_t>(B), 0);
     const Index radius = static_cast<Index>(factors.size());
 
     auto write_top = [&](Index b, TopK<double>& best) {
@@ -538,8 +537,8 @@ TemporalRanking temporal_batch_moments(const MatrixRef& E, const MatrixRef& Q, L
         for (Index i = 0; i < n; ++i) best.push(score[i], i);
         write_top(b, best);
     };
-    auto screened_query = [&](Index b, const float* cos32) {
-        const QueryMoments qm = query_moments(moments, Qd.data() + b * Qd.cols());
+    auto screened_query = [&](Index b, const float* cos32, double quadratic) {
+        const QueryMoments qm = query_moments(moments, Qd.data() + b * Qd.cols(), quadratic);
         if (!qm.usable) return exact_query(b, nullptr);
         const double eps = screen_epsilon(qm, d, n, p);
         if (!screen || width >= n || !std::isfinite(eps)) return exact_query(b, &qm.dense);
@@ -562,6 +561,7 @@ TemporalRanking temporal_batch_moments(const MatrixRef& E, const MatrixRef& Q, L
             if (score[i] >= threshold) candidates.push_back(i);
         if (static_cast<Index>(candidates.size()) * defaults::temporal_screen_max_candidate_share > n)
             return exact_query(b, &qm.dense);
+        screened[static_cast<std::size_t>(b)] = 1;
         // The rows whose exact base the candidates' scores read: themselves and their neighbours.
         needed.clear();
         for (const Index i : candidates)
@@ -610,6 +610,17 @@ TemporalRanking temporal_batch_moments(const MatrixRef& E, const MatrixRef& Q, L
     const Index block = std::max<Index>(defaults::scan_query_group, std::min(B, by_budget));
     const std::unique_ptr<float[]> cos32(new float[static_cast<std::size_t>(std::min(block, B) * n)]);
     const Index ldq = Q.outerStride();
+    // qᵀMq of every query, M read once per group of queries.
+    std::vector<double> quadratic(static_cast<std::size_t>(B));
+    const Index quad_group = defaults::scan_query_group;
+    parallel_for(0, (B + quad_group - 1) / quad_group, n_threads, [&](Index g) {
+        const Index b0 = g * quad_group;
+        kernels.quadratic_forms_f64(moments.second.data(), d, Qd.data() + b0 * Qd.cols(), Qd.cols(),
+                                    std::min(quad_group, B - b0), quadratic.data() + b0);
+    });
+    // One query over rows beyond the last-level cache reads them best as one stream (score_f32_stream);
+    // over cached rows the prefetched tiles of score_f32 are faster.
+    const bool stream_single = static_cast<Index>(sizeof(float)) * n * d > defaults::temporal_stream_min_bytes;
     for (Index q0 = 0; q0 < B; q0 += block) {
         const Index nq = std::min(block, B - q0);
         const Index chunk = nq == 1 ? defaults::scan_stream_block_rows : defaults::scan_block_rows;
@@ -618,7 +629,7 @@ TemporalRanking temporal_batch_moments(const MatrixRef& E, const MatrixRef& Q, L
             const Index begin = c * chunk;
             const Index count = std::min(chunk, n - begin);
             const float* first = base_rows + begin * stride;
-            if (nq == 1) {
+            if (nq == 1 && stream_single) {
                 kernels.score_f32_stream(first, stride, count, d, Q.data() + q0 * ldq, cos32.get() + begin, nullptr, 0);
                 return;
             }
@@ -628,8 +639,11 @@ TemporalRanking temporal_batch_moments(const MatrixRef& E, const MatrixRef& Q, L
                                   cos32.get() + g0 * n + begin, n, nullptr);
             }
         });
-        parallel_for(0, nq, n_threads, [&](Index local) { screened_query(q0 + local, cos32.get() + local * n); });
+        parallel_for(0, nq, n_threads, [&](Index local) {
+            screened_query(q0 + local, cos32.get() + local * n, quadratic[static_cast<std::size_t>(q0 + local)]);
+        });
     }
+    out.screened = std::count(screened.begin(), screened.end(), std::uint8_t{1});
     return out;
 }
 
