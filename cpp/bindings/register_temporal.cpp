@@ -1,5 +1,8 @@
 #include <fieldrank/temporal.hpp>
 
+#include <functional>
+#include <optional>
+
 #include "common.hpp"
 
 namespace {
@@ -9,6 +12,7 @@ using ByteVector = Eigen::Matrix<std::uint8_t, Eigen::Dynamic, 1>;
 using OptionalBytes = std::optional<Eigen::Ref<const ByteVector>>;
 using OptionalLexical32 = std::optional<Eigen::Ref<const RowMatrixXf>>;
 using OptionalLexical64 = std::optional<Eigen::Ref<const RowMatrixXd>>;
+using OptionalMoments = std::optional<std::reference_wrapper<const TemporalMoments>>;  // no copy of d² doubles
 
 template <typename Lex, typename Matrix>
 LexicalScores<Lex> lexical_view(const std::optional<Eigen::Ref<const Matrix>>& lexical, Index B, Index N) {
@@ -30,7 +34,8 @@ TemporalRanking temporal_batch_binding(const MatrixRef& E, const MatrixRef& Q, c
                                        const OptionalIds& rows, const OptionalBytes& cue, const OptionalIds& day,
                                        const OptionalBytes& intent, const OptionalIds& window_offsets,
                                        const OptionalIds& window_days, bool check_rows, Index n_threads,
-                                       bool row_order, const TemporalMoments* moments, bool screen) {
+                                       bool row_order, const OptionalMoments& optional_moments, bool screen) {
+    const TemporalMoments* moments = optional_moments ? &optional_moments->get() : nullptr;
     const Index N = E.rows();
     const Index B = Q.rows();
     if (session.size() != N) fail("session must have length ", N, ", got ", session.size());
@@ -65,7 +70,7 @@ void register_temporal(py::module_& m) {
         .def_readonly("scores", &TemporalRanking::scores)
         .def_readonly("screened", &TemporalRanking::screened,
                       "With moments: the queries the fp32 screen resolved (the others were scored in full).");
-    py::class_<TemporalMoments>(m, "TemporalMoments",
+    py::class_<TemporalMoments>(m, "NativeTemporalMoments",
                                 "Moments of a corpus's rows for the temporal leg over all of them (temporal_moments).")
         .def_readonly("rows", &TemporalMoments::rows)
         .def_readonly("dim", &TemporalMoments::dim)

@@ -10,7 +10,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['DEFAULTS', 'NativeBatchRanking', 'NativeBatchReconstruction', 'NativeFusedRanking', 'NativeRanking', 'NativeReconstruction', 'NativeTemporalRanking', 'TemporalMoments', 'bm25_scores_batch', 'build_info', 'cfs', 'cfs_batch', 'cfs_pool', 'cfsr', 'cfsr_batch', 'cfsr_pool', 'compiled_kernel_variants', 'cpu_features', 'hardware_threads', 'kernel_variant', 'mmr', 'mmr_batch', 'mmr_pool', 'prefilter', 'prefilter_batch', 'prefilter_bf16', 'prefilter_bf16_batch', 'prefilter_int8', 'prefilter_int8_batch', 'prefilter_pool', 'quantize_bf16', 'quantize_int8', 'read_probe', 'ring', 'ring_batch', 'ring_pool', 'rrf', 'rrf_batch', 'rrf_unchecked', 'set_kernel_variant', 'supported_kernel_variants', 'temporal_batch', 'temporal_moments', 'tie_key']
+__all__: list[str] = ['DEFAULTS', 'NativeBatchRanking', 'NativeBatchReconstruction', 'NativeFusedRanking', 'NativeRanking', 'NativeReconstruction', 'NativeTemporalMoments', 'NativeTemporalRanking', 'bm25_scores_batch', 'build_info', 'cfs', 'cfs_batch', 'cfs_pool', 'cfsr', 'cfsr_batch', 'cfsr_pool', 'compiled_kernel_variants', 'cpu_features', 'hardware_threads', 'kernel_variant', 'mmr', 'mmr_batch', 'mmr_pool', 'prefilter', 'prefilter_batch', 'prefilter_bf16', 'prefilter_bf16_batch', 'prefilter_int8', 'prefilter_int8_batch', 'prefilter_pool', 'quantize_bf16', 'quantize_int8', 'read_probe', 'ring', 'ring_batch', 'ring_pool', 'rrf', 'rrf_batch', 'rrf_unchecked', 'set_kernel_variant', 'supported_kernel_variants', 'temporal_batch', 'temporal_moments', 'tie_key']
 class NativeRanking:
     """
     ids (int64) best first and their float32 scores.
@@ -77,7 +77,12 @@ class NativeTemporalRanking:
     @property
     def scores(self) -> typing.Annotated[numpy.typing.NDArray[numpy.float64], "[m, n]"]:
         ...
-class TemporalMoments:
+    @property
+    def screened(self) -> int:
+        """
+        With moments: the queries the fp32 screen resolved (the others were scored in full).
+        """
+class NativeTemporalMoments:
     """
     Moments of a corpus's rows for the temporal leg over all of them (temporal_moments).
     """
@@ -228,11 +233,11 @@ def supported_kernel_variants() -> list[str]:
     """
     Kernel variants this build contains and this CPU can run, best last.
     """
-def temporal_batch(E: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, n]", "flags.c_contiguous"], Q: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, n]", "flags.c_contiguous"], session: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"], alpha: typing.SupportsFloat | typing.SupportsIndex, gamma: typing.SupportsFloat | typing.SupportsIndex, radius: typing.SupportsInt | typing.SupportsIndex, decay: typing.SupportsFloat | typing.SupportsIndex, tau: typing.SupportsFloat | typing.SupportsIndex, delta: typing.SupportsFloat | typing.SupportsIndex, before_days: typing.SupportsInt | typing.SupportsIndex, after_days: typing.SupportsInt | typing.SupportsIndex, k: typing.SupportsInt | typing.SupportsIndex, lexical32: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, n]", "flags.c_contiguous"] | None = None, lexical64: typing.Annotated[numpy.typing.NDArray[numpy.float64], "[m, n]", "flags.c_contiguous"] | None = None, rows: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"] | None = None, cue: typing.Annotated[numpy.typing.NDArray[numpy.uint8], "[m, 1]"] | None = None, day: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"] | None = None, intent: typing.Annotated[numpy.typing.NDArray[numpy.uint8], "[m, 1]"] | None = None, window_offsets: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"] | None = None, window_days: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"] | None = None, check_rows: bool = True, n_threads: typing.SupportsInt | typing.SupportsIndex = 0, row_order: bool = False, moments: TemporalMoments = None, screen: bool = True) -> NativeTemporalRanking:
+def temporal_batch(E: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, n]", "flags.c_contiguous"], Q: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, n]", "flags.c_contiguous"], session: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"], alpha: typing.SupportsFloat | typing.SupportsIndex, gamma: typing.SupportsFloat | typing.SupportsIndex, radius: typing.SupportsInt | typing.SupportsIndex, decay: typing.SupportsFloat | typing.SupportsIndex, tau: typing.SupportsFloat | typing.SupportsIndex, delta: typing.SupportsFloat | typing.SupportsIndex, before_days: typing.SupportsInt | typing.SupportsIndex, after_days: typing.SupportsInt | typing.SupportsIndex, k: typing.SupportsInt | typing.SupportsIndex, lexical32: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, n]", "flags.c_contiguous"] | None = None, lexical64: typing.Annotated[numpy.typing.NDArray[numpy.float64], "[m, n]", "flags.c_contiguous"] | None = None, rows: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"] | None = None, cue: typing.Annotated[numpy.typing.NDArray[numpy.uint8], "[m, 1]"] | None = None, day: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"] | None = None, intent: typing.Annotated[numpy.typing.NDArray[numpy.uint8], "[m, 1]"] | None = None, window_offsets: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"] | None = None, window_days: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"] | None = None, check_rows: bool = True, n_threads: typing.SupportsInt | typing.SupportsIndex = 0, row_order: bool = False, moments: NativeTemporalMoments | None = None, screen: bool = True) -> NativeTemporalRanking:
     """
     The time-aware leg for every row of Q (B, d) float32 over E (N, d) float32 (fieldrank.temporal), session (N,) int64 keys, the leg's parameters and k; lexical (B, N) float32 or float64 scores (one of lexical32 / lexical64; none when alpha == 0), rows (n,) sorted unique int64 (None: all N), cue (N,) uint8, day (N,) int64 session days (INT64_MIN: none), intent (B,) uint8, window_offsets (B + 1,) int64 into window_days (2W,) int64 inclusive (start, end) day pairs. check_rows=False skips the per-row finite / norm check for a corpus validated once. Returns NativeTemporalRanking of (B, min(k, n)); row_order=True: scores (B, n) of every row in the order of rows (all N when None), ids empty, k unused. moments (temporal_moments of this E): over all rows (rows None, top-k, alpha < 1) the cosines' mean and sd come from them and fp32 cosines screen the rows, only those near the k-th score re-scored in double; screen=False scores every row in double with the same statistics (the same result).
     """
-def temporal_moments(E: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, n]", "flags.c_contiguous"], n_threads: typing.SupportsInt | typing.SupportsIndex = 0) -> TemporalMoments:
+def temporal_moments(E: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, n]", "flags.c_contiguous"], n_threads: typing.SupportsInt | typing.SupportsIndex = 0) -> NativeTemporalMoments:
     """
     Moments of E (N, d) float32 for temporal_batch(moments=): sum (d,) = sum of the rows, second (d, d) = sum of their outer products, max_norm_sq, all float64, the same bits for any n_threads.
     """

@@ -750,9 +750,9 @@ class _CorpusMoments:
     def __init__(self, E: np.ndarray) -> None:
         self._E = E
         self._lock = threading.Lock()
-        self._value: Optional[_core.TemporalMoments] = None
+        self._value: Optional[_core.NativeTemporalMoments] = None
 
-    def get(self, n_threads: int) -> _core.TemporalMoments:
+    def get(self, n_threads: int) -> _core.NativeTemporalMoments:
         value = self._value
         if value is None:
             with self._lock:

@@ -417,7 +417,7 @@ def _window_arrays(windows: Optional[Sequence[Sequence[tuple[np.datetime64, np.d
 def _run_leg(E: np.ndarray, Q: np.ndarray, lexical: Optional[np.ndarray], k: int, timeline: Timeline,
              intent: Optional[np.ndarray], windows, params: TemporalParams, rows: Optional[np.ndarray],
              check_rows: bool, n_threads: int, row_order: bool = False, lexical_begin: Optional[int] = None,
-             moments: Optional[_core.TemporalMoments] = None) -> Ranking:
+             moments: Optional[_core.NativeTemporalMoments] = None, screen: bool = True) -> Ranking:
     """The native leg on checked arguments (no copy of ``E``; ``rows`` sorted, None: all rows).
 
     ``row_order=True`` returns every row's score in the order of ``rows`` (ids empty, ``k``
@@ -433,7 +433,8 @@ def _run_leg(E: np.ndarray, Q: np.ndarray, lexical: Optional[np.ndarray], k: int
     retriever computes them once per corpus). Over all rows (``rows`` None, no ``lexical_begin``,
     top-k) the cosines' mean and standard deviation then come from them and fp32 cosines screen
     the rows, only those near the k-th score re-scored in double (docs/design.md, "Temporal
-    leg"); elsewhere they are not used.
+    leg"); elsewhere they are not used. ``screen=False`` scores every row in double with the same
+    statistics instead (the same result: the oracle of the tests).
 
     Layers that validated their corpus once (:class:`fieldrank.HybridRetriever`, the memory store)
     call this with ``check_rows=False``; :func:`temporal_batch` checks each row it reads once per
@@ -461,7 +462,7 @@ def _run_leg(E: np.ndarray, Q: np.ndarray, lexical: Optional[np.ndarray], k: int
         rows=rows, cue=cue, day=day,
         intent=None if intent is None else np.ascontiguousarray(intent, dtype=bool).view(np.uint8),
         window_offsets=offsets, window_days=days, check_rows=check_rows, n_threads=n_threads,
-        row_order=row_order, moments=moments if rows is None and lexical_begin is None else None)
+        row_order=row_order, moments=moments if rows is None and lexical_begin is None else None, screen=screen)
     if lexical_begin:
         return Ranking(r.ids + lexical_begin, r.scores)  # every id is a row (k is capped at the rows)
     return Ranking(r.ids, r.scores)
