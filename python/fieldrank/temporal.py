@@ -31,7 +31,10 @@ The scoring runs in C++ (``cpp/include/fieldrank/temporal.hpp``): one read of ea
 of queries, cosines summed in float64, z-normalisation with numpy's pairwise sums, then the
 neighbour and prior terms and the top-k, per query on its own thread. Scores are float64 and a
 query's scores do not depend on the batch or the thread count, so a batch equals its queries one
-by one, exactly. :func:`fieldrank.reference.temporal_batch` is the same formula in numpy (the
+by one, exactly. A :class:`fieldrank.HybridRetriever` searching every document of a large corpus
+passes the corpus moments instead (``_run_leg(moments=)``): the cosines' mean and standard
+deviation then come from them, fp32 cosines screen the rows and only those near the k-th score
+are re-scored in double (docs/design.md, "Temporal leg"); this function keeps the pairwise path. :func:`fieldrank.reference.temporal_batch` is the same formula in numpy (the
 oracle of the parity tests); only the question texts are read in Python (the regular expressions
 below).
 """
