@@ -104,9 +104,10 @@ inline constexpr double temporal_moments_min_var_ratio = 1e-4;
 inline constexpr std::int64_t temporal_moments_block_rows = 256;
 inline constexpr std::int64_t temporal_moments_max_partials = 16;
 inline constexpr std::int64_t temporal_moments_partial_bytes = std::int64_t{64} << 20;
-// The screen's bound on the rounding of one score's double operations (the blend, the support, the
-// priors: at most 9 roundings of values no larger than the score bound, for the approximate and the
-// exact score each; 32 leaves margin) in units of float64's unit roundoff times that bound.
+// The screen's bound on the rounding of one score's double operations, in units of float64's unit
+// roundoff times the largest magnitude a term can take: the blend, the support and the priors round
+// at most 12 times per score (errors of a neighbour's base pass through the support with factors
+// <= 1), 24 for the approximate and the exact score together; 32 leaves margin.
 inline constexpr double temporal_screen_rounding_terms = 32.0;
 // A query whose screen keeps more than 1/this of the rows (a nearly constant cosine column) is
 // re-scored in full instead: same result, fewer gathers.
