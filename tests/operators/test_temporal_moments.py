@@ -60,6 +60,7 @@ PARAMS = [
     tl.TemporalParams(alpha=0.0, gamma=0.0, tau=0.0, delta=0.0),
     tl.TemporalParams(alpha=0.9, gamma=0.7, radius=3),
     tl.TemporalParams(alpha=0.3, decay=0.0),
+    tl.TemporalParams(alpha=0.5, gamma=4.0, radius=2, decay=1.0),  # support dominating the base
 ]
 
 
@@ -181,3 +182,17 @@ def test_retriever_over_every_document_uses_the_moments_once():
     for b in range(5):
         np.testing.assert_array_equal(batch[b].ids, want.ids[b][: retriever.config.k])
     assert retriever._moments._value is moments  # computed once
+
+
+@pytest.mark.parametrize("scale", [1e-36, 1e-12, 1e12, 1e30, 1e34])
+def test_query_scales_from_float32_underflow_to_beyond_the_screen(scale):
+    """Tiny queries (fp32 products underflow), huge ones (beyond temporal_screen_max_scale the
+    rows are scored in double): the result is the full exact pass's, bit for bit."""
+    E, Q, lex, timeline = _data(400, seed=13)
+    Q = (Q.astype(np.float64) * scale).astype(np.float32)
+    moments = _core.temporal_moments(E)
+    for params in PARAMS[:2]:
+        oracle = _leg(E, Q, lex, timeline, 10, params, moments, screen=False)
+        got = _leg(E, Q, lex, timeline, 10, params, moments)
+        np.testing.assert_array_equal(got.ids, oracle.ids)
+        np.testing.assert_array_equal(got.scores, oracle.scores)
