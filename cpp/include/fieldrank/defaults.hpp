@@ -109,6 +109,9 @@ inline constexpr std::int64_t temporal_moments_partial_bytes = std::int64_t{64} 
 // at most 12 times per score (errors of a neighbour's base pass through the support with factors
 // <= 1), 24 for the approximate and the exact score together; 32 leaves margin.
 inline constexpr double temporal_screen_rounding_terms = 32.0;
+// Rows per block of the screen's selection: the k-th approximate score is selected from the rows of
+// the blocks whose largest score reaches the k-th largest block maximum (a few blocks), not from all.
+inline constexpr std::int64_t temporal_screen_block_rows = 64;
 // A query whose screen keeps more than 1/this of the rows (a nearly constant cosine column) is
 // re-scored in full instead: same result, fewer gathers.
 inline constexpr std::int64_t temporal_screen_max_candidate_share = 8;

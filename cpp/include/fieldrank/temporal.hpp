@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <type_traits>
@@ -550,15 +551,43 @@ TemporalRanking temporal_batch_moments(const MatrixRef& E, const MatrixRef& Q, L
         for (Index i = 0; i < n; ++i) approx[i] = static_cast<double>(cos32[i]);
         temporal_query_scores(approx, v.lex, nullptr, n, timeline, v.intent, v.windows, v.n_windows, p, base,
                               nullptr, score, &qm.dense, &lex_z);
+        // The k-th largest ã without a selector over every row: per block of rows its largest ã
+        // (a plain vectorised max); the k-th largest block max is at most the k-th largest ã (k blocks
+        // each hold a row at least as large), so only rows at or above it, in blocks that reach it,
+        // can be among the top k.
+        const Index block_rows = defaults::temporal_screen_block_rows;
+        const Index blocks = (n + block_rows - 1) / block_rows;
+        thread_local std::vector<double> block_max;
+        thread_local std::vector<double> order;
+        block_max.resize(static_cast<std::size_t>(blocks));
+        for (Index c = 0; c < blocks; ++c) {
+            const Index end = std::min(n, (c + 1) * block_rows);
+            double top = score[c * block_rows];
+            for (Index i = c * block_rows + 1; i < end; ++i) top = score[i] > top ? score[i] : top;
+            block_max[static_cast<std::size_t>(c)] = top;
+        }
+        double floor = -std::numeric_limits<double>::infinity();
+        if (blocks >= width) {
+            order.assign(block_max.begin(), block_max.end());
+            std::nth_element(order.begin(), order.begin() + (width - 1), order.end(), std::greater<double>());
+            floor = order[static_cast<std::size_t>(width - 1)];
+        }
         TopK<double> approx_best(width);
-        for (Index i = 0; i < n; ++i) approx_best.push(score[i], i);
+        for (Index c = 0; c < blocks; ++c) {
+            if (block_max[static_cast<std::size_t>(c)] < floor) continue;
+            for (Index i = c * block_rows; i < std::min(n, (c + 1) * block_rows); ++i)
+                if (score[i] >= floor) approx_best.push(score[i], i);
+        }
         const double kth = approx_best.take_sorted().back().score;
         const double threshold = kth - 2.0 * eps;
         thread_local std::vector<Index> candidates;
         thread_local std::vector<Index> needed;
         candidates.clear();
-        for (Index i = 0; i < n; ++i)
-            if (score[i] >= threshold) candidates.push_back(i);
+        for (Index c = 0; c < blocks; ++c) {
+            if (block_max[static_cast<std::size_t>(c)] < threshold) continue;
+            for (Index i = c * block_rows; i < std::min(n, (c + 1) * block_rows); ++i)
+                if (score[i] >= threshold) candidates.push_back(i);
+        }
         if (static_cast<Index>(candidates.size()) * defaults::temporal_screen_max_candidate_share > n)
             return exact_query(b, &qm.dense);
         screened[static_cast<std::size_t>(b)] = 1;
