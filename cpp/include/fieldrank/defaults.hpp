@@ -104,6 +104,9 @@ inline constexpr double temporal_moments_min_var_ratio = 1e-4;
 inline constexpr std::int64_t temporal_moments_block_rows = 256;
 inline constexpr std::int64_t temporal_moments_max_partials = 16;
 inline constexpr std::int64_t temporal_moments_partial_bytes = std::int64_t{64} << 20;
+// Dimensions of M's lower triangle per call of the double kernel: each call also computes a square
+// above the diagonal, so smaller groups waste less; 64 keeps each call long enough for its tiles.
+inline constexpr std::int64_t temporal_moments_group_dims = 64;
 // The screen's bound on the rounding of one score's double operations, in units of float64's unit
 // roundoff times the largest magnitude a term can take: the blend, the support and the priors round
 // at most 12 times per score (errors of a neighbour's base pass through the support with factors

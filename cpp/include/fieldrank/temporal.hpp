@@ -400,9 +400,7 @@ inline TemporalMoments temporal_moments(const MatrixRef& E, Index n_threads) {
     std::vector<std::vector<double>> sum(static_cast<std::size_t>(partials));
     std::vector<double> max_norm_sq(static_cast<std::size_t>(partials), 0.0);
     const simd::KernelTable& kernels = simd::kernels();
-    // Rows of the lower triangle per kernel call: the call also computes a square above the diagonal,
-    // so smaller groups waste less; 64 keeps each call long enough for the kernel's tiles.
-    constexpr Index kGroup = 64;
+    const Index group = defaults::temporal_moments_group_dims;
     parallel_for(0, partials, n_threads, [&](Index part) {
         const auto dd = static_cast<std::size_t>(d);
         std::vector<float> columns(dd * static_cast<std::size_t>(block));    // the block transposed: (d, block)
@@ -435,8 +433,8 @@ inline TemporalMoments temporal_moments(const MatrixRef& E, Index n_threads) {
                 top = std::max(top, norm_sq);
             }
             // products[c·d + r] = Σ_t e_t,r · e_t,c for c < g0 + width, r in [g0, g0 + width).
-            for (Index g0 = 0; g0 < d; g0 += kGroup) {
-                const Index width = std::min(kGroup, d - g0);
+            for (Index g0 = 0; g0 < d; g0 += group) {
+                const Index width = std::min(group, d - g0);
                 kernels.score_f32_f64(columns.data() + g0 * block, block, nullptr, width, block, columns64.data(),
                                       block, g0 + width, products.data() + g0, d, nullptr);
             }
