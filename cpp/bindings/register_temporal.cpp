@@ -1,5 +1,8 @@
 #include <fieldrank/temporal.hpp>
 
+#include <functional>
+#include <optional>
+
 #include "common.hpp"
 
 namespace {
@@ -9,6 +12,7 @@ using ByteVector = Eigen::Matrix<std::uint8_t, Eigen::Dynamic, 1>;
 using OptionalBytes = std::optional<Eigen::Ref<const ByteVector>>;
 using OptionalLexical32 = std::optional<Eigen::Ref<const RowMatrixXf>>;
 using OptionalLexical64 = std::optional<Eigen::Ref<const RowMatrixXd>>;
+using OptionalMoments = std::optional<std::reference_wrapper<const TemporalMoments>>;  // no copy of d² doubles
 
 template <typename Lex, typename Matrix>
 LexicalScores<Lex> lexical_view(const std::optional<Eigen::Ref<const Matrix>>& lexical, Index B, Index N) {
@@ -30,7 +34,8 @@ TemporalRanking temporal_batch_binding(const MatrixRef& E, const MatrixRef& Q, c
                                        const OptionalIds& rows, const OptionalBytes& cue, const OptionalIds& day,
                                        const OptionalBytes& intent, const OptionalIds& window_offsets,
                                        const OptionalIds& window_days, bool check_rows, Index n_threads,
-                                       bool row_order) {
+                                       bool row_order, const OptionalMoments& optional_moments, bool screen) {
+    const TemporalMoments* moments = optional_moments ? &optional_moments->get() : nullptr;
     const Index N = E.rows();
     const Index B = Q.rows();
     if (session.size() != N) fail("session must have length ", N, ", got ", session.size());
@@ -52,9 +57,9 @@ TemporalRanking temporal_batch_binding(const MatrixRef& E, const MatrixRef& Q, c
     const Index n = rows ? rows->size() : N;
     if (lexical64)
         return temporal_batch(E, Q, lexical_view<double>(lexical64, B, N), row_ids, n, timeline, queries, n_windows,
-                              params, k, check_rows, n_threads, row_order);
+                              params, k, check_rows, n_threads, row_order, moments, screen);
     return temporal_batch(E, Q, lexical_view<float>(lexical32, B, N), row_ids, n, timeline, queries, n_windows, params,
-                          k, check_rows, n_threads, row_order);
+                          k, check_rows, n_threads, row_order, moments, screen);
 }
 
 }  // namespace
@@ -62,18 +67,36 @@ TemporalRanking temporal_batch_binding(const MatrixRef& E, const MatrixRef& Q, c
 void register_temporal(py::module_& m) {
     py::class_<TemporalRanking>(m, "NativeTemporalRanking", "(B, m) ids and float64 scores of the temporal leg.")
         .def_readonly("ids", &TemporalRanking::ids)
-        .def_readonly("scores", &TemporalRanking::scores);
+        .def_readonly("scores", &TemporalRanking::scores)
+        .def_readonly("screened", &TemporalRanking::screened,
+                      "With moments: the queries the fp32 screen resolved (the others were scored in full).");
+    py::class_<TemporalMoments>(m, "NativeTemporalMoments",
+                                "Moments of a corpus's rows for the temporal leg over all of them (temporal_moments).")
+        .def_readonly("rows", &TemporalMoments::rows)
+        .def_readonly("dim", &TemporalMoments::dim)
+        .def_property_readonly("sum", [](const TemporalMoments& mo) {
+            return Eigen::Map<const VectorXd>(mo.sum.data(), mo.dim).eval(); })
+        .def_property_readonly("second", [](const TemporalMoments& mo) {
+            return Eigen::Map<const RowMatrixXd>(mo.second.data(), mo.dim, mo.dim).eval(); })
+        .def_readonly("max_norm_sq", &TemporalMoments::max_norm_sq);
+    m.def("temporal_moments", &temporal_moments, "E"_a.noconvert(), "n_threads"_a = 0, release_gil(),
+          "Moments of E (N, d) float32 for temporal_batch(moments=): sum (d,) = sum of the rows, second (d, d) = "
+          "sum of their outer products, max_norm_sq, all float64, the same bits for any n_threads.");
     m.def("temporal_batch", &temporal_batch_binding, "E"_a.noconvert(), "Q"_a.noconvert(), "session"_a.noconvert(),
           "alpha"_a, "gamma"_a, "radius"_a, "decay"_a, "tau"_a, "delta"_a, "before_days"_a, "after_days"_a, "k"_a,
           "lexical32"_a.noconvert() = py::none(), "lexical64"_a.noconvert() = py::none(),
           "rows"_a.noconvert() = py::none(), "cue"_a.noconvert() = py::none(), "day"_a.noconvert() = py::none(),
           "intent"_a.noconvert() = py::none(), "window_offsets"_a.noconvert() = py::none(),
-          "window_days"_a.noconvert() = py::none(), "check_rows"_a = true, "n_threads"_a = 0, "row_order"_a = false, release_gil(),
+          "window_days"_a.noconvert() = py::none(), "check_rows"_a = true, "n_threads"_a = 0, "row_order"_a = false,
+          "moments"_a = py::none(), "screen"_a = true, release_gil(),
           "The time-aware leg for every row of Q (B, d) float32 over E (N, d) float32 (fieldrank.temporal), "
           "session (N,) int64 keys, the leg's parameters and k; lexical (B, N) float32 or float64 scores (one of lexical32 / lexical64; none when alpha == 0), rows "
           "(n,) sorted unique int64 (None: all N), cue (N,) uint8, day (N,) int64 "
           "session days (INT64_MIN: none), intent (B,) uint8, window_offsets (B + 1,) int64 into window_days "
           "(2W,) int64 inclusive (start, end) day pairs. check_rows=False skips the per-row finite / norm check "
           "for a corpus validated once. Returns NativeTemporalRanking of (B, min(k, n)); row_order=True: "
-          "scores (B, n) of every row in the order of rows (all N when None), ids empty, k unused.");
+          "scores (B, n) of every row in the order of rows (all N when None), ids empty, k unused. moments "
+          "(temporal_moments of this E): over all rows (rows None, top-k, alpha < 1) the cosines' mean and sd come "
+          "from them and fp32 cosines screen the rows, only those near the k-th score re-scored in double; "
+          "screen=False scores every row in double with the same statistics (the same result).");
 }

@@ -92,6 +92,8 @@ struct Ops {
     static D8 loadd(const double* p) { return {_mm512_loadu_pd(p)}; }
     static D8 load_f32_as_d(const float* p) { return {_mm512_cvtps_pd(_mm256_loadu_ps(p))}; }
     static D8 fmaddd(D8 a, D8 b, D8 c) { return {_mm512_fmadd_pd(a.v, b.v, c.v)}; }
+    static D8 muld(D8 a, D8 b) { return {_mm512_mul_pd(a.v, b.v)}; }
+    static D8 addd(D8 a, D8 b) { return {_mm512_add_pd(a.v, b.v)}; }
     static double reduced(D8 a) { return _mm512_reduce_add_pd(a.v); }
 
     // Σ q·e exactly with AVX-512BW: e is negated where q < 0, then maddubs(|q|, ±e) (no saturation,

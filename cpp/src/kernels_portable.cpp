@@ -145,7 +145,15 @@ struct Ops {
     }
 #if FIELDRANK_VECTOR_EXTENSIONS
     static D8 fmaddd(const D8& a, const D8& b, const D8& c) { return {a.v * b.v + c.v}; }
+    static D8 muld(const D8& a, const D8& b) { return {a.v * b.v}; }
+    static D8 addd(const D8& a, const D8& b) { return {a.v + b.v}; }
 #else
+    static D8 muld(const D8& a, const D8& b) {
+        return each8([&](int l) { return a.v[l] * b.v[l]; });
+    }
+    static D8 addd(const D8& a, const D8& b) {
+        return each8([&](int l) { return a.v[l] + b.v[l]; });
+    }
     static D8 fmaddd(const D8& a, const D8& b, const D8& c) {
         return each8([&](int l) { return a.v[l] * b.v[l] + c.v[l]; });
     }

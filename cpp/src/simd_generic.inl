@@ -634,11 +634,41 @@ constexpr Index kSupportBlock = 512;
     }
 }
 
+// ---------------------------------------------------------------- the temporal leg's moments
+
+// Accumulators of quadratic_forms_f64: four independent 8-lane sums hide the add latency.
+constexpr Index kQuadAccumulators = 4;
+
+[[maybe_unused]] void quadratic_forms_f64(const double* M, Index d, const double* Qd, Index ldq, Index nq,
+                                          double* out) {
+    using D8 = typename Ops::D8;
+    for (Index b = 0; b < nq; ++b) out[b] = 0.0;
+    constexpr Index kStep = 8 * kQuadAccumulators;
+    for (Index j = 0; j < d; ++j) {
+        const double* row = M + j * d;
+        for (Index b = 0; b < nq; ++b) {
+            const double* q = Qd + b * ldq;
+            D8 acc[kQuadAccumulators];
+            for (Index a = 0; a < kQuadAccumulators; ++a) acc[a] = Ops::zerod();
+            Index k = 0;
+            for (; k + kStep <= j; k += kStep) {
+#pragma GCC unroll 4
+                for (Index a = 0; a < kQuadAccumulators; ++a)
+                    acc[a] = Ops::addd(acc[a], Ops::muld(Ops::loadd(row + k + 8 * a), Ops::loadd(q + k + 8 * a)));
+            }
+            const D8 sum = Ops::addd(Ops::addd(acc[0], acc[1]), Ops::addd(acc[2], acc[3]));
+            double inner = Ops::reduced(sum);
+            for (; k < j; ++k) inner += row[k] * q[k];
+            out[b] += q[j] * (row[j] * q[j] + 2.0 * inner);
+        }
+    }
+}
+
 // ---------------------------------------------------------------- the variant's table
 // Every entry is a kernel of this file except the two each variant writes in its own intrinsics
 // (or plain C++): the single-query stream scan and the int8 scan.
 constexpr KernelTable generic_kernels(const char* name, decltype(KernelTable::score_f32_stream) stream,
                                       decltype(KernelTable::score_int8) int8) {
     return {name, score_f32, stream, gram, pg_step, matvec_f64, read_sum, dot_f64, axpy_f64, cfs_update, mmr_update,
-            score_bf16_generic, int8, score_f32_f64, temporal_blend, temporal_support};
+            score_bf16_generic, int8, score_f32_f64, temporal_blend, temporal_support, quadratic_forms_f64};
 }

@@ -311,3 +311,183 @@ TEST_CASE("temporal: the blend and support kernels of every variant equal their 
     }
     simd::set_kernel_variant(before);
 }
+
+namespace {
+
+// The leg over all rows of f with corpus moments (screen: the fp32 screen; false: the full exact pass).
+TemporalRanking run_moments(const Fixture& f, const TemporalMoments& moments, const TemporalParams& p, Index k,
+                            Index n_threads, const MatrixRef& Q, bool screen, Index q_offset = 0) {
+    const TemporalTimeline timeline{f.session.data(), f.cue.data(), f.day.data()};
+    std::vector<Index> offsets(f.offsets.begin() + q_offset, f.offsets.begin() + q_offset + Q.rows() + 1);
+    for (Index& o : offsets) o -= f.offsets[q_offset];
+    const Index* windows = f.windows.data() + 2 * f.offsets[q_offset];
+    const TemporalQueries queries{f.intent.data() + q_offset, offsets.data(), windows};
+    return temporal_batch(f.E, Q, LexicalScores<float>{f.lexical.data() + q_offset * f.lexical.cols(), f.lexical.cols()},
+                          nullptr, f.E.rows(), timeline, queries, offsets.back(), p, k, false, n_threads, false,
+                          &moments, screen);
+}
+
+// Near-ties the screen must resolve exactly: duplicated rows, a row one float32 ulp away from
+// another, and queries equal to a corpus row (so the duplicates tie at the top).
+void add_near_ties(Fixture& f) {
+    const Index n = f.E.rows();
+    if (n < 24) return;
+    f.E.row(10) = f.E.row(3);
+    f.E.row(20) = f.E.row(3);
+    f.E.row(6) = f.E.row(5);
+    f.E(6, 0) = std::nextafter(f.E(6, 0), 2.0f);
+    f.E.row(11) = f.E.row(4);
+    f.E(11, f.E.cols() - 1) = std::nextafter(f.E(11, f.E.cols() - 1), -2.0f);
+    f.Q.row(0) = f.E.row(3);
+    if (f.Q.rows() > 1) f.Q.row(1) = f.E.row(5);
+    for (Index b = 0; b < f.lexical.rows(); ++b) f.lexical(b, 20) = f.lexical(b, 10);  // exact ties in both signals
+    if (n < 64 || f.Q.rows() < 3) return;
+    // A cluster at the top of query 2: rows 30 … 59 are row 7 with a few components moved by one
+    // or two ulps, so their exact cosines differ by far less than the fp32 sums' rounding and the
+    // fp32 order among them is noise. A screen that kept only the fp32 top-k would rank them wrongly.
+    std::mt19937_64 gen(static_cast<std::uint64_t>(n));
+    std::uniform_int_distribution<Index> column(0, f.E.cols() - 1);
+    for (Index i = 30; i < 60; ++i) {
+        f.E.row(i) = f.E.row(7);
+        for (int t = 0; t < 3; ++t) {
+            const Index j = column(gen);
+            const int steps = static_cast<int>(gen() % 2) + 1;
+            for (int s = 0; s < steps; ++s) f.E(i, j) = std::nextafter(f.E(i, j), gen() % 2 == 0 ? 2.0f : -2.0f);
+        }
+        for (Index b = 0; b < f.lexical.rows(); ++b) f.lexical(b, i) = f.lexical(b, 7);
+    }
+    f.Q.row(2) = f.E.row(7);
+}
+
+}  // namespace
+
+TEST_CASE("temporal moments: plain double sums, symmetric, the same bits for any thread count") {
+    for (const Index n : {Index{1}, Index{7}, Index{300}, Index{5000}}) {  // 5000 rows: several partials
+        for (const Index d : {Index{5}, Index{33}}) {
+            const RowMatrixXf E = unit_rows(n, d, 70 + static_cast<std::uint64_t>(n + d));
+            const TemporalMoments m = temporal_moments(E, 1);
+            CHECK_EQ(m.rows, n);
+            CHECK_EQ(m.dim, d);
+            double top = 0.0;
+            for (Index i = 0; i < n; ++i) top = std::max(top, E.row(i).cast<double>().squaredNorm());
+            CHECK_CLOSE(m.max_norm_sq, top, 1e-14);
+            for (Index r = 0; r < d; ++r) {
+                double s = 0.0;
+                for (Index i = 0; i < n; ++i) s += E(i, r);
+                CHECK_CLOSE(m.sum[static_cast<std::size_t>(r)], s, 1e-12);
+                for (Index c = 0; c < d; ++c) {
+                    double want = 0.0;
+                    for (Index i = 0; i < n; ++i) want += static_cast<double>(E(i, r)) * static_cast<double>(E(i, c));
+                    CHECK_CLOSE(m.second[static_cast<std::size_t>(r * d + c)], want, 1e-12);
+                    CHECK(m.second[static_cast<std::size_t>(r * d + c)] == m.second[static_cast<std::size_t>(c * d + r)]);
+                }
+            }
+            for (const Index threads : {Index{2}, Index{3}}) {
+                const TemporalMoments other = temporal_moments(E, threads);
+                CHECK(other.sum == m.sum);
+                CHECK(other.second == m.second);
+                CHECK(other.max_norm_sq == m.max_norm_sq);
+            }
+        }
+    }
+}
+
+TEST_CASE("temporal screen: equals the full exact pass with the same moments, bit for bit, with near-ties") {
+    const std::vector<TemporalParams> params = {
+        {0.5, 0.3, 2, 0.5, 1.0, 1.5, 7, 14},   // the shipped default's formula
+        {0.0, 0.0, 1, 0.5, 0.0, 0.0, 0, 0},    // cosine only, no support: α = 0, γ = 0
+        {0.95, 0.7, 3, 0.5, 0.5, 1.0, 7, 14},  // nearly lexical, a wide support
+        {0.3, 0.5, 2, 0.0, 1.0, 0.0, 7, 14},   // decay 0: only the nearest neighbour lends
+    };
+    Index screened_total = 0;
+    for (const Index n : {Index{1}, Index{2}, Index{37}, Index{301}, Index{2003}}) {
+        for (const Index d : {Index{19}, Index{64}}) {
+            Fixture f = make_fixture(n, d, 7, 300 + static_cast<std::uint64_t>(n * d));
+            add_near_ties(f);
+            const TemporalMoments m = temporal_moments(f.E, 2);
+            for (const TemporalParams& p : params) {
+                for (const Index k : {Index{1}, Index{10}, n, n + 3}) {
+                    const TemporalRanking oracle = run_moments(f, m, p, k, 1, f.Q, false);
+                    const TemporalRanking screened = run_moments(f, m, p, k, 1, f.Q, true);
+                    CHECK_SAME_BATCH(screened, oracle);
+                    CHECK_EQ(oracle.screened, 0);
+                    // The screen resolves every query whose candidates (k and a few near-ties) stay a
+                    // small share of the rows; N <= 2 takes the pairwise path (the variance cancels).
+                    if ((k + 8) * defaults::temporal_screen_max_candidate_share <= n)
+                        CHECK_EQ(screened.screened, f.Q.rows());
+                    screened_total += screened.screened;
+                    CHECK_EQ(screened.ids.cols(), std::min(k, n));
+                    for (const Index threads : {Index{2}, Index{3}})
+                        CHECK_SAME_BATCH(run_moments(f, m, p, k, threads, f.Q, true), oracle);
+                    for (Index b = 0; b < f.Q.rows(); b += 3) {
+                        const RowMatrixXf q = f.Q.row(b);
+                        const TemporalRanking single = run_moments(f, m, p, k, 1, q, true, b);
+                        CHECK(single.ids.row(0) == screened.ids.row(b));
+                        CHECK(single.scores.row(0) == screened.scores.row(b));
+                    }
+                }
+            }
+        }
+    }
+    CHECK(screened_total > 0);
+}
+
+TEST_CASE("temporal screen: every variant gives the same ranking, bit for bit") {
+    const std::string before = simd::kernel_variant();
+    Fixture f = make_fixture(3001, 48, 9, 91);
+    add_near_ties(f);
+    const TemporalParams p{0.5, 0.3, 2, 0.5, 1.0, 1.5, 7, 14};
+    simd::set_kernel_variant("portable");
+    const TemporalMoments m = temporal_moments(f.E, 1);
+    const TemporalRanking want = run_moments(f, m, p, 10, 1, f.Q, false);
+    RowMatrixXd Qd = f.Q.cast<double>();
+    std::vector<double> want_quad(static_cast<std::size_t>(f.Q.rows()));
+    simd::kernels().quadratic_forms_f64(m.second.data(), m.dim, Qd.data(), Qd.cols(), Qd.rows(), want_quad.data());
+    for (Index b = 0; b < f.Q.rows(); ++b) {
+        const Eigen::Map<const RowMatrixXd> M(m.second.data(), m.dim, m.dim);
+        const double plain = Qd.row(b).dot(M * Qd.row(b).transpose());
+        CHECK_CLOSE(want_quad[static_cast<std::size_t>(b)], plain, 1e-12 * std::abs(plain));
+    }
+    for (const std::string& variant : simd::supported_variants()) {
+        simd::set_kernel_variant(variant);
+        std::vector<double> quad(want_quad.size());
+        // One query at a time and all at once: the same bits in every variant.
+        simd::kernels().quadratic_forms_f64(m.second.data(), m.dim, Qd.data(), Qd.cols(), Qd.rows(), quad.data());
+        CHECK(quad == want_quad);
+        simd::kernels().quadratic_forms_f64(m.second.data(), m.dim, Qd.data() + Qd.cols(), Qd.cols(), 1, quad.data());
+        CHECK(quad[0] == want_quad[1]);
+        const TemporalMoments mv = temporal_moments(f.E, 2);
+        CHECK(mv.second == m.second);
+        CHECK(mv.sum == m.sum);
+        const TemporalRanking screened = run_moments(f, mv, p, 10, 2, f.Q, true);
+        CHECK_SAME_BATCH(screened, want);
+        CHECK_EQ(screened.screened, f.Q.rows());
+        CHECK_SAME_BATCH(run_moments(f, mv, p, 10, 1, f.Q, false), want);
+    }
+    simd::set_kernel_variant(before);
+}
+
+TEST_CASE("temporal screen: the moments' statistics move scores by rounding only; degenerate corpora keep the pairwise path") {
+    Fixture f = make_fixture(1500, 40, 8, 23);
+    const TemporalParams p{0.5, 0.3, 2, 0.5, 1.0, 1.5, 7, 14};
+    const TemporalMoments m = temporal_moments(f.E, 1);
+    const TemporalRanking pairwise = run(f, nullptr, p, 10, 1, f.Q);
+    const TemporalRanking screened = run_moments(f, m, p, 10, 1, f.Q, true);
+    CHECK_EQ(screened.screened, f.Q.rows());
+    CHECK(screened.ids == pairwise.ids);
+    for (Index b = 0; b < f.Q.rows(); ++b)
+        for (Index i = 0; i < 10; ++i) CHECK_CLOSE(screened.scores(b, i), pairwise.scores(b, i), 1e-12);
+    // Every row the same (and N = 1): the variance from the moments cancels, so every query takes
+    // the pairwise path and the result is the one without moments, bit for bit.
+    for (const Index n : {Index{1}, Index{60}}) {
+        Fixture g = make_fixture(n, 24, 4, 29);
+        for (Index i = 1; i < n; ++i) g.E.row(i) = g.E.row(0);
+        const TemporalMoments gm = temporal_moments(g.E, 1);
+        const TemporalRanking got = run_moments(g, gm, p, 10, 1, g.Q, true);
+        CHECK_SAME_BATCH(got, run(g, nullptr, p, 10, 1, g.Q));
+        CHECK_EQ(got.screened, 0);
+    }
+    // Moments of another corpus are refused.
+    const TemporalMoments other = temporal_moments(f.E.topRows(100), 1);
+    CHECK_THROWS_WITH(run_moments(f, other, p, 10, 1, f.Q, true), std::invalid_argument, "moments were computed");
+}

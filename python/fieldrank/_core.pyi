@@ -10,7 +10,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['DEFAULTS', 'FUSED_FACTORS', 'NativeBatchRanking', 'NativeBatchReconstruction', 'NativeFusedRanking', 'NativeFusionParams', 'NativeRanking', 'NativeReconstruction', 'NativeTemporalRanking', 'bm25_scores_batch', 'build_info', 'cfs', 'cfs_batch', 'cfs_pool', 'cfsr', 'cfsr_batch', 'cfsr_pool', 'compiled_kernel_variants', 'cpu_features', 'hardware_threads', 'kernel_variant', 'memory_decay_exponents', 'memory_fuse', 'memory_protected_order', 'memory_ranks_of', 'memory_relevance_tail', 'memory_reserve_slots', 'memory_sorted_unique', 'mmr', 'mmr_batch', 'mmr_pool', 'prefilter', 'prefilter_batch', 'prefilter_bf16', 'prefilter_bf16_batch', 'prefilter_int8', 'prefilter_int8_batch', 'prefilter_pool', 'quantize_bf16', 'quantize_int8', 'read_probe', 'ring', 'ring_batch', 'ring_pool', 'rrf', 'rrf_batch', 'rrf_unchecked', 'set_kernel_variant', 'supported_kernel_variants', 'temporal_batch', 'tie_key']
+__all__: list[str] = ['DEFAULTS', 'FUSED_FACTORS', 'NativeBatchRanking', 'NativeBatchReconstruction', 'NativeFusedRanking', 'NativeFusionParams', 'NativeRanking', 'NativeReconstruction', 'NativeTemporalMoments', 'NativeTemporalRanking', 'bm25_scores_batch', 'build_info', 'cfs', 'cfs_batch', 'cfs_pool', 'cfsr', 'cfsr_batch', 'cfsr_pool', 'compiled_kernel_variants', 'cpu_features', 'hardware_threads', 'kernel_variant', 'memory_decay_exponents', 'memory_fuse', 'memory_protected_order', 'memory_ranks_of', 'memory_relevance_tail', 'memory_reserve_slots', 'memory_sorted_unique', 'mmr', 'mmr_batch', 'mmr_pool', 'prefilter', 'prefilter_batch', 'prefilter_bf16', 'prefilter_bf16_batch', 'prefilter_int8', 'prefilter_int8_batch', 'prefilter_pool', 'quantize_bf16', 'quantize_int8', 'read_probe', 'ring', 'ring_batch', 'ring_pool', 'rrf', 'rrf_batch', 'rrf_unchecked', 'set_kernel_variant', 'supported_kernel_variants', 'temporal_batch', 'temporal_moments', 'tie_key']
 class NativeRanking:
     """
     ids (int64) best first and their float32 scores.
@@ -82,6 +82,30 @@ class NativeTemporalRanking:
         ...
     @property
     def scores(self) -> typing.Annotated[numpy.typing.NDArray[numpy.float64], "[m, n]"]:
+        ...
+    @property
+    def screened(self) -> int:
+        """
+        With moments: the queries the fp32 screen resolved (the others were scored in full).
+        """
+class NativeTemporalMoments:
+    """
+    Moments of a corpus's rows for the temporal leg over all of them (temporal_moments).
+    """
+    @property
+    def dim(self) -> int:
+        ...
+    @property
+    def max_norm_sq(self) -> float:
+        ...
+    @property
+    def rows(self) -> int:
+        ...
+    @property
+    def second(self) -> typing.Annotated[numpy.typing.NDArray[numpy.float64], "[m, n]"]:
+        ...
+    @property
+    def sum(self) -> typing.Annotated[numpy.typing.NDArray[numpy.float64], "[m, 1]"]:
         ...
 def bm25_scores_batch(data: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, 1]"], indices: typing.Annotated[numpy.typing.NDArray[numpy.int32], "[m, 1]"], indptr: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"], n_docs: typing.SupportsInt | typing.SupportsIndex, token_offsets: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"], token_ids: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"], doc_begin: typing.SupportsInt | typing.SupportsIndex = 0, doc_end: typing.SupportsInt | typing.SupportsIndex | None = None, sorted_postings: bool = False, n_threads: typing.SupportsInt | typing.SupportsIndex = 0) -> typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, n]"]:
     """
@@ -243,13 +267,17 @@ def supported_kernel_variants() -> list[str]:
     """
     Kernel variants this build contains and this CPU can run, best last.
     """
-def temporal_batch(E: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, n]", "flags.c_contiguous"], Q: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, n]", "flags.c_contiguous"], session: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"], alpha: typing.SupportsFloat | typing.SupportsIndex, gamma: typing.SupportsFloat | typing.SupportsIndex, radius: typing.SupportsInt | typing.SupportsIndex, decay: typing.SupportsFloat | typing.SupportsIndex, tau: typing.SupportsFloat | typing.SupportsIndex, delta: typing.SupportsFloat | typing.SupportsIndex, before_days: typing.SupportsInt | typing.SupportsIndex, after_days: typing.SupportsInt | typing.SupportsIndex, k: typing.SupportsInt | typing.SupportsIndex, lexical32: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, n]", "flags.c_contiguous"] | None = None, lexical64: typing.Annotated[numpy.typing.NDArray[numpy.float64], "[m, n]", "flags.c_contiguous"] | None = None, rows: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"] | None = None, cue: typing.Annotated[numpy.typing.NDArray[numpy.uint8], "[m, 1]"] | None = None, day: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"] | None = None, intent: typing.Annotated[numpy.typing.NDArray[numpy.uint8], "[m, 1]"] | None = None, window_offsets: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"] | None = None, window_days: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"] | None = None, check_rows: bool = True, n_threads: typing.SupportsInt | typing.SupportsIndex = 0, row_order: bool = False) -> NativeTemporalRanking:
+def temporal_batch(E: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, n]", "flags.c_contiguous"], Q: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, n]", "flags.c_contiguous"], session: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"], alpha: typing.SupportsFloat | typing.SupportsIndex, gamma: typing.SupportsFloat | typing.SupportsIndex, radius: typing.SupportsInt | typing.SupportsIndex, decay: typing.SupportsFloat | typing.SupportsIndex, tau: typing.SupportsFloat | typing.SupportsIndex, delta: typing.SupportsFloat | typing.SupportsIndex, before_days: typing.SupportsInt | typing.SupportsIndex, after_days: typing.SupportsInt | typing.SupportsIndex, k: typing.SupportsInt | typing.SupportsIndex, lexical32: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, n]", "flags.c_contiguous"] | None = None, lexical64: typing.Annotated[numpy.typing.NDArray[numpy.float64], "[m, n]", "flags.c_contiguous"] | None = None, rows: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"] | None = None, cue: typing.Annotated[numpy.typing.NDArray[numpy.uint8], "[m, 1]"] | None = None, day: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"] | None = None, intent: typing.Annotated[numpy.typing.NDArray[numpy.uint8], "[m, 1]"] | None = None, window_offsets: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"] | None = None, window_days: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"] | None = None, check_rows: bool = True, n_threads: typing.SupportsInt | typing.SupportsIndex = 0, row_order: bool = False, moments: NativeTemporalMoments | None = None, screen: bool = True) -> NativeTemporalRanking:
     """
-    The time-aware leg for every row of Q (B, d) float32 over E (N, d) float32 (fieldrank.temporal), session (N,) int64 keys, the leg's parameters and k; lexical (B, N) float32 or float64 scores (one of lexical32 / lexical64; none when alpha == 0), rows (n,) sorted unique int64 (None: all N), cue (N,) uint8, day (N,) int64 session days (INT64_MIN: none), intent (B,) uint8, window_offsets (B + 1,) int64 into window_days (2W,) int64 inclusive (start, end) day pairs. check_rows=False skips the per-row finite / norm check for a corpus validated once. Returns NativeTemporalRanking of (B, min(k, n)); row_order=True: scores (B, n) of every row in the order of rows (all N when None), ids empty, k unused.
+    The time-aware leg for every row of Q (B, d) float32 over E (N, d) float32 (fieldrank.temporal), session (N,) int64 keys, the leg's parameters and k; lexical (B, N) float32 or float64 scores (one of lexical32 / lexical64; none when alpha == 0), rows (n,) sorted unique int64 (None: all N), cue (N,) uint8, day (N,) int64 session days (INT64_MIN: none), intent (B,) uint8, window_offsets (B + 1,) int64 into window_days (2W,) int64 inclusive (start, end) day pairs. check_rows=False skips the per-row finite / norm check for a corpus validated once. Returns NativeTemporalRanking of (B, min(k, n)); row_order=True: scores (B, n) of every row in the order of rows (all N when None), ids empty, k unused. moments (temporal_moments of this E): over all rows (rows None, top-k, alpha < 1) the cosines' mean and sd come from them and fp32 cosines screen the rows, only those near the k-th score re-scored in double; screen=False scores every row in double with the same statistics (the same result).
+    """
+def temporal_moments(E: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, n]", "flags.c_contiguous"], n_threads: typing.SupportsInt | typing.SupportsIndex = 0) -> NativeTemporalMoments:
+    """
+    Moments of E (N, d) float32 for temporal_batch(moments=): sum (d,) = sum of the rows, second (d, d) = sum of their outer products, max_norm_sq, all float64, the same bits for any n_threads.
     """
 def tie_key(seed: typing.SupportsInt | typing.SupportsIndex, lap: typing.SupportsInt | typing.SupportsIndex, id: typing.SupportsInt | typing.SupportsIndex) -> int:
     """
     Ring's seeded tie draw for (seed, lap, id): splitmix64, a uint64.
     """
-DEFAULTS: dict = {'w': 0.9, 'lam': 0.005, 'p': 150, 'iters': 80, 'cfsr_k': 50, 'tol': 0.0, 'sigma': 0.4, 'beta': 0.2, 'eps': 1e-06, 'cfs_k': 50, 'k0': 60.0, 'k': 10, 'mu': 0.5, 'mmr_k': 10, 'alpha': 0.3, 'laps': 3, 'ring_k': 10, 'ring_pool_factor': 2, 'seed': 0, 'ring_ablation_bump': 0.02, 'temporal_alpha': 0.5, 'temporal_gamma': 0.5, 'temporal_radius': 2, 'temporal_decay': 0.5, 'temporal_tau': 1.0, 'temporal_delta': 1.5, 'temporal_before_days': 7, 'temporal_after_days': 14, 'lambda_max_rel_tol': 1e-06, 'lambda_max_max_steps': 64, 'min_row_norm_sq': 1e-24, 'unit_norm_atol': 0.001, 'parallel_min_batch': 2, 'quantized_rescore_factor': 4, 'int8_max_dim': 16384}
+DEFAULTS: dict = {'w': 0.9, 'lam': 0.005, 'p': 150, 'iters': 80, 'cfsr_k': 50, 'tol': 0.0, 'sigma': 0.4, 'beta': 0.2, 'eps': 1e-06, 'cfs_k': 50, 'k0': 60.0, 'k': 10, 'mu': 0.5, 'mmr_k': 10, 'alpha': 0.3, 'laps': 3, 'ring_k': 10, 'ring_pool_factor': 2, 'seed': 0, 'ring_ablation_bump': 0.02, 'temporal_alpha': 0.5, 'temporal_gamma': 0.5, 'temporal_radius': 2, 'temporal_decay': 0.5, 'temporal_tau': 1.0, 'temporal_delta': 1.5, 'temporal_before_days': 7, 'temporal_after_days': 14, 'temporal_moments_min_rows_per_dim': 16, 'lambda_max_rel_tol': 1e-06, 'lambda_max_max_steps': 64, 'min_row_norm_sq': 1e-24, 'unit_norm_atol': 0.001, 'parallel_min_batch': 2, 'quantized_rescore_factor': 4, 'int8_max_dim': 16384}
 FUSED_FACTORS: int = 16

@@ -43,6 +43,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -401,6 +402,8 @@ class HybridRetriever:
         self._default_plan: Optional[LegPlan] = None  # the plan for config.k, once built
         self._needs_vector = config.needs_vector
         self._needs_text = config.needs_text
+        # The corpus moments of a temporal leg over every document: computed on its first search.
+        self._moments = _CorpusMoments(E)
         # Per-query constants of the query check (_query_vector), computed once here.
         self._query_shape = (int(E.shape[1]),)
         self._float32_unit_check = not normalize and E.shape[1] * _FLOAT32_EPS < UNIT_NORM_ATOL / 4
@@ -463,6 +466,7 @@ class HybridRetriever:
                 else BM25Index(self._texts, cfg.bm25, sessions=self._given_timeline))
         other = self._from_parts(self._texts, self._E, cfg, bm25, self._normalize, self._given_timeline)
         other._embedder = self._embedder
+        other._moments = self._moments  # same rows, same moments (computed at most once)
         return other
 
     @property
@@ -733,6 +737,37 @@ class HybridRetriever:
 
 
 # ------------------------------------------------------------------ the leg plan
+#: Rows per dimension from which the temporal leg over every document uses the corpus moments.
+_MOMENTS_MIN_ROWS_PER_DIM = int(_core.DEFAULTS["temporal_moments_min_rows_per_dim"])
+
+
+class _CorpusMoments:
+    """``_core.temporal_moments`` of a retriever's rows, computed on first use (thread-safe) and
+    shared by :meth:`HybridRetriever.with_config` copies; a pickle carries the rows, not the moments."""
+
+    __slots__ = ("_E", "_lock", "_value")
+
+    def __init__(self, E: np.ndarray) -> None:
+        self._E = E
+        self._lock = threading.Lock()
+        self._value: Optional[_core.NativeTemporalMoments] = None
+
+    def get(self, n_threads: int) -> _core.NativeTemporalMoments:
+        value = self._value
+        if value is None:
+            with self._lock:
+                if self._value is None:  # the same bits for any n_threads
+                    self._value = _core.temporal_moments(self._E, n_threads)
+                value = self._value
+        return value
+
+    def __getstate__(self) -> dict:
+        return {"E": self._E}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["E"])
+
+
 class _Group:
     """What the legs of one plan share for a group of queries (same subset): computed once each."""
 
@@ -810,8 +845,14 @@ def _run_temporal(leg: TemporalLeg, retriever: HybridRetriever, g: _Group) -> li
     intent, windows = g.timeline_features
     params = _temporal_params(leg)
     blend = params.alpha > 0
+    # Over every document of a large corpus the cosines' statistics come from the corpus moments
+    # (the fp32 screen; over fewer rows than _MOMENTS_MIN_ROWS_PER_DIM·d the double pass is as fast).
+    E = g.E
+    moments = None
+    if g.rows is None and params.alpha < 1.0 and E.shape[0] >= _MOMENTS_MIN_ROWS_PER_DIM * E.shape[1]:
+        moments = retriever._moments.get(g.n_threads)
     r = _temporal._run_leg(g.E, g.Q, g.lex_scores if blend else None, leg.depth, timeline, intent, windows, params,
-                           g.rows, False, g.n_threads, lexical_begin=g.lex_begin if blend else None)
+                           g.rows, False, g.n_threads, lexical_begin=g.lex_begin if blend else None, moments=moments)
     return [_LegOutput(r.ids[b], r.scores[b], None) for b in range(g.n)]
 
 

@@ -31,7 +31,10 @@ The scoring runs in C++ (``cpp/include/fieldrank/temporal.hpp``): one read of ea
 of queries, cosines summed in float64, z-normalisation with numpy's pairwise sums, then the
 neighbour and prior terms and the top-k, per query on its own thread. Scores are float64 and a
 query's scores do not depend on the batch or the thread count, so a batch equals its queries one
-by one, exactly. :func:`fieldrank.reference.temporal_batch` is the same formula in numpy (the
+by one, exactly. A :class:`fieldrank.HybridRetriever` searching every document of a large corpus
+passes the corpus moments instead (``_run_leg(moments=)``): the cosines' mean and standard
+deviation then come from them, fp32 cosines screen the rows and only those near the k-th score
+are re-scored in double (docs/design.md, "Temporal leg"); this function keeps the pairwise path. :func:`fieldrank.reference.temporal_batch` is the same formula in numpy (the
 oracle of the parity tests); only the question texts are read in Python (the regular expressions
 below).
 """
@@ -416,8 +419,8 @@ def _window_arrays(windows: Optional[Sequence[Sequence[tuple[np.datetime64, np.d
 
 def _run_leg(E: np.ndarray, Q: np.ndarray, lexical: Optional[np.ndarray], k: int, timeline: Timeline,
              intent: Optional[np.ndarray], windows, params: TemporalParams, rows: Optional[np.ndarray],
-             check_rows: bool, n_threads: int, row_order: bool = False, lexical_begin: Optional[int] = None
-             ) -> Ranking:
+             check_rows: bool, n_threads: int, row_order: bool = False, lexical_begin: Optional[int] = None,
+             moments: Optional[_core.NativeTemporalMoments] = None, screen: bool = True) -> Ranking:
     """The native leg on checked arguments (no copy of ``E``; ``rows`` sorted, None: all rows).
 
     ``row_order=True`` returns every row's score in the order of ``rows`` (ids empty, ``k``
@@ -428,6 +431,13 @@ def _run_leg(E: np.ndarray, Q: np.ndarray, lexical: Optional[np.ndarray], k: int
     lexical_begin + lexical.shape[1] - 1`` only, a block that contains every row of ``rows`` (the
     retriever scores only the block a subset spans). The leg then runs on views of that block of
     ``E`` and of the timeline (no copy), with the same scores and ids.
+
+    ``moments``: ``_core.temporal_moments(E)`` of this very ``E``, held by the caller (the
+    retriever computes them once per corpus). Over all rows (``rows`` None, no ``lexical_begin``,
+    top-k) the cosines' mean and standard deviation then come from them and fp32 cosines screen
+    the rows, only those near the k-th score re-scored in double (docs/design.md, "Temporal
+    leg"); elsewhere they are not used. ``screen=False`` scores every row in double with the same
+    statistics instead (the same result: the oracle of the tests).
 
     Layers that validated their corpus once (:class:`fieldrank.HybridRetriever`, the memory store)
     call this with ``check_rows=False``; :func:`temporal_batch` checks each row it reads once per
@@ -455,7 +465,7 @@ def _run_leg(E: np.ndarray, Q: np.ndarray, lexical: Optional[np.ndarray], k: int
         rows=rows, cue=cue, day=day,
         intent=None if intent is None else np.ascontiguousarray(intent, dtype=bool).view(np.uint8),
         window_offsets=offsets, window_days=days, check_rows=check_rows, n_threads=n_threads,
-        row_order=row_order)
+        row_order=row_order, moments=moments if rows is None and lexical_begin is None else None, screen=screen)
     if lexical_begin:
         return Ranking(r.ids + lexical_begin, r.scores)  # every id is a row (k is capped at the rows)
     return Ranking(r.ids, r.scores)

@@ -50,3 +50,38 @@ def test_default_rankings_identical_to_the_numpy_path(locomo_dir, embedding_set)
     differing, total = differing_rankings(locomo_dir, embedding_set)
     assert total >= 1982  # every question of the ten conversations
     assert differing == 0, f"{differing} of {total} rankings differ"
+
+
+@pytest.mark.parametrize("embedding_set", ["minilm-l6-v2", "mpnet-base-v2"])
+def test_moments_path_over_the_whole_log_ranks_as_the_numpy_path(locomo_dir, embedding_set):
+    """The leg over every turn of all ten conversations with the corpus moments (the fp32 screen,
+    docs/design.md) on real embeddings, whose cosines have a mean well above zero: every question
+    is resolved by the screen and ranks as the numpy reference (scores within 1e-12)."""
+    from fieldrank import _core
+    from fieldrank import temporal as tl
+    from fieldrank.evaluation import locomo
+
+    data = locomo.load_locomo(locomo_dir, embedding_set, checksums=False)
+    timeline = locomo_timeline(data)
+    config = preset("default")
+    (leg,) = config.legs
+    retriever = HybridRetriever([str(t) for t in data.turns.embed_text], data.turn_embeddings, config,
+                                timeline=timeline)
+    texts = [str(t) for t in data.questions.question]
+    Q = np.ascontiguousarray(data.question_embeddings, dtype=np.float32)
+    E = retriever.embeddings
+    lexical = np.stack([retriever.bm25.scores(t) for t in texts])
+    params = leg.params()
+    intent, windows = tl.question_features(texts, timeline, None)
+    moments = _core.temporal_moments(E)
+    got = tl._run_leg(E, Q, lexical, leg.depth, timeline, intent, windows, params, None, False, 2, moments=moments)
+    want = ref.temporal_batch(E, Q, lexical, leg.depth, timeline=timeline, questions=texts, params=params)
+    assert len(texts) >= 1982
+    np.testing.assert_array_equal(got.ids, want.ids)
+    np.testing.assert_allclose(got.scores, want.scores, rtol=0, atol=1e-12)
+    raw = _core.temporal_batch(E, Q, timeline.session, params.alpha, params.gamma, params.radius, params.decay,
+                               params.tau, params.delta, params.before_days, params.after_days, leg.depth,
+                               lexical32=lexical.astype(np.float32), cue=timeline.cue.view(np.uint8),
+                               day=timeline.time.view(np.int64), intent=intent.view(np.uint8), check_rows=False,
+                               n_threads=2, moments=moments)
+    assert raw.screened == len(texts)

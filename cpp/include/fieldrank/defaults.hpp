@@ -86,6 +86,44 @@ inline constexpr std::int64_t temporal_query_group = 4;
 // Rows of at most this many bytes (float32) stay in cache across query groups: the temporal leg
 // then gives each thread whole query groups (one parallel region) instead of splitting the rows.
 inline constexpr std::int64_t temporal_cache_resident_bytes = std::int64_t{4} << 20;
+// The temporal leg over all N rows of a retriever's corpus (TemporalMoments, docs/design.md): the
+// cosines' mean and variance come from the corpus moments, cosines are screened in fp32 and only
+// the rows near the k-th score are re-scored in double.
+// The moments pay over N >= this many rows per dimension: a query reads the lower triangle of M,
+// 4·d² bytes, against 4·N·d bytes of rows (1/16 of them here); over fewer rows the double pass
+// is as fast (the retriever passes no moments there).
+inline constexpr std::int64_t temporal_moments_min_rows_per_dim = 16;
+// A query keeps the exact pairwise statistics when var = q'Mq/N - mean^2 is at most this share of
+// q'Mq/N (the subtraction would cancel too many digits: duplicated rows, N = 1, a query orthogonal
+// to the corpus's spread).
+inline constexpr double temporal_moments_min_var_ratio = 1e-4;
+// Corpus rows summed per block of the moments (one transposed block in float32 and float64 per
+// thread; a multiple of 16, the double kernel's block), and at most this many fixed partial sums
+// (summed in order at the end; chosen from N and d only, so the moments do not depend on threads),
+// fewer when d x d partials would exceed the byte budget.
+inline constexpr std::int64_t temporal_moments_block_rows = 256;
+inline constexpr std::int64_t temporal_moments_max_partials = 16;
+inline constexpr std::int64_t temporal_moments_partial_bytes = std::int64_t{64} << 20;
+// Dimensions of M's lower triangle per call of the double kernel: each call also computes a square
+// above the diagonal, so smaller groups waste less; 64 keeps each call long enough for its tiles.
+inline constexpr std::int64_t temporal_moments_group_dims = 64;
+// The screen's bound on the rounding of one score's double operations, in units of float64's unit
+// roundoff times the largest magnitude a term can take: the blend, the support and the priors round
+// at most 12 times per score (errors of a neighbour's base pass through the support with factors
+// <= 1), 24 for the approximate and the exact score together; 32 leaves margin.
+inline constexpr double temporal_screen_rounding_terms = 32.0;
+// Rows per block of the screen's selection: the k-th approximate score is selected from the rows of
+// the blocks whose largest score reaches the k-th largest block maximum (a few blocks), not from all.
+inline constexpr std::int64_t temporal_screen_block_rows = 64;
+// A query whose screen keeps more than 1/this of the rows (a nearly constant cosine column) is
+// re-scored in full instead: same result, fewer gathers.
+inline constexpr std::int64_t temporal_screen_max_candidate_share = 8;
+// fp32 cosines are screened only while ||q|| max||e_i|| stays below this (2^100): far from float32
+// overflow, so the fp32 sums are finite and the error bound holds; larger queries are scored in double.
+inline constexpr double temporal_screen_max_scale = 1.2676506002282294e30;
+// One query's fp32 screen reads rows of more than this many bytes as one stream (beyond the
+// last-level cache, where it reads fastest), smaller ones in prefetched tiles.
+inline constexpr std::int64_t temporal_stream_min_bytes = std::int64_t{64} << 20;
 
 }  // namespace defaults
 
@@ -130,6 +168,7 @@ inline std::vector<DefaultEntry> default_table() {
         real("temporal_delta", temporal_delta),
         integer("temporal_before_days", temporal_before_days),
         integer("temporal_after_days", temporal_after_days),
+        integer("temporal_moments_min_rows_per_dim", temporal_moments_min_rows_per_dim),
         real("lambda_max_rel_tol", lambda_max_rel_tol),
         integer("lambda_max_max_steps", lambda_max_max_steps),
         real("min_row_norm_sq", min_row_norm_sq),

@@ -102,6 +102,14 @@ struct KernelTable {
     // double (base is never −0), on which max is exact and order-free: every variant gives the same bits.
     void (*temporal_support)(const double* base, const Index* session, Index n, const double* factors, Index radius,
                              double gamma, double* score);
+
+    // out[b] = q_bᵀ M q_b for nq queries (rows of Qd, row stride ldq), M (d × d, row stride d)
+    // symmetric and read from its lower triangle: Σ_j q_j · (M_jj q_j + 2 · Σ_{k<j} M_jk q_k), j in
+    // order, the inner sum on four 8-lane accumulators (lane l of accumulator a takes k ≡ 8a + l mod
+    // 32), summed (0 + 1) + (2 + 3), the fixed tree, then the tail in k order. Products and sums are
+    // rounded separately (never fused), so every variant gives the same bits. Each row of M is read
+    // once for all nq queries.
+    void (*quadratic_forms_f64)(const double* M, Index d, const double* Qd, Index ldq, Index nq, double* out);
 };
 
 }  // namespace simd

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <type_traits>
@@ -65,6 +66,22 @@ struct LexicalScores {
 struct TemporalRanking {
     RowMatrixXi ids;
     RowMatrixXd scores;
+    // With corpus moments: how many queries the fp32 screen resolved (the others were scored in
+    // full, in double); 0 without moments.
+    Index screened = 0;
+};
+
+// The first and second moments of a corpus's rows, in double, for the leg over all of its rows:
+// a query q's cosines then have mean (q·sum)/N and variance (qᵀ second q)/N − mean² without a
+// double cosine per row (docs/design.md, "Temporal leg"). Built once per corpus by
+// temporal_moments (d² doubles); they must be the moments of the very E they are passed with
+// (the leg checks the shape only).
+struct TemporalMoments {
+    Index rows = 0;
+    Index dim = 0;
+    std::vector<double> sum;     // (d,): Σ_i e_i
+    std::vector<double> second;  // (d, d) row-major, symmetric: Σ_i e_i e_iᵀ
+    double max_norm_sq = 0.0;    // max_i ‖e_i‖²: scales the screen's error bound
 };
 
 namespace detail {
@@ -201,20 +218,59 @@ inline void temporal_dense(const MatrixRef& E, const RowMatrixXd& Qd, Index q0, 
 // support n more when the rows are a subset). The operations per row are the reference's, in
 // its order (the build has no FMA contraction), fused into few sweeps: two reductions per
 // z-score read the inputs in place, one sweep writes the base blend, one the final score.
+// The z-statistics of one query's lexical scores over the rows ({0, 1} when alpha == 0).
+template <typename Lex>
+Moments lexical_moments(const Lex* lexical, const Index* rows, Index n, const TemporalParams& p) {
+    if (!(p.alpha > 0.0)) return {0.0, 1.0};
+    const auto lex_at = [lexical, rows](Index i) { return static_cast<double>(lexical[row_at(rows, i)]); };
+    const Moments lex_z = moments_of(lex_at, n);
+    // A non-finite score makes the sum non-finite (float32 values cannot overflow a double sum).
+    if (!std::isfinite(lex_z.mean)) fail("lexical must be finite");
+    return lex_z;
+}
+
+// decay^(dist - 1) for dist = 1 … radius, up to the first that is 0 (it and farther ones lend
+// nothing); empty when gamma == 0.
+inline const std::vector<double>& support_factors(const TemporalParams& p) {
+    thread_local std::vector<double> factors;
+    factors.clear();
+    if (p.gamma > 0.0) {
+        for (Index dist = 1; dist <= p.radius; ++dist) {
+            const double factor = std::pow(p.decay, static_cast<double>(dist - 1));
+            if (factor == 0.0) break;
+            factors.push_back(factor);
+        }
+    }
+    return factors;
+}
+
+// The time-cue and session-date priors of one row added to its score, in the order of the sweeps
+// of temporal_query_scores (the same double operations).
+inline double with_priors(double score, Index row, const TemporalTimeline& timeline, bool intent,
+                          const Index* windows, Index n_windows, const TemporalParams& p) {
+    if (p.tau > 0.0 && intent && timeline.cue != nullptr && timeline.cue[row] != 0) score = score + p.tau;
+    if (p.delta > 0.0 && n_windows > 0 && timeline.day != nullptr) {
+        const Index day = timeline.day[row];
+        if (day == std::numeric_limits<Index>::min()) return score;  // NaT: in no period
+        bool hit = false;
+        for (Index w = 0; w < n_windows && !hit; ++w)
+            hit = day >= windows[2 * w] - p.before_days && day <= windows[2 * w + 1] + p.after_days;
+        if (hit) score = score + p.delta;
+    }
+    return score;
+}
+
+// dense_moments / lex_moments: the z-statistics to use (null: numpy's pairwise ones over the rows).
 template <typename Lex>
 void temporal_query_scores(const double* dense, const Lex* lexical, const Index* rows, Index n,
                            const TemporalTimeline& timeline, bool intent, const Index* windows, Index n_windows,
-                           const TemporalParams& p, double* base, double* support, double* score) {
+                           const TemporalParams& p, double* base, double* support, double* score,
+                           const Moments* dense_moments = nullptr, const Moments* lex_moments = nullptr) {
     // Base blend: (1 − α)·z(cos) + α·z(lex), each z over the rows (reference: temporal_scores).
     Moments dense_z{0.0, 1.0};
-    if (p.alpha < 1.0) dense_z = moments_of([dense](Index i) { return dense[i]; }, n);
-    Moments lex_z{0.0, 1.0};
-    const auto lex_at = [lexical, rows](Index i) { return static_cast<double>(lexical[row_at(rows, i)]); };
-    if (p.alpha > 0.0) {
-        lex_z = moments_of(lex_at, n);
-        // A non-finite score makes the sum non-finite (float32 values cannot overflow a double sum).
-        if (!std::isfinite(lex_z.mean)) fail("lexical must be finite");
-    }
+    if (dense_moments != nullptr) dense_z = *dense_moments;
+    else if (p.alpha < 1.0) dense_z = moments_of([dense](Index i) { return dense[i]; }, n);
+    const Moments lex_z = lex_moments != nullptr ? *lex_moments : lexical_moments(lexical, rows, n, p);
     // The element-wise sweeps run in the kernel table (vectorised per instruction set, same bits).
     const simd::KernelTable& kernels = simd::kernels();
     const Lex* lex = p.alpha > 0.0 ? lexical : nullptr;
@@ -226,15 +282,7 @@ void temporal_query_scores(const double* dense, const Lex* lexical, const Index*
                            dense_z.sd, p.alpha, lex_z.mean, lex_z.sd, base);
     // Support: max over same-session neighbours rows[i] ± dist (inside the rows) of
     // decay^(dist-1) · max(base, 0); distances from the first with factor 0 on lend nothing.
-    thread_local std::vector<double> factors;
-    factors.clear();
-    if (p.gamma > 0.0) {
-        for (Index dist = 1; dist <= p.radius; ++dist) {
-            const double factor = std::pow(p.decay, static_cast<double>(dist - 1));
-            if (factor == 0.0) break;
-            factors.push_back(factor);
-        }
-    }
+    const std::vector<double>& factors = support_factors(p);
     const Index radius = static_cast<Index>(factors.size());
     const Index* session = timeline.session;
     if (p.gamma > 0.0 && rows == nullptr) {
@@ -263,20 +311,367 @@ void temporal_query_scores(const double* dense, const Lex* lexical, const Index*
     } else {
         std::copy(base, base + n, score);
     }
-    if (p.tau > 0.0 && intent && timeline.cue != nullptr) {
+    if ((p.tau > 0.0 && intent && timeline.cue != nullptr) || (p.delta > 0.0 && n_windows > 0 && timeline.day != nullptr)) {
         for (Index i = 0; i < n; ++i)
-            if (timeline.cue[row_at(rows, i)] != 0) score[i] = score[i] + p.tau;
+            score[i] = with_priors(score[i], row_at(rows, i), timeline, intent, windows, n_windows, p);
     }
-    if (p.delta > 0.0 && n_windows > 0 && timeline.day != nullptr) {
-        for (Index i = 0; i < n; ++i) {
-            const Index day = timeline.day[row_at(rows, i)];
-            if (day == std::numeric_limits<Index>::min()) continue;  // NaT: in no period
-            bool hit = false;
-            for (Index w = 0; w < n_windows && !hit; ++w)
-                hit = day >= windows[2 * w] - p.before_days && day <= windows[2 * w + 1] + p.after_days;
-            if (hit) score[i] = score[i] + p.delta;
+}
+
+// Σ_j a_j b_j over n doubles with eight fixed lanes (lane l takes j ≡ l mod 8), a fixed halving
+// tree and the tail in j order: the same bits in every build of this header, whatever the caller.
+inline double lane_dot(const double* a, const double* b, Index n) {
+    double acc[8] = {};
+    Index j = 0;
+    for (; j + 8 <= n; j += 8)
+        for (int l = 0; l < 8; ++l) acc[l] += a[j + l] * b[j + l];
+    for (int width = 4; width > 0; width /= 2)
+        for (int l = 0; l < width; ++l) acc[l] += acc[l + width];
+    double tail = 0.0;
+    for (; j < n; ++j) tail += a[j] * b[j];
+    return acc[0] + tail;
+}
+
+// One query's cosine statistics from the corpus moments: usable is false where the variance
+// would cancel (temporal_moments_min_var_ratio) or is not finite; scale = ‖q‖·max‖e_i‖ bounds
+// every |cosine|.
+struct QueryMoments {
+    bool usable;
+    Moments dense;
+    double scale;
+};
+
+// quadratic: qᵀMq (the kernel-table entry quadratic_forms_f64, the same bits in every variant).
+inline QueryMoments query_moments(const TemporalMoments& m, const double* q, double quadratic) {
+    const Index d = m.dim;
+    const double count = static_cast<double>(m.rows);
+    const double mean = lane_dot(q, m.sum.data(), d) / count;
+    const double second = quadratic / count;
+    const double var = second - mean * mean;
+    const double scale = std::sqrt(lane_dot(q, q, d)) * std::sqrt(m.max_norm_sq);
+    const bool usable = std::isfinite(var) && var > defaults::temporal_moments_min_var_ratio * second;
+    return {usable, {mean, usable ? std::sqrt(var) : 1.0}, scale};
+}
+
+// γ_n = n·u / (1 − n·u): |fl(x·y) − x·y| ≤ γ_n Σ|x_j y_j| for any order of the n-term dot product.
+inline double gamma_n(Index n, double unit_roundoff) {
+    const double nu = static_cast<double>(n) * unit_roundoff;
+    return nu / (1.0 - nu);
+}
+
+// The screen's ε for one query: |ã_i − s_i| ≤ ε for every row, where s_i is the exact (double
+// cosine) score and ã_i the same double operations on the fp32 cosine. The cosines differ by at
+// most δ = (γ_d(fp32) + γ_d(fp64))·‖q‖·max‖e‖ (plus float32 underflow, d · 2^-149); the base
+// blend moves by (1 − α)·δ/sd; the neighbour support, a max of factor·max(base, 0) with factors
+// ≤ 1, by at most as much again times γ; the priors add the same constants. Each computation's own
+// rounding is bounded by temporal_screen_rounding_terms·u·T, T the largest magnitude any term can
+// take (|c − mean| ≤ 2·scale, |z(lex)| ≤ √n). Returns +inf where the bound is unusable.
+inline double screen_epsilon(const QueryMoments& qm, Index d, Index n, const TemporalParams& p) {
+    if (!(qm.scale < defaults::temporal_screen_max_scale)) return std::numeric_limits<double>::infinity();
+    const double u32 = std::ldexp(1.0, -24);
+    const double u64 = std::ldexp(1.0, -53);
+    const double share = 1.0 - p.alpha;
+    const double gamma32 = gamma_n(d, u32);
+    const double delta = (gamma32 + gamma_n(d, u64)) * qm.scale + static_cast<double>(d) * std::ldexp(1.0, -149);
+    const double sd = qm.dense.sd;
+    const double spread = 1.0 + p.gamma;
+    const double base_bound = share * 2.0 * qm.scale * (1.0 + gamma32) / sd + p.alpha * 2.0 * std::sqrt(static_cast<double>(n));
+    const double term_bound = spread * base_bound + p.tau + p.delta;
+    const double eps = share * spread * delta / sd + defaults::temporal_screen_rounding_terms * u64 * term_bound;
+    return eps * (1.0 + std::ldexp(1.0, -20));  // covers the rounding of this bound itself
+}
+
+}  // namespace detail
+
+// The moments of E's rows (TemporalMoments): exact float products summed in double by the
+// kernel-table entry score_f32_f64 over transposed blocks of temporal_moments_block_rows rows (a
+// fixed order in every variant), the blocks summed into a fixed number of partials (from N and d
+// only) that threads take whole, then the partials in order: the same bits for any thread count.
+inline TemporalMoments temporal_moments(const MatrixRef& E, Index n_threads) {
+    require_rows("E", E);
+    const Index N = E.rows();
+    const Index d = E.cols();
+    const Index block = defaults::temporal_moments_block_rows;
+    const Index blocks = (N + block - 1) / block;
+    const Index by_memory =
+        std::max<Index>(1, defaults::temporal_moments_partial_bytes / (static_cast<Index>(sizeof(double)) * d * d));
+    const Index partials = std::max<Index>(1, std::min({blocks, by_memory, defaults::temporal_moments_max_partials}));
+    const Index blocks_per_partial = (blocks + partials - 1) / partials;
+    std::vector<std::vector<double>> second(static_cast<std::size_t>(partials));
+    std::vector<std::vector<double>> sum(static_cast<std::size_t>(partials));
+    std::vector<double> max_norm_sq(static_cast<std::size_t>(partials), 0.0);
+    const simd::KernelTable& kernels = simd::kernels();
+    const Index group = defaults::temporal_moments_group_dims;
+    parallel_for(0, partials, n_threads, [&](Index part) {
+        const auto dd = static_cast<std::size_t>(d);
+        std::vector<float> columns(dd * static_cast<std::size_t>(block));    // the block transposed: (d, block)
+        std::vector<double> columns64(columns.size());
+        std::vector<double> products(dd * dd);
+        std::vector<double>& M = second[static_cast<std::size_t>(part)];
+        std::vector<double>& s = sum[static_cast<std::size_t>(part)];
+        M.assign(dd * dd, 0.0);
+        s.assign(dd, 0.0);
+        double& top = max_norm_sq[static_cast<std::size_t>(part)];
+        const Index last = std::min(blocks, (part + 1) * blocks_per_partial);
+        for (Index b = part * blocks_per_partial; b < last; ++b) {
+            const Index r0 = b * block;
+            const Index count = std::min(block, N - r0);
+            // A short last block is padded with zero rows: their products are 0 and change no sum.
+            if (count < block) {
+                std::fill(columns.begin(), columns.end(), 0.0f);
+                std::fill(columns64.begin(), columns64.end(), 0.0);
+            }
+            for (Index t = 0; t < count; ++t) {
+                const float* row = E.data() + (r0 + t) * E.outerStride();
+                double norm_sq = 0.0;
+                for (Index j = 0; j < d; ++j) {
+                    const double x = row[j];
+                    columns[static_cast<std::size_t>(j * block + t)] = row[j];
+                    columns64[static_cast<std::size_t>(j * block + t)] = x;
+                    s[static_cast<std::size_t>(j)] += x;
+                    norm_sq += x * x;
+                }
+                top = std::max(top, norm_sq);
+            }
+            // products[c·d + r] = Σ_t e_t,r · e_t,c for c < g0 + width, r in [g0, g0 + width).
+            for (Index g0 = 0; g0 < d; g0 += group) {
+                const Index width = std::min(group, d - g0);
+                kernels.score_f32_f64(columns.data() + g0 * block, block, nullptr, width, block, columns64.data(),
+                                      block, g0 + width, products.data() + g0, d, nullptr);
+            }
+            for (Index r = 0; r < d; ++r)
+                for (Index c = 0; c <= r; ++c)
+                    M[static_cast<std::size_t>(r * d + c)] += products[static_cast<std::size_t>(c * d + r)];
         }
+    });
+    TemporalMoments out;
+    out.rows = N;
+    out.dim = d;
+    out.sum.assign(static_cast<std::size_t>(d), 0.0);
+    out.second.assign(static_cast<std::size_t>(d * d), 0.0);
+    for (Index part = 0; part < partials; ++part) {
+        const auto& M = second[static_cast<std::size_t>(part)];
+        const auto& s = sum[static_cast<std::size_t>(part)];
+        for (Index j = 0; j < d; ++j) out.sum[static_cast<std::size_t>(j)] += s[static_cast<std::size_t>(j)];
+        for (Index r = 0; r < d; ++r)
+            for (Index c = 0; c <= r; ++c)
+                out.second[static_cast<std::size_t>(r * d + c)] += M[static_cast<std::size_t>(r * d + c)];
+        out.max_norm_sq = std::max(out.max_norm_sq, max_norm_sq[static_cast<std::size_t>(part)]);
     }
+    for (Index r = 0; r < d; ++r)
+        for (Index c = 0; c < r; ++c)
+            out.second[static_cast<std::size_t>(c * d + r)] = out.second[static_cast<std::size_t>(r * d + c)];
+    return out;
+}
+
+namespace detail {
+
+// The leg over all n = N rows with the corpus moments (temporal_batch with moments, top-k mode).
+// Per query: the statistics from the moments (a query whose variance would cancel takes the
+// pairwise path, exactly as without moments); fp32 cosines, the approximate scores ã_i by the same
+// double operations, ε from screen_epsilon; L = the k-th largest ã; every row with ã_i ≥ L − 2ε
+// is a candidate (a row below scores strictly less than the true k-th: s_i ≤ ã_i + ε < L − ε ≤
+// s_(k)); the candidates and their in-range neighbours get exact double cosines, the candidates
+// their exact scores, and the top-k is taken over them. The result is that of the full exact pass
+// with the same statistics (screen = false computes that pass: the test oracle), whatever the
+// fp32 bits, hence the same for every variant, thread count and batch.
+template <typename Lex>
+TemporalRanking temporal_batch_moments(const MatrixRef& E, const MatrixRef& Q, LexicalScores<Lex> lexical,
+                                       const TemporalTimeline& timeline, const TemporalQueries& queries,
+                                       const TemporalParams& p, Index k, bool check_rows, Index n_threads,
+                                       const TemporalMoments& moments, bool screen) {
+    const Index n = E.rows();
+    const Index d = E.cols();
+    if (moments.rows != n || moments.dim != d || static_cast<Index>(moments.second.size()) != d * d ||
+        static_cast<Index>(moments.sum.size()) != d)
+        fail("moments were computed for a corpus of shape (", moments.rows, ", ", moments.dim, "), E has shape (", n,
+             ", ", d, ")");
+    const Index B = Q.rows();
+    const Index width = std::min(k, n);
+    TemporalRanking out;
+    out.ids.setConstant(B, width, -1);
+    out.scores.setZero(B, width);
+    const RowMatrixXd Qd = Q.cast<double>();
+    if (check_rows) temporal_dense(E, Qd, 0, 0, nullptr, n, true, n_threads, nullptr);
+    if (B == 0) return out;
+    const simd::KernelTable& kernels = simd::kernels();
+    const float* base_rows = E.data();
+    const Index stride = E.outerStride();
+    const std::vector<double> factors = support_factors(p);  // a copy: support_factors reuses its buffer
+    std::vector<std::uint8_t> screened(static_cast<std::size_t>(B), 0);
+    const Index radius = static_cast<Index>(factors.size());
+
+    auto write_top = [&](Index b, TopK<double>& best) {
+        const auto top = best.take_sorted();
+        for (Index i = 0; i < static_cast<Index>(top.size()); ++i) {
+            out.ids(b, i) = top[static_cast<std::size_t>(i)].id;
+            out.scores(b, i) = top[static_cast<std::size_t>(i)].score;
+        }
+    };
+    struct QueryView {
+        const Lex* lex;
+        bool intent;
+        const Index* windows;
+        Index n_windows;
+    };
+    auto view_of = [&](Index b) {
+        QueryView v{lexical.data != nullptr ? lexical.data + b * lexical.ld : nullptr,
+                    queries.intent != nullptr && queries.intent[b] != 0, nullptr, 0};
+        if (queries.window_offsets != nullptr) {
+            v.windows = queries.window_days + 2 * queries.window_offsets[b];
+            v.n_windows = queries.window_offsets[b + 1] - queries.window_offsets[b];
+        }
+        return v;
+    };
+    // Every row's exact double cosine and score (dense_z null: the pairwise statistics), then the top-k.
+    auto exact_query = [&](Index b, const Moments* dense_z) {
+        const QueryView v = view_of(b);
+        double* dense = thread_scratch(3 * n);
+        double* base = dense + n;
+        double* score = base + n;
+        kernels.score_f32_f64(base_rows, stride, nullptr, n, d, Qd.data() + b * Qd.cols(), Qd.cols(), 1, dense, n,
+                              nullptr);
+        temporal_query_scores(dense, v.lex, nullptr, n, timeline, v.intent, v.windows, v.n_windows, p, base, nullptr,
+                              score, dense_z);
+        TopK<double> best(width);
+        for (Index i = 0; i < n; ++i) best.push(score[i], i);
+        write_top(b, best);
+    };
+    auto screened_query = [&](Index b, const float* cos32, double quadratic) {
+        const QueryMoments qm = query_moments(moments, Qd.data() + b * Qd.cols(), quadratic);
+        if (!qm.usable) return exact_query(b, nullptr);
+        const double eps = screen_epsilon(qm, d, n, p);
+        if (!screen || width >= n || !std::isfinite(eps)) return exact_query(b, &qm.dense);
+        const QueryView v = view_of(b);
+        const Moments lex_z = lexical_moments(v.lex, nullptr, n, p);
+        double* approx = thread_scratch(3 * n);
+        double* base = approx + n;
+        double* score = base + n;
+        for (Index i = 0; i < n; ++i) approx[i] = static_cast<double>(cos32[i]);
+        temporal_query_scores(approx, v.lex, nullptr, n, timeline, v.intent, v.windows, v.n_windows, p, base,
+                              nullptr, score, &qm.dense, &lex_z);
+        // The k-th largest ã without a selector over every row: per block of rows its largest ã
+        // (a plain vectorised max); the k-th largest block max is at most the k-th largest ã (k blocks
+        // each hold a row at least as large), so only rows at or above it, in blocks that reach it,
+        // can be among the top k.
+        const Index block_rows = defaults::temporal_screen_block_rows;
+        const Index blocks = (n + block_rows - 1) / block_rows;
+        thread_local std::vector<double> block_max;
+        thread_local std::vector<double> order;
+        block_max.resize(static_cast<std::size_t>(blocks));
+        for (Index c = 0; c < blocks; ++c) {
+            const Index end = std::min(n, (c + 1) * block_rows);
+            double top = score[c * block_rows];
+            for (Index i = c * block_rows + 1; i < end; ++i) top = score[i] > top ? score[i] : top;
+            block_max[static_cast<std::size_t>(c)] = top;
+        }
+        double floor = -std::numeric_limits<double>::infinity();
+        if (blocks >= width) {
+            order.assign(block_max.begin(), block_max.end());
+            std::nth_element(order.begin(), order.begin() + (width - 1), order.end(), std::greater<double>());
+            floor = order[static_cast<std::size_t>(width - 1)];
+        }
+        TopK<double> approx_best(width);
+        for (Index c = 0; c < blocks; ++c) {
+            if (block_max[static_cast<std::size_t>(c)] < floor) continue;
+            for (Index i = c * block_rows; i < std::min(n, (c + 1) * block_rows); ++i)
+                if (score[i] >= floor) approx_best.push(score[i], i);
+        }
+        const double kth = approx_best.take_sorted().back().score;
+        const double threshold = kth - 2.0 * eps;
+        thread_local std::vector<Index> candidates;
+        thread_local std::vector<Index> needed;
+        candidates.clear();
+        for (Index c = 0; c < blocks; ++c) {
+            if (block_max[static_cast<std::size_t>(c)] < threshold) continue;
+            for (Index i = c * block_rows; i < std::min(n, (c + 1) * block_rows); ++i)
+                if (score[i] >= threshold) candidates.push_back(i);
+        }
+        if (static_cast<Index>(candidates.size()) * defaults::temporal_screen_max_candidate_share > n)
+            return exact_query(b, &qm.dense);
+        screened[static_cast<std::size_t>(b)] = 1;
+        // The rows whose exact base the candidates' scores read: themselves and their neighbours.
+        needed.clear();
+        for (const Index i : candidates)
+            for (Index j = std::max<Index>(0, i - radius); j <= std::min(n - 1, i + radius); ++j) needed.push_back(j);
+        std::sort(needed.begin(), needed.end());
+        needed.erase(std::unique(needed.begin(), needed.end()), needed.end());
+        const Index m = static_cast<Index>(needed.size());
+        // approx and base are free again: the exact cosines and bases of the needed rows go there.
+        double* exact_cos = approx;
+        double* exact_base = base;
+        kernels.score_f32_f64(base_rows, stride, needed.data(), m, d, Qd.data() + b * Qd.cols(), Qd.cols(), 1,
+                              exact_cos, m, nullptr);
+        const float* lex32 = nullptr;
+        const double* lex64 = nullptr;
+        if constexpr (std::is_same_v<Lex, float>) lex32 = p.alpha > 0.0 ? v.lex : nullptr;
+        else lex64 = p.alpha > 0.0 ? v.lex : nullptr;
+        kernels.temporal_blend(exact_cos, lex32, lex64, needed.data(), m, 1.0 - p.alpha, qm.dense.mean, qm.dense.sd,
+                               p.alpha, lex_z.mean, lex_z.sd, exact_base);
+        const auto position = [&](Index row) {
+            return static_cast<Index>(std::lower_bound(needed.begin(), needed.end(), row) - needed.begin());
+        };
+        const Index* session = timeline.session;
+        TopK<double> best(width);
+        for (const Index i : candidates) {
+            const double own = exact_base[position(i)];
+            double value = own;
+            if (p.gamma > 0.0) {
+                // temporal_support's operations: a max of non-negative terms (order-free), then base + γ·support.
+                double support = 0.0;
+                for (Index dist = 1; dist <= radius; ++dist) {
+                    const double factor = factors[static_cast<std::size_t>(dist - 1)];
+                    if (i + dist < n && session[i + dist] == session[i])
+                        support = std::max(support, factor * std::max(exact_base[position(i + dist)], 0.0));
+                    if (i - dist >= 0 && session[i - dist] == session[i])
+                        support = std::max(support, factor * std::max(exact_base[position(i - dist)], 0.0));
+                }
+                value = own + p.gamma * support;
+            }
+            best.push(with_priors(value, i, timeline, v.intent, v.windows, v.n_windows, p), i);
+        }
+        write_top(b, best);
+    };
+    // fp32 cosines of a block of queries (each row read once per block, rows split across threads),
+    // then the block's queries finished in parallel. A block's cosines stay under the scratch budget.
+    const Index by_budget = defaults::temporal_block_bytes / static_cast<Index>(sizeof(float) * n);
+    const Index block = std::max<Index>(defaults::scan_query_group, std::min(B, by_budget));
+    const std::unique_ptr<float[]> cos32(new float[static_cast<std::size_t>(std::min(block, B) * n)]);
+    const Index ldq = Q.outerStride();
+    // qᵀMq of every query, M read once per group of queries.
+    std::vector<double> quadratic(static_cast<std::size_t>(B));
+    const Index quad_group = defaults::scan_query_group;
+    parallel_for(0, (B + quad_group - 1) / quad_group, n_threads, [&](Index g) {
+        const Index b0 = g * quad_group;
+        kernels.quadratic_forms_f64(moments.second.data(), d, Qd.data() + b0 * Qd.cols(), Qd.cols(),
+                                    std::min(quad_group, B - b0), quadratic.data() + b0);
+    });
+    // One query over rows beyond the last-level cache reads them best as one stream (score_f32_stream);
+    // over cached rows the prefetched tiles of score_f32 are faster.
+    const bool stream_single = static_cast<Index>(sizeof(float)) * n * d > defaults::temporal_stream_min_bytes;
+    for (Index q0 = 0; q0 < B; q0 += block) {
+        const Index nq = std::min(block, B - q0);
+        const Index chunk = nq == 1 ? defaults::scan_stream_block_rows : defaults::scan_block_rows;
+        const Index chunks = (n + chunk - 1) / chunk;
+        parallel_for(0, chunks, n_threads, [&](Index c) {
+            const Index begin = c * chunk;
+            const Index count = std::min(chunk, n - begin);
+            const float* first = base_rows + begin * stride;
+            if (nq == 1 && stream_single) {
+                kernels.score_f32_stream(first, stride, count, d, Q.data() + q0 * ldq, cos32.get() + begin, nullptr, 0);
+                return;
+            }
+            for (Index g0 = 0; g0 < nq; g0 += defaults::scan_query_group) {
+                const Index gq = std::min(defaults::scan_query_group, nq - g0);
+                kernels.score_f32(first, stride, nullptr, count, d, Q.data() + (q0 + g0) * ldq, ldq, gq,
+                                  cos32.get() + g0 * n + begin, n, nullptr);
+            }
+        });
+        parallel_for(0, nq, n_threads, [&](Index local) {
+            screened_query(q0 + local, cos32.get() + local * n, quadratic[static_cast<std::size_t>(q0 + local)]);
+        });
+    }
+    out.screened = std::count(screened.begin(), screened.end(), std::uint8_t{1});
+    return out;
 }
 
 }  // namespace detail
@@ -284,18 +679,23 @@ void temporal_query_scores(const double* dense, const Lex* lexical, const Index*
 // The leg for B queries (rows of Q) over the rows `rows` (sorted unique corpus rows; null: all N
 // rows, n = N). Returns (B, min(k, n)) ids and float64 scores, higher first, ties to the lower
 // row. check_rows checks every row read (finite, non-zero norm) in the cosine pass itself; callers
-// that validated the corpus once (a retriever, a store) pass false. row_order: instead of the
-// top-k, every row's score in the order of `rows` ((B, n) scores, ids left empty), for a caller
+// that validated the corpus once (a retriever, a store) pass false. moments (temporal_moments of
+// this E) take the all-rows top-k (rows null, row_order false, alpha < 1) to the fp32 screen with
+// the moments' statistics (detail::temporal_batch_moments; screen = false: its full exact pass);
+// subsets and row_order ignore them. row_order: instead of the top-k, every row's score in the order of `rows` ((B, n) scores, ids left empty), for a caller
 // that needs the scores of chosen rows and only a short top (the memory store): it selects in
 // O(n) instead of paying a full sort when k would be n.
 template <typename Lex>
 TemporalRanking temporal_batch(const MatrixRef& E, const MatrixRef& Q, LexicalScores<Lex> lexical, const Index* rows,
                                Index n, const TemporalTimeline& timeline, const TemporalQueries& queries,
                                Index n_windows, const TemporalParams& p, Index k, bool check_rows, Index n_threads,
-                               bool row_order = false) {
+                               bool row_order = false, const TemporalMoments* moments = nullptr, bool screen = true) {
     detail::check_temporal_call(E, Q, rows, n, queries, n_windows, p, k);
     if (timeline.session == nullptr) fail("the timeline needs session keys");
     if (p.alpha > 0.0 && lexical.data == nullptr) fail("lexical scores are required when alpha > 0");
+    if (moments != nullptr && rows == nullptr && !row_order && p.alpha < 1.0)
+        return detail::temporal_batch_moments(E, Q, lexical, timeline, queries, p, k, check_rows, n_threads, *moments,
+                                              screen);
     if (!check_rows && rows != nullptr && rows[n - 1] - rows[0] == n - 1 && rows[0] > 0) {
         // Sorted unique rows spanning a contiguous range (one conversation, a tenant's block) are the
         // all-rows case over views shifted to their first row: reads need no indirection and the
