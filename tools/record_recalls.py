@@ -19,6 +19,9 @@ What is recorded (every float as its exact bits, every array as dtype, shape and
 Each recall is recorded with its hits (id, rank, score, fused and rerank score, text, tenant,
 every factor, dominant/weakest factor, admissions, age, recall count, reserved slot,
 superseded_by), its admitted rows per generator, candidate ids and quotas.
+
+A recording is a pickle: ``--compare`` reads it with ``pickle.load``, which can run any code the
+file names, so compare only with a recording you made yourself (a trusted file).
 """
 
 from __future__ import annotations
@@ -67,6 +70,14 @@ def canonical(value: Any) -> Any:
         return ("set",) + tuple(sorted(canonical(v) for v in value))
     msg = f"cannot record {type(value).__name__}"
     raise TypeError(msg)
+
+
+def hit_count(record: tuple) -> int:
+    """The hits of a recorded RecallResult (0 for a record of anything else), found by field name."""
+    value = record[-1]
+    if not (isinstance(value, tuple) and value[:1] == ("RecallResult",)):
+        return 0
+    return len(dict(value[1:])["hits"])
 
 
 def _with_labels(store: MemoryStore, rng: np.random.Generator, d: int, count: int) -> list[int]:
@@ -182,12 +193,12 @@ def main(argv=None) -> int:
     print(f"{recalls} recalls and why_nots recorded in {args.out}")
     if args.compare:
         with open(args.compare, "rb") as handle:
-            before = pickle.load(handle)
+            before = pickle.load(handle)  # a trusted recording only (see the module docstring)
         if len(before) != len(records):
             print(f"DIFFERENT: {len(before)} records before, {len(records)} now")
             return 1
         different = [i for i, (a, b) in enumerate(zip(before, records)) if a != b]
-        hits = sum(len(r[-1][1][1]) for r in records if isinstance(r[-1], tuple) and r[-1][:1] == ("RecallResult",))
+        hits = sum(hit_count(r) for r in records)
         if different:
             print(f"DIFFERENT: {len(different)} of {len(records)} records, first {different[:5]}: {records[different[0]][:3]}")
             return 1

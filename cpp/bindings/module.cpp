@@ -4,7 +4,8 @@
 PYBIND11_MODULE(_core, m) {
     m.doc() =
         "fieldrank native core: prefilter, CFS-R, CFS, MMR, Ring, weighted RRF, the reduced-precision scans, the "
-        "temporal leg and BM25 scoring (C++17/Eigen, the GIL released in every kernel call).\n\n"
+        "temporal leg, BM25 scoring and the memory store's candidate kernels (C++17/Eigen, the GIL released in every "
+        "kernel call).\n\n"
         "Arrays are taken without conversion (.noconvert()): float32 or int64 as annotated, C-contiguous where "
         "flagged, of the stated rank; anything else raises TypeError. Parameters are not checked here beyond "
         "sizes and ids: call the validated wrappers in fieldrank (fieldrank.operators), which convert once and "

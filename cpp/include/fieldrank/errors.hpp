@@ -48,6 +48,20 @@ inline void require_non_negative_real(const char* name, double value) {
     require_float32_range(name, value);
 }
 
+inline void require_non_negative(const char* name, Index value) {
+    if (value < 0) fail(name, " must be a non-negative integer, got ", value);
+}
+
+inline void require_size(const char* name, Index size, Index expected) {
+    if (size != expected) fail(name, " must have length ", expected, ", got ", size);
+}
+
+// Every one of the `count` row ids at `rows` lies in [0, n).
+inline void require_rows_below(const char* name, const Index* rows, Index count, Index n) {
+    for (Index i = 0; i < count; ++i)
+        if (rows[i] < 0 || rows[i] >= n) fail(name, "[", i, "] = ", rows[i], " is not a row in [0, ", n, ")");
+}
+
 inline void require_rows(const char* name, const MatrixRef& matrix) {
     if (matrix.rows() == 0) fail(name, " must have at least one row, got shape (0, ", matrix.cols(), ")");
     if (matrix.cols() == 0) fail(name, " must have at least one column, got shape (", matrix.rows(), ", 0)");

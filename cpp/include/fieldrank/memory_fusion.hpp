@@ -11,6 +11,11 @@
 // the parity tests hold these kernels to. exp2 is not here: numpy's exp2 (SVML on AVX-512
 // machines) and libm's differ in the last bit, so the caller takes exp2 of the exponents this
 // header returns with numpy itself.
+//
+// Preconditions (the store's own columns and scores, validated at ingest; the kernels check sizes,
+// row ids and orders, not values): scores are finite (a NaN would break the strict weak order the
+// top-k selections and sorts rely on; memory_protected_order, whose loop reads each value anyway,
+// refuses one), n >= 0.
 #pragma once
 
 #include <algorithm>
@@ -27,19 +32,7 @@
 
 namespace fieldrank {
 
-using BoolVector = Eigen::Matrix<bool, Eigen::Dynamic, 1>;
-using Int8Vector = Eigen::Matrix<std::int8_t, Eigen::Dynamic, 1>;
-
 namespace detail {
-
-inline void require_size(const char* name, Index size, Index expected) {
-    if (size != expected) fail(name, " must have length ", expected, ", got ", size);
-}
-
-inline void require_rows_below(const char* name, const Index* rows, Index count, Index n) {
-    for (Index i = 0; i < count; ++i)
-        if (rows[i] < 0 || rows[i] >= n) fail(name, "[", i, "] = ", rows[i], " is not a row in [0, ", n, ")");
-}
 
 // numpy's maximum / minimum / clip of a value and a bound: a NaN propagates, and of two equal
 // values the bound is returned (numpy's SIMD loops return the second operand of a tie, so
@@ -50,28 +43,28 @@ inline double clip(double x, double lo, double hi) { return minimum(maximum(x, l
 
 }  // namespace detail
 
-// The relevance core's tail over the leg's scores of the eligible rows (scores[i] is row rows[i]'s;
-// rows sorted unique, below n). Isolated positions (into rows; null with all_isolated: every
-// position) get s + gamma * max(s, 0) (the standalone-memory self-support). Returns (by_row: n
-// doubles, -inf where not eligible; the best `depth` rows, higher score first, ties to the lower
+// The relevance core's tail over the leg's scores of the eligible rows (scores[i] is row rows[i]'s,
+// finite; rows sorted unique, below n >= 0). Isolated positions (into rows; null with all_isolated:
+// every position) get s + gamma * max(s, 0) (the standalone-memory self-support). Returns (by_row:
+// n doubles, -inf where not eligible; the best `depth` rows, higher score first, ties to the lower
 // row; their scores).
 inline std::tuple<VectorXd, IdVector, VectorXd> memory_relevance_tail(const Eigen::Ref<const VectorXd>& scores,
                                                                       const IdRef& rows, const OptionalIds& isolated,
                                                                       bool all_isolated, double gamma, Index n,
                                                                       Index depth) {
     const Index count = rows.size();
-    detail::require_size("scores", scores.size(), count);
+    require_non_negative("n", n);
+    require_size("scores", scores.size(), count);
     const Index* row = rows.data();
     // Sorted unique rows (the caller's contract) spanning count consecutive rows are one block:
     // every write then lands in [row[0], row[0] + count) whatever the values, so only the ends
     // are checked. Otherwise each row is checked before it is written.
     const bool gap = !(count > 0 && row[count - 1] - row[0] == count - 1 && row[0] >= 0 && row[count - 1] < n);
-    if (gap) detail::require_rows_below("rows", row, count, n);
+    if (gap) require_rows_below("rows", row, count, n);
     VectorXd by_row = VectorXd::Constant(n, -std::numeric_limits<double>::infinity());
     // The supported scores in the order of rows: in place in by_row when the rows are one block
     // (a tenant's rows), else in a scratch vector scattered afterwards.
-    thread_local std::vector<double> scratch;
-    if (gap) scratch.resize(static_cast<std::size_t>(count));
+    std::vector<double> scratch(gap ? static_cast<std::size_t>(count) : 0);
     double* sup = gap ? scratch.data() : by_row.data() + (count > 0 ? row[0] : 0);
     const double* in = scores.data();
     if (all_isolated) {
@@ -90,7 +83,10 @@ inline std::tuple<VectorXd, IdVector, VectorXd> memory_relevance_tail(const Eige
     if (gap)
         for (Index i = 0; i < count; ++i) by_row[row[i]] = sup[i];
     // The top: blocks whose every score is below the current threshold are skipped by one
-    // vectorisable test (a tie with the threshold may still enter, by its row: >=).
+    // vectorisable test (a tie with the threshold may still enter, by its row: >=). The scores are
+    // finite (the leg's, on rows validated at ingest): a NaN has no place in the strict weak order
+    // of the selector's nth_element and sort. It is not looked for here: a pass over the scores
+    // would cost a fifth of this kernel at 10k rows.
     TopK<double> best(std::min(std::max<Index>(depth, 0), count));
     constexpr Index block = 16;
     for (Index i0 = 0; i0 < count && best.capacity() > 0; i0 += block) {
@@ -98,7 +94,7 @@ inline std::tuple<VectorXd, IdVector, VectorXd> memory_relevance_tail(const Eige
         if (best.full()) {
             const double threshold = best.worst().score;
             bool any = false;
-            for (Index i = i0; i < end; ++i) any |= !(sup[i] < threshold);  // NaN: looked at
+            for (Index i = i0; i < end; ++i) any |= !(sup[i] < threshold);
             if (!any) continue;
         }
         for (Index i = i0; i < end; ++i) best.push(sup[i], gap ? row[i] : row[0] + i);
@@ -119,6 +115,17 @@ enum FusedFactor : Index {
     kValence, kTagContainment, kTagTerm, kGraphActivation, kGraph, kEntityContainment, kEntity, kRelevance,
     kScore, kFusedFactors
 };
+
+// The name of each row of the factor matrix, in FusedFactor order: FactorArrays' field names
+// (bound as _core.FUSED_FACTOR_NAMES, from which python/fieldrank/memory/_scoring.py builds its
+// MATRIX_COLUMNS).
+inline constexpr const char* kFusedFactorNames[] = {
+    "cosine", "sim", "importance_norm", "retrieval_strength", "storage_strength", "storage_bounded",
+    "importance_term", "valence", "tag_containment", "tag_term", "graph_activation", "graph",
+    "entity_containment", "entity", "relevance", "score",
+};
+static_assert(sizeof(kFusedFactorNames) / sizeof(kFusedFactorNames[0]) == kFusedFactors,
+              "one name per fused factor");
 
 // Constants of the fused score (MemoryParams and the spec's floors).
 struct FusionParams {
@@ -145,8 +152,8 @@ inline VectorXd memory_decay_exponents(const IdRef& rows, const Eigen::Ref<const
                                        const Eigen::Ref<const VectorXd>& storage_strength, double at_time,
                                        double seconds_per_day, double half_life_days, double storage_min) {
     const Index n = last_access.size();
-    detail::require_size("storage_strength", storage_strength.size(), n);
-    detail::require_rows_below("rows", rows.data(), rows.size(), n);
+    require_size("storage_strength", storage_strength.size(), n);
+    require_rows_below("rows", rows.data(), rows.size(), n);
     VectorXd exponent(rows.size());
     for (Index i = 0; i < rows.size(); ++i) {
         const Index row = rows[i];
@@ -174,17 +181,17 @@ inline std::tuple<RowMatrixXd, BoolVector> memory_fuse(
     const std::optional<Eigen::Ref<const BoolVector>>& other_entity, std::optional<double> cue_valence) {
     const Index m = rows.size();
     const Index n = relevance_by_row.size();
-    detail::require_size("importance", importance.size(), n);
-    detail::require_size("storage_strength", storage_strength.size(), n);
-    detail::require_size("tier_codes", tier_codes.size(), n);
-    detail::require_size("valence", valence.size(), n);
-    if (cosine) detail::require_size("cosine", cosine->size(), m);
-    detail::require_size("decay", decay.size(), m);
-    detail::require_size("activation", activation.size(), m);
-    if (tag_containment) detail::require_size("tag_containment", tag_containment->size(), m);
-    if (entity_containment) detail::require_size("entity_containment", entity_containment->size(), m);
-    if (other_entity) detail::require_size("other_entity", other_entity->size(), m);
-    detail::require_rows_below("rows", rows.data(), m, n);
+    require_size("importance", importance.size(), n);
+    require_size("storage_strength", storage_strength.size(), n);
+    require_size("tier_codes", tier_codes.size(), n);
+    require_size("valence", valence.size(), n);
+    if (cosine) require_size("cosine", cosine->size(), m);
+    require_size("decay", decay.size(), m);
+    require_size("activation", activation.size(), m);
+    if (tag_containment) require_size("tag_containment", tag_containment->size(), m);
+    if (entity_containment) require_size("entity_containment", entity_containment->size(), m);
+    if (other_entity) require_size("other_entity", other_entity->size(), m);
+    require_rows_below("rows", rows.data(), m, n);
     RowMatrixXd f(static_cast<Index>(kFusedFactors), m);
     BoolVector durable(m);
     for (Index i = 0; i < m; ++i) {
@@ -234,28 +241,34 @@ inline std::tuple<RowMatrixXd, BoolVector> memory_fuse(
 
 // The protected tier's order for a cue (python/fieldrank/memory/_generators.py protected_tier and
 // by_cue_z): candidates (sorted unique durable rows) by memory-side z (z of tier_rows[j] is
-// tier_z[j]; a candidate not among tier_rows gets +inf) and by relevance_by_row, each best first
-// with ties to the lower row, interleaved (position 2i the i-th by z, 2i + 1 the i-th by
-// relevance) keeping each row's first place. Returns (the interleaved rows, the rows by z, their z).
+// tier_z[j]; tier_rows sorted; a candidate not among tier_rows gets +inf) and by relevance_by_row,
+// each best first with ties to the lower row, interleaved (position 2i the i-th by z, 2i + 1 the
+// i-th by relevance) keeping each row's first place. Returns (the interleaved rows, the rows by z,
+// their z). Unsorted candidates and a NaN z or relevance of a candidate are refused.
 inline std::tuple<IdVector, IdVector, VectorXd> memory_protected_order(const IdRef& candidates,
                                                                        const Eigen::Ref<const VectorXd>& relevance_by_row,
                                                                        const IdRef& tier_rows,
                                                                        const Eigen::Ref<const VectorXd>& tier_z) {
     const Index m = candidates.size();
     const Index n = relevance_by_row.size();
-    detail::require_size("tier_z", tier_z.size(), tier_rows.size());
-    detail::require_rows_below("candidates", candidates.data(), m, n);
+    require_size("tier_z", tier_z.size(), tier_rows.size());
+    require_rows_below("candidates", candidates.data(), m, n);
     // Items carry the candidate's position: the candidates are sorted, so ties to the lower
     // position are ties to the lower row. The tier rows are sorted too: one merge walk finds z.
     std::vector<ScoredId<double>> by_z(static_cast<std::size_t>(m));
     std::vector<ScoredId<double>> by_relevance(static_cast<std::size_t>(m));
     const Index t = tier_rows.size();
+    for (Index i = 1; i < t; ++i)
+        if (tier_rows[i] <= tier_rows[i - 1]) fail("tier_rows must be sorted and unique; tier_rows[", i, "] = ", tier_rows[i]);
     Index j = 0;
     for (Index i = 0; i < m; ++i) {
         const Index row = candidates[i];
         if (i > 0 && row <= candidates[i - 1]) fail("candidates must be sorted and unique");
         while (j < t && tier_rows[j] < row) ++j;
         const double z = (j < t && tier_rows[j] == row) ? tier_z[j] : std::numeric_limits<double>::infinity();
+        if (std::isnan(z) || std::isnan(relevance_by_row[row]))
+            fail("tier_z and relevance_by_row must not be NaN; candidate row ", row, " has z ", z, " and relevance ",
+                 relevance_by_row[row]);
         by_z[static_cast<std::size_t>(i)] = {z, i};
         by_relevance[static_cast<std::size_t>(i)] = {relevance_by_row[row], i};
     }
@@ -289,18 +302,33 @@ inline IdVector memory_sorted_unique(const IdRef& rows) {
 }
 
 // The reserved share of k (python/fieldrank/memory/_store.py _reserve_protected_slots): order holds
-// positions best first; every one of chosen (positions, best first) ends in the top k. Those
-// already there keep their place; each missing one takes the place of the lowest-ranked top hit
-// that is not chosen, and the displaced hits come next, in their order. Returns (the new order,
-// the positions that entered).
+// the positions 0 .. m - 1 best first, each once; every one of chosen (distinct positions, best
+// first) ends in the top k (k >= 1). Those already there keep their place; each missing one takes
+// the place of the lowest-ranked top hit that is not chosen, and the displaced hits come next, in
+// their order. Returns (the new order, the positions that entered). Both are checked before
+// anything is written: a repeated or missing position of order, a repeated chosen position or one
+// outside order, or k <= 0 is refused.
 inline std::tuple<IdVector, IdVector> memory_reserve_slots(const IdRef& order, const IdRef& chosen, Index k) {
     const Index size = order.size();
-    if (chosen.size() == 0 || size <= k || k <= 0) return {IdVector(order), IdVector(0)};
-    detail::require_rows_below("order", order.data(), size, size);
-    detail::require_rows_below("chosen", chosen.data(), chosen.size(), size);
-    std::vector<char> in_top(static_cast<std::size_t>(size), 0), is_chosen(static_cast<std::size_t>(size), 0);
+    require_positive("k", k);
+    std::vector<char> seen(static_cast<std::size_t>(size), 0), is_chosen(static_cast<std::size_t>(size), 0);
+    for (Index i = 0; i < size; ++i) {
+        const Index position = order[i];
+        if (position < 0 || position >= size) fail("order[", i, "] = ", position, " is not a position in [0, ", size, ")");
+        if (seen[static_cast<std::size_t>(position)])
+            fail("order must hold each position of 0 .. ", size - 1, " once; ", position, " repeats at order[", i, "]");
+        seen[static_cast<std::size_t>(position)] = 1;
+    }
+    for (Index j = 0; j < chosen.size(); ++j) {
+        const Index position = chosen[j];
+        if (position < 0 || position >= size) fail("chosen[", j, "] = ", position, " is not a position in [0, ", size, ")");
+        if (is_chosen[static_cast<std::size_t>(position)])
+            fail("chosen must not repeat a position; ", position, " repeats at chosen[", j, "]");
+        is_chosen[static_cast<std::size_t>(position)] = 1;
+    }
+    if (chosen.size() == 0 || size <= k) return {IdVector(order), IdVector(0)};
+    std::vector<char> in_top(static_cast<std::size_t>(size), 0);
     for (Index i = 0; i < k; ++i) in_top[static_cast<std::size_t>(order[i])] = 1;
-    for (Index j = 0; j < chosen.size(); ++j) is_chosen[static_cast<std::size_t>(chosen[j])] = 1;
     std::vector<Index> entering;
     for (Index j = 0; j < chosen.size(); ++j)
         if (!in_top[static_cast<std::size_t>(chosen[j])]) entering.push_back(chosen[j]);
@@ -315,6 +343,9 @@ inline std::tuple<IdVector, IdVector> memory_reserve_slots(const IdRef& order, c
     }
     std::vector<char> is_entering(static_cast<std::size_t>(size), 0);
     for (const Index position : entering) is_entering[static_cast<std::size_t>(position)] = 1;
+    // order is a permutation and the entering positions are distinct and outside the top, so the
+    // four runs below write each of the size places once: kept (k - leaving), entering, leaving,
+    // the rest without the entering ones (size - k - entering).
     IdVector out(size);
     Index at = 0;
     for (Index i = 0; i < k; ++i)
@@ -324,7 +355,6 @@ inline std::tuple<IdVector, IdVector> memory_reserve_slots(const IdRef& order, c
         if (leaves[static_cast<std::size_t>(i)]) out[at++] = order[i];
     for (Index i = k; i < size; ++i)
         if (!is_entering[static_cast<std::size_t>(order[i])]) out[at++] = order[i];
-    if (at != size) fail("order must hold each position of 0 .. ", size - 1, " once");
     return {std::move(out), Eigen::Map<const IdVector>(entering.data(), static_cast<Index>(entering.size()))};
 }
 

@@ -15,6 +15,8 @@ using RowMatrixXi = Eigen::Matrix<Index, Eigen::Dynamic, Eigen::Dynamic, Eigen::
 using VectorXf = Eigen::VectorXf;
 using VectorXd = Eigen::VectorXd;
 using IdVector = Eigen::Matrix<Index, Eigen::Dynamic, 1>;
+using BoolVector = Eigen::Matrix<bool, Eigen::Dynamic, 1>;
+using Int8Vector = Eigen::Matrix<std::int8_t, Eigen::Dynamic, 1>;
 
 // Read-only views of caller memory: (N, d) corpus, (d,) query, (P,) ids.
 using MatrixRef = Eigen::Ref<const RowMatrixXf>;

@@ -50,7 +50,8 @@ from ._tier import TierStatistics
 
 CORE_TIER_CODE = TIERS.index("core")
 
-__all__ = ["Admissions", "Cue", "LinkIndex", "Relevance", "by_cue_z", "candidate_cosine", "generate", "relevance_core"]
+__all__ = ["Admissions", "Cue", "LinkIndex", "Relevance", "by_cue_z", "candidate_cosine", "generate", "relevance_core",
+           "relevance_leg_scores"]
 
 _EMPTY_ROWS = np.empty(0, dtype=np.int64)
 
@@ -177,13 +178,41 @@ def relevance_core(snapshot: Snapshot, cue: Cue, eligible: Eligibility, params: 
     see (z-scores over the tenant's eligible memories), the store's BM25 scores as its lexical
     input, created-at days as session dates and the memories' sessions as neighbour keys. The
     native leg runs on trusted rows (the store validated them on ingest) and returns every row's
-    score in row order: the recall needs a short top and the scores of a few other candidates,
-    so the top ``depth`` is selected in O(n), not sorted out of all rows.
+    score in row order (:func:`relevance_leg_scores`): the recall needs a short top and the scores
+    of a few other candidates, so the top ``depth`` is selected in O(n), not sorted out of all rows.
     """
     n = snapshot.n
     rows = eligible.rows
     if rows.size == 0:
         return Relevance(_EMPTY_ROWS, np.empty(0), np.full(n, -np.inf))
+    scores = relevance_leg_scores(snapshot, cue, eligible, params)
+    relevance_params = params.relevance_params
+    isolated, all_isolated, gamma = None, False, 0.0
+    if params.isolated_self_support and relevance_params.gamma > 0.0:
+        radius, gamma = relevance_params.radius, relevance_params.gamma
+        isolated = eligible.derived(("isolated", radius), lambda: isolated_positions(snapshot, eligible, radius))
+        all_isolated = isolated.size == rows.size
+    # the self-support, the score by row and the top in one native pass (relevance_tail_reference:
+    # the numpy formulation it equals bit for bit)
+    by_row, top, top_scores = _core.memory_relevance_tail(
+        np.asarray(scores, dtype=np.float64), rows, None if all_isolated else isolated, all_isolated, gamma, n,
+        max(int(depth), 0))
+    return Relevance(top, top_scores, by_row)
+
+
+def relevance_leg_scores(snapshot: Snapshot, cue: Cue, eligible: Eligibility, params: MemoryParams,
+                         block: Optional[bool] = None) -> np.ndarray:
+    """The ``default`` scorer's score of each eligible row (there is one at least), in the order of
+    ``eligible.rows``.
+
+    When the rows are one block of consecutive rows, anywhere in the store (a tenant's rows, a
+    store of one tenant), the leg takes its all-rows path over views of the block
+    (``lexical_begin``, as HybridRetriever runs a subset's span): no row indirection and no
+    neighbour search, the same rows, arithmetic and scores as the rows path. ``block`` None picks
+    the path so; False forces the rows path (the tests hold the two equal bit for bit).
+    """
+    n = snapshot.n
+    rows = eligible.rows
     if cue.text:
         lexical = cue_lexical_scores(snapshot, cue, eligible)
     else:
@@ -198,28 +227,15 @@ def relevance_core(snapshot: Snapshot, cue: Cue, eligible: Eligibility, params: 
     intent, windows = _cue_features(cue.text, timeline, eligible)
     query = np.ascontiguousarray(query, dtype=np.float32)[None, :]
     threads = 0 if rows.size * snapshot.embeddings.shape[1] * snapshot.embeddings.itemsize >= PARALLEL_LEG_MIN_BYTES else 1
-    if rows[-1] - rows[0] + 1 == rows.size:
-        # One block of rows (a tenant's, a store of one tenant): the leg's all-rows path over views
-        # of the block (``lexical_begin``, as HybridRetriever runs a subset's span), with no row
-        # indirection and no neighbour search; the same rows, arithmetic and scores in row order.
+    if block is None:
+        block = bool(rows[-1] - rows[0] + 1 == rows.size)
+    if block:
         first = int(rows[0])
-        scores = _run_leg(snapshot.embeddings, query, lexical[None, first:first + rows.size], rows.size, timeline,
-                          intent, windows, relevance_params, None, check_rows=False, n_threads=threads,
-                          row_order=True, lexical_begin=first).scores[0]
-    else:
-        scores = _run_leg(snapshot.embeddings, query, lexical[None, :], rows.size, timeline, intent, windows,
-                          relevance_params, rows, check_rows=False, n_threads=threads, row_order=True).scores[0]
-    isolated, all_isolated, gamma = None, False, 0.0
-    if params.isolated_self_support and relevance_params.gamma > 0.0:
-        radius, gamma = relevance_params.radius, relevance_params.gamma
-        isolated = eligible.derived(("isolated", radius), lambda: isolated_positions(snapshot, eligible, radius))
-        all_isolated = isolated.size == rows.size
-    # the self-support, the score by row and the top in one native pass (relevance_tail_reference:
-    # the numpy formulation it equals bit for bit)
-    by_row, top, top_scores = _core.memory_relevance_tail(
-        np.asarray(scores, dtype=np.float64), rows, None if all_isolated else isolated, all_isolated, gamma, n,
-        max(int(depth), 0))
-    return Relevance(top, top_scores, by_row)
+        return _run_leg(snapshot.embeddings, query, lexical[None, first:first + rows.size], rows.size, timeline,
+                        intent, windows, relevance_params, None, check_rows=False, n_threads=threads,
+                        row_order=True, lexical_begin=first).scores[0]
+    return _run_leg(snapshot.embeddings, query, lexical[None, :], rows.size, timeline, intent, windows,
+                    relevance_params, rows, check_rows=False, n_threads=threads, row_order=True).scores[0]
 
 
 def relevance_tail_reference(scores: np.ndarray, rows: np.ndarray, isolated: Optional[np.ndarray], gamma: float,

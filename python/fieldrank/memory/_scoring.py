@@ -61,8 +61,8 @@ from ._params import (
 )
 from ._schema import SECONDS_PER_DAY
 
-__all__ = ["FactorArrays", "durable_rows", "fuse", "fuse_reference", "hit_cosine", "retrieval_strength",
-           "storage_bounded", "with_score"]
+__all__ = ["FactorArrays", "durable_rows", "fuse", "fuse_reference", "hit_cosine", "native_fusion_params",
+           "retrieval_strength", "storage_bounded", "with_score"]
 
 
 
@@ -115,12 +115,9 @@ class FactorArrays:
     cosine_pending: bool = False
 
 
-#: FactorArrays' float columns in the row order of the native factor matrix (memory_fusion.hpp).
-MATRIX_COLUMNS: tuple[str, ...] = (
-    "cosine", "sim", "importance_norm", "retrieval_strength", "storage_strength", "storage_bounded",
-    "importance_term", "valence", "tag_containment", "tag_term", "graph_activation", "graph",
-    "entity_containment", "entity", "relevance", "score",
-)
+#: FactorArrays' float columns in the row order of the native factor matrix: the names
+#: memory_fusion.hpp lists next to its FusedFactor rows (``_core.FUSED_FACTOR_NAMES``).
+MATRIX_COLUMNS: tuple[str, ...] = tuple(_core.FUSED_FACTOR_NAMES)
 _MATRIX_ROW = {name: i for i, name in enumerate(MATRIX_COLUMNS)}
 
 
@@ -151,25 +148,16 @@ def hit_cosine(snapshot: Snapshot, cue: Cue, rows: np.ndarray, params: MemoryPar
     return cosine, np.maximum(cosine, params.sim_floor)
 
 
-_NATIVE_PARAMS: dict[int, tuple[MemoryParams, object]] = {}
-
-
-def _native_params(params: MemoryParams):
-    """The fused score's constants for the native kernel, built once per MemoryParams object."""
-    held = _NATIVE_PARAMS.get(id(params))
-    if held is not None and held[0] is params:
-        return held[1]
-    native = _core.NativeFusionParams(
+def native_fusion_params(params: MemoryParams) -> _core.NativeFusionParams:
+    """The fused score's constants for the native kernel (:func:`fuse`): MemoryParams' fields and
+    the spec's floors. The store builds them once, with its params."""
+    return _core.NativeFusionParams(
         sim_floor=params.sim_floor, importance_floor=params.importance_floor,
         durable_importance=params.durable_importance, importance_boost=params.importance_boost,
         tag_boost=params.tag_boost, graph_boost=params.graph_boost, graph_boost_min=GRAPH_BOOST_MIN,
         entity_boost=params.entity_boost, valence_weight=params.valence_weight, valence_min=VALENCE_ALIGNMENT_MIN,
         valence_max=VALENCE_ALIGNMENT_MAX, strength_min=RETRIEVAL_STRENGTH_MIN, strength_max=RETRIEVAL_STRENGTH_MAX,
         storage_min=STORAGE_STRENGTH_MIN, core_tier=CORE_TIER_CODE)
-    if len(_NATIVE_PARAMS) > 64:  # params objects come and go (tests, tuning): keep the table small
-        _NATIVE_PARAMS.clear()
-    _NATIVE_PARAMS[id(params)] = (params, native)
-    return native
 
 
 def label_containment(labels: list, rows: np.ndarray, cue_labels: frozenset[str]) -> np.ndarray:
@@ -199,17 +187,15 @@ def lexical_similarity(snapshot: Snapshot, rows: np.ndarray, text: Optional[str]
     return scores / best if best > 0 else scores
 
 
-def _entity_inputs(snapshot: Snapshot, rows: np.ndarray, cue: Cue) -> tuple[np.ndarray, Optional[np.ndarray]]:
-    """Each candidate's share of the cue's entities and, with cue entities, whether it is about any."""
-    entity_share = label_containment(snapshot.generation.entities, rows, cue.entities)
-    if not cue.entities:
-        return entity_share, None
+def _entity_inputs(snapshot: Snapshot, rows: np.ndarray, cue: Cue) -> tuple[np.ndarray, np.ndarray]:
+    """For a cue with entities: each candidate's share of them, and whether it is about any entity."""
     labels = snapshot.generation.entities
+    entity_share = label_containment(labels, rows, cue.entities)
     return entity_share, np.fromiter((bool(labels[r]) for r in rows.tolist()), dtype=bool, count=rows.size)
 
 
 def fuse(snapshot: Snapshot, rows: np.ndarray, cue: Cue, activation: np.ndarray, relevance_by_row: np.ndarray,
-         params: MemoryParams) -> FactorArrays:
+         params: MemoryParams, native_params: Optional[_core.NativeFusionParams] = None) -> FactorArrays:
     """Every term and the fused score of the candidate ``rows``; ``relevance_by_row`` holds every row's.
 
     One native pass over the candidates (``fieldrank._core.memory_fuse``) after exp2, which stays in
@@ -217,8 +203,11 @@ def fuse(snapshot: Snapshot, rows: np.ndarray, cue: Cue, activation: np.ndarray,
     cosine (provenance only: the score does not read it) is left for the returned hits
     (``cosine_pending``, :func:`hit_cosine`); a keyword recall's stand-in, relative to the best
     candidate, is taken here. Equal, bit for bit, to :func:`fuse_reference`, the numpy formulation
-    it is tested against.
+    it is tested against. ``native_params``: :func:`native_fusion_params` of ``params``, held by
+    the caller (the store builds them once); None builds them for this call.
     """
+    if native_params is None:
+        native_params = native_fusion_params(params)
     cosine = None if cue.vector is not None else lexical_similarity(snapshot, rows, cue.text)
     exponent = _core.memory_decay_exponents(rows, snapshot.last_access, snapshot.storage_strength, cue.at_time,
                                             SECONDS_PER_DAY, params.retrieval_half_life_days, STORAGE_STRENGTH_MIN)
@@ -227,7 +216,7 @@ def fuse(snapshot: Snapshot, rows: np.ndarray, cue: Cue, activation: np.ndarray,
     entity_share, other_entity = _entity_inputs(snapshot, rows, cue) if cue.entities else (None, None)
     matrix, durable = _core.memory_fuse(
         rows, relevance_by_row, snapshot.importance, snapshot.storage_strength, snapshot.tier_codes, snapshot.valence,
-        decay, np.ascontiguousarray(activation, dtype=np.float64), _native_params(params), cosine=cosine,
+        decay, np.ascontiguousarray(activation, dtype=np.float64), native_params, cosine=cosine,
         tag_containment=tags, entity_containment=entity_share, other_entity=other_entity,
         cue_valence=cue.valence)
     return _factor_arrays(rows, matrix, durable, cosine is None)

@@ -97,7 +97,15 @@ from ._schema import (
     embedding_rows,
     embedding_vector,
 )
-from ._scoring import MATRIX_COLUMNS, FactorArrays, fuse, hit_cosine, retrieval_strength, with_score
+from ._scoring import (
+    MATRIX_COLUMNS,
+    FactorArrays,
+    fuse,
+    hit_cosine,
+    native_fusion_params,
+    retrieval_strength,
+    with_score,
+)
 
 __all__ = ["MemoryStore"]
 
@@ -261,8 +269,12 @@ def _reserve_protected_slots(order: np.ndarray, chosen: np.ndarray, k: int) -> t
     (at most ``protected_share · k`` of them, best first). Those already in the top ``k`` keep
     their place; each missing one takes the place of the lowest-ranked hit that is not chosen,
     and the displaced hits come next, in their order. Returns the new order and the positions that
-    entered through a reserved slot.
+    entered through a reserved slot. ``k`` >= 1 (the store reserves slots only then): ``k <= 0``
+    is a ValueError here as in the native kernel.
     """
+    if k <= 0:
+        msg = f"k must be a positive integer, got {k}"
+        raise ValueError(msg)
     if chosen.size == 0 or order.size <= k:
         return order, frozenset()
     top, rest = order[:k], order[k:]
@@ -408,6 +420,8 @@ class MemoryStore:
         if dim is not None:
             dim = check_positive_int(dim, "dim")
         self._params = params
+        #: The fused score's constants for the native kernel, built once with the params.
+        self._fusion_params = native_fusion_params(params)
         self._quotas_by_mode: dict[str, Mapping] = {}
         self._lock = threading.RLock()
         self._links: dict[int, dict[int, float]] = {}
@@ -1113,7 +1127,8 @@ class MemoryStore:
         admissions = generate(snapshot, cue, eligible, generators, params, self._link_index, core)
         union = _with_replacements(snapshot, admissions.union(), eligible.mask)
         union = union[passes_union_gates(snapshot, union, gates)]
-        factors = fuse(snapshot, union, cue, admissions.activation_of(union), core.by_row, params)
+        factors = fuse(snapshot, union, cue, admissions.activation_of(union), core.by_row, params,
+                       self._fusion_params)
         if cue.entities:
             factors = _rank_other_entities_below_the_cues(snapshot, factors, params.other_entity_margin)
         factors = _rank_superseded_below_replacements(snapshot, factors, params.superseded_margin)
@@ -1199,7 +1214,7 @@ class MemoryStore:
                 "factors": factors,
                 "dominant_factor": dominant_factor(by_field),
                 "weakest_factor": weakest_factor(by_field),
-                # ranks_for / ranks fill each row's dict in GENERATORS order, one dict per row
+                # ranks_for fills each row's dict in GENERATORS order, one dict per row
                 "admitted_by": MappingProxyType(admitted),
                 "age_days": max(at_time - created[j], 0.0) / SECONDS_PER_DAY,
                 "recall_count": counts[j],
