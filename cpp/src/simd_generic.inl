@@ -664,11 +664,60 @@ constexpr Index kQuadAccumulators = 4;
     }
 }
 
+// Rows of A per pass of cross_f64 over a row of C (each load of C serves them all).
+constexpr int kCrossRows = 2;
+
+template <int RA>
+inline void cross_f64_rows(const double* const* a_rows, const double* c, Index len, double* dots) {
+    using D8 = typename Ops::D8;
+    constexpr Index kStep = 8 * kQuadAccumulators;
+    D8 acc[RA][kQuadAccumulators];
+    for (int r = 0; r < RA; ++r)
+        for (Index a = 0; a < kQuadAccumulators; ++a) acc[r][a] = Ops::zerod();
+    Index t = 0;
+    for (; t + kStep <= len; t += kStep) {
+#pragma GCC unroll 4
+        for (Index a = 0; a < kQuadAccumulators; ++a) {
+            const D8 y = Ops::loadd(c + t + 8 * a);
+            for (int r = 0; r < RA; ++r)
+                acc[r][a] = Ops::addd(acc[r][a], Ops::muld(Ops::loadd(a_rows[r] + t + 8 * a), y));
+        }
+    }
+    for (int r = 0; r < RA; ++r) {
+        const D8 sum = Ops::addd(Ops::addd(acc[r][0], acc[r][1]), Ops::addd(acc[r][2], acc[r][3]));
+        double value = Ops::reduced(sum);
+        for (Index k = t; k < len; ++k) value += a_rows[r][k] * c[k];
+        dots[r] = value;
+    }
+}
+
+[[maybe_unused]] void cross_f64(const double* A, Index lda, Index na, const double* C, Index ldc, Index nc, Index len,
+                                double* out, Index ld_out) {
+    const double* rows[kCrossRows];
+    double dots[kCrossRows];
+    Index a0 = 0;
+    for (; a0 + kCrossRows <= na; a0 += kCrossRows) {
+        for (int r = 0; r < kCrossRows; ++r) rows[r] = A + (a0 + r) * lda;
+        for (Index j = 0; j < nc; ++j) {
+            cross_f64_rows<kCrossRows>(rows, C + j * ldc, len, dots);
+            for (int r = 0; r < kCrossRows; ++r) out[(a0 + r) * ld_out + j] = dots[r];
+        }
+    }
+    for (; a0 < na; ++a0) {
+        rows[0] = A + a0 * lda;
+        for (Index j = 0; j < nc; ++j) {
+            cross_f64_rows<1>(rows, C + j * ldc, len, dots);
+            out[a0 * ld_out + j] = dots[0];
+        }
+    }
+}
+
 // ---------------------------------------------------------------- the variant's table
 // Every entry is a kernel of this file except the two each variant writes in its own intrinsics
 // (or plain C++): the single-query stream scan and the int8 scan.
 constexpr KernelTable generic_kernels(const char* name, decltype(KernelTable::score_f32_stream) stream,
                                       decltype(KernelTable::score_int8) int8) {
     return {name, score_f32, stream, gram, pg_step, matvec_f64, read_sum, dot_f64, axpy_f64, cfs_update, mmr_update,
-            score_bf16_generic, int8, score_f32_f64, temporal_blend, temporal_support, quadratic_forms_f64};
+            score_bf16_generic, int8, score_f32_f64, temporal_blend, temporal_support, quadratic_forms_f64,
+            cross_f64};
 }

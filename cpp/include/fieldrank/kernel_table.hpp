@@ -110,6 +110,15 @@ struct KernelTable {
     // rounded separately (never fused), so every variant gives the same bits. Each row of M is read
     // once for all nq queries.
     void (*quadratic_forms_f64)(const double* M, Index d, const double* Qd, Index ldq, Index nq, double* out);
+
+    // out[a · ld_out + c] = Σ_t A_a,t · C_c,t over len doubles for a < na, c < nc (rows of A and C,
+    // row strides lda and ldc): quadratic_forms_f64's arithmetic per dot product (four 8-lane
+    // accumulators, lane l of accumulator a takes t ≡ 8a + l mod 32, summed (0 + 1) + (2 + 3), then
+    // the tail in t order; products and sums rounded separately), so every variant gives the same
+    // bits and out is exactly symmetric where A and C share rows. The centred second moment of the
+    // temporal leg's corpus moments.
+    void (*cross_f64)(const double* A, Index lda, Index na, const double* C, Index ldc, Index nc, Index len,
+                      double* out, Index ld_out);
 };
 
 }  // namespace simd
