@@ -232,3 +232,28 @@ def test_query_scales_from_float32_underflow_to_beyond_the_screen(scale):
         got = _leg(E, Q, lex, timeline, 10, params, moments)
         np.testing.assert_array_equal(got.ids, oracle.ids)
         np.testing.assert_array_equal(got.scores, oracle.scores)
+
+
+def test_a_subset_of_every_document_is_no_subset_and_prepare_computes_the_moments():
+    rng = np.random.default_rng(12)
+    d, n = 16, 700
+    words = np.array(["lake", "dog", "cook", "july", "move", "year", "garden", "piano", "trip", "book"])
+    texts = [" ".join(rng.choice(words, 6)) for _ in range(n)]
+    retriever = HybridRetriever(texts, _unit(rng, n, d), "default")
+    assert retriever._moments._value is None
+    assert retriever.prepare() is retriever
+    moments = retriever._moments._value
+    assert moments is not None and retriever.prepare()._moments._value is moments  # once
+    Q = _unit(rng, 3, d)
+    for b in range(3):
+        want = retriever.search(QUESTIONS[b], Q[b])
+        for every in (np.arange(n), np.arange(n)[::-1].copy(), np.ones(n, dtype=bool), list(range(n))):
+            got = retriever.search(QUESTIONS[b], Q[b], subset=every)
+            np.testing.assert_array_equal(got.ids, want.ids)
+            np.testing.assert_array_equal(got.scores, want.scores)  # bit for bit
+    batch = retriever.search_batch(QUESTIONS[:3], Q, subsets=[np.ones(n, dtype=bool), None, np.arange(n)])
+    for b in range(3):
+        np.testing.assert_array_equal(batch[b].scores, retriever.search(QUESTIONS[b], Q[b]).scores)
+    # A config without a temporal leg computes nothing.
+    plain = HybridRetriever(texts, retriever.embeddings.copy(), "rrf2")
+    assert plain.prepare()._moments._value is None
