@@ -664,50 +664,53 @@ constexpr Index kQuadAccumulators = 4;
     }
 }
 
-// Rows of A per pass of cross_f64 over a row of C (each load of C serves them all).
-constexpr int kCrossRows = 2;
+// Columns per tile of outer_sum_f64 (two 8-lane vectors); its rows per tile are kRowsMulti.
+constexpr Index kOuterColumns = 16;
 
+// One tile: RA rows (X columns row0 …) × 16 columns (c …) summed over the len rows of X in order.
 template <int RA>
-inline void cross_f64_rows(const double* const* a_rows, const double* c, Index len, double* dots) {
+inline void outer_sum_tile(const double* X, Index ldx, Index len, Index row0, Index c, double* out, Index ld_out) {
     using D8 = typename Ops::D8;
-    constexpr Index kStep = 8 * kQuadAccumulators;
-    D8 acc[RA][kQuadAccumulators];
-    for (int r = 0; r < RA; ++r)
-        for (Index a = 0; a < kQuadAccumulators; ++a) acc[r][a] = Ops::zerod();
-    Index t = 0;
-    for (; t + kStep <= len; t += kStep) {
-#pragma GCC unroll 4
-        for (Index a = 0; a < kQuadAccumulators; ++a) {
-            const D8 y = Ops::loadd(c + t + 8 * a);
-            for (int r = 0; r < RA; ++r)
-                acc[r][a] = Ops::addd(acc[r][a], Ops::muld(Ops::loadd(a_rows[r] + t + 8 * a), y));
+    D8 acc[RA][2];
+    for (int r = 0; r < RA; ++r) acc[r][0] = acc[r][1] = Ops::zerod();
+    for (Index t = 0; t < len; ++t) {
+        const double* x = X + t * ldx;
+        const D8 y0 = Ops::loadd(x + c);
+        const D8 y1 = Ops::loadd(x + c + 8);
+        for (int r = 0; r < RA; ++r) {
+            const D8 b = Ops::set1d(x[row0 + r]);
+            acc[r][0] = Ops::addd(acc[r][0], Ops::muld(b, y0));
+            acc[r][1] = Ops::addd(acc[r][1], Ops::muld(b, y1));
         }
     }
     for (int r = 0; r < RA; ++r) {
-        const D8 sum = Ops::addd(Ops::addd(acc[r][0], acc[r][1]), Ops::addd(acc[r][2], acc[r][3]));
-        double value = Ops::reduced(sum);
-        for (Index k = t; k < len; ++k) value += a_rows[r][k] * c[k];
-        dots[r] = value;
+        Ops::stored(out + r * ld_out + c, acc[r][0]);
+        Ops::stored(out + r * ld_out + c + 8, acc[r][1]);
     }
 }
 
-[[maybe_unused]] void cross_f64(const double* A, Index lda, Index na, const double* C, Index ldc, Index nc, Index len,
-                                double* out, Index ld_out) {
-    const double* rows[kCrossRows];
-    double dots[kCrossRows];
-    Index a0 = 0;
-    for (; a0 + kCrossRows <= na; a0 += kCrossRows) {
-        for (int r = 0; r < kCrossRows; ++r) rows[r] = A + (a0 + r) * lda;
-        for (Index j = 0; j < nc; ++j) {
-            cross_f64_rows<kCrossRows>(rows, C + j * ldc, len, dots);
-            for (int r = 0; r < kCrossRows; ++r) out[(a0 + r) * ld_out + j] = dots[r];
-        }
+[[maybe_unused]] void outer_sum_f64(const double* X, Index ldx, Index len, Index a0, Index na, Index nc, double* out,
+                                    Index ld_out) {
+    constexpr int RA = Ops::kRowsMulti;
+    Index a = 0;
+    for (; a + RA <= na; a += RA) {
+        Index c = 0;
+        for (; c + kOuterColumns <= nc; c += kOuterColumns)
+            outer_sum_tile<RA>(X, ldx, len, a0 + a, c, out + a * ld_out, ld_out);
+        for (int r = 0; r < RA; ++r)
+            for (Index cc = c; cc < nc; ++cc) {
+                double value = 0.0;
+                for (Index t = 0; t < len; ++t) value = value + X[t * ldx + a0 + a + r] * X[t * ldx + cc];
+                out[(a + r) * ld_out + cc] = value;
+            }
     }
-    for (; a0 < na; ++a0) {
-        rows[0] = A + a0 * lda;
-        for (Index j = 0; j < nc; ++j) {
-            cross_f64_rows<1>(rows, C + j * ldc, len, dots);
-            out[a0 * ld_out + j] = dots[0];
+    for (; a < na; ++a) {
+        Index c = 0;
+        for (; c + kOuterColumns <= nc; c += kOuterColumns) outer_sum_tile<1>(X, ldx, len, a0 + a, c, out + a * ld_out, ld_out);
+        for (Index cc = c; cc < nc; ++cc) {
+            double value = 0.0;
+            for (Index t = 0; t < len; ++t) value = value + X[t * ldx + a0 + a] * X[t * ldx + cc];
+            out[a * ld_out + cc] = value;
         }
     }
 }
@@ -719,5 +722,5 @@ constexpr KernelTable generic_kernels(const char* name, decltype(KernelTable::sc
                                       decltype(KernelTable::score_int8) int8) {
     return {name, score_f32, stream, gram, pg_step, matvec_f64, read_sum, dot_f64, axpy_f64, cfs_update, mmr_update,
             score_bf16_generic, int8, score_f32_f64, temporal_blend, temporal_support, quadratic_forms_f64,
-            cross_f64};
+            outer_sum_f64};
 }

@@ -451,7 +451,7 @@ class HybridRetriever:
         ``DEFAULTS["temporal_moments_min_rows_per_dim"]`` · d rows and the config has such a leg).
 
         Two passes over the embeddings on every hardware thread, O(N·d²): measured on two cores
-        0.15 s for 20k rows and 0.73 s for 100k at d = 384, 0.52 s and 2.6 s at d = 768
+        0.04 s for 20k rows and 0.21 s for 100k at d = 384, 0.16 s and 0.78 s at d = 768
         (docs/design.md).
         Idempotent and thread-safe; shared with :meth:`with_config` copies. Returns ``self``.
         """

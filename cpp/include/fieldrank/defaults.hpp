@@ -98,8 +98,9 @@ inline constexpr std::int64_t temporal_moments_min_rows_per_dim = 16;
 // their relative error then moves a z-score by at most this share of itself (typically ~1e-15;
 // duplicated rows, N = 1, a query orthogonal to the corpus's spread fall back).
 inline constexpr double temporal_moments_max_stat_error = 1e-8;
-// Corpus rows per block of the moments: the centred block transposed in float64 (a multiple of
-// 32, the double kernels' step); the blocks' sums are added in row order, fixed by N alone.
+// Corpus rows per block of the moments: a block's products are summed from 0 in row order, then
+// the blocks' sums in block order (fixed by N alone); a sum's rounding depth is then 256 + N/256
+// (the bound of query_moments), and a centred block of 256 rows (float64) stays in L2.
 inline constexpr std::int64_t temporal_moments_block_rows = 256;
 // Dimensions of C's lower triangle per task of the moments (its rows [g0, g0 + 64)): threads take
 // whole disjoint groups, each summing its blocks in row order (the same bits for any thread count);

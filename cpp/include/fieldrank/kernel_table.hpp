@@ -111,14 +111,13 @@ struct KernelTable {
     // once for all nq queries.
     void (*quadratic_forms_f64)(const double* M, Index d, const double* Qd, Index ldq, Index nq, double* out);
 
-    // out[a · ld_out + c] = Σ_t A_a,t · C_c,t over len doubles for a < na, c < nc (rows of A and C,
-    // row strides lda and ldc): quadratic_forms_f64's arithmetic per dot product (four 8-lane
-    // accumulators, lane l of accumulator a takes t ≡ 8a + l mod 32, summed (0 + 1) + (2 + 3), then
-    // the tail in t order; products and sums rounded separately), so every variant gives the same
-    // bits and out is exactly symmetric where A and C share rows. The centred second moment of the
-    // temporal leg's corpus moments.
-    void (*cross_f64)(const double* A, Index lda, Index na, const double* C, Index ldc, Index nc, Index len,
-                      double* out, Index ld_out);
+    // out[a · ld_out + c] = Σ_t X[t·ldx + a0 + a] · X[t·ldx + c] for a < na, c < nc over the len
+    // rows of X (row stride ldx): each sum starts from 0.0 and adds its products in t order, each
+    // product and sum rounded separately (never fused). Element-wise, so every variant gives the
+    // same bits whatever its vector width, and out is exactly symmetric where a0 + a and c meet.
+    // The centred second moment of the temporal leg's corpus moments (one block of centred rows).
+    void (*outer_sum_f64)(const double* X, Index ldx, Index len, Index a0, Index na, Index nc, double* out,
+                          Index ld_out);
 };
 
 }  // namespace simd

@@ -359,7 +359,7 @@ struct QueryMoments {
 
 // quadratic: qᵀCq (the kernel-table entry quadratic_forms_f64, the same bits in every variant).
 // The bounds, for x_i = fl(e_i − μ̃) (μ̃ = fl(sum / N), itself off by δμ): the centred entries
-// sum ≤ depth = block + blocks + 4 rounded terms of |x_ij x_ik| and the quadratic form d + 4 more,
+// sum (a block's rows in order, then the blocks in order) ≤ depth = block + blocks + 4 rounded terms of |x_ij x_ik| and the quadratic form d + 4 more,
 // so |fl(qᵀC̃q) − Σ_i (q·x_i)²| ≤ γ_(depth + d + 8) Σ_i (|q|·|x_i|)² ≤ γ ‖q‖² tr(C̃)(1 + γ); the
 // shift adds Σ_i (q·x_i)² − Σ_i (q·(e_i − μ))² = N (q·δμ)² ≥ 0 with |q·δμ| ≤ the mean's bound,
 // (γ_(block + blocks + d) + u)·‖q‖·√d·max‖e‖ (each |sum_j| ≤ N max‖e‖).
@@ -413,9 +413,9 @@ inline double screen_epsilon(const QueryMoments& qm, Index d, Index n, const Tem
 // alone, so the bits do not depend on n_threads. First the sum and the largest squared norm: per
 // block of temporal_moments_block_rows rows its column sums in row order (blocks across threads),
 // then the blocks' sums in block order. Then the centred second moment about μ = sum / N: threads
-// take disjoint groups of temporal_moments_group_dims rows of C's lower triangle, each building the
-// centred blocks (transposed, in double) itself and adding their products (the kernel-table entry
-// cross_f64, the same bits in every variant) into its rows, block after block.
+// take disjoint groups of temporal_moments_group_dims rows of C's lower triangle, each centring the
+// blocks (in double) itself and adding their products (the kernel-table entry outer_sum_f64: per
+// entry a sum in row order from 0, the same bits in every variant) into its rows, block after block.
 inline TemporalMoments temporal_moments(const MatrixRef& E, Index n_threads) {
     require_rows("E", E);
     const Index N = E.rows();
@@ -464,21 +464,17 @@ inline TemporalMoments temporal_moments(const MatrixRef& E, Index n_threads) {
         const Index g0 = (groups - 1 - task) * group;
         const Index width = std::min(group, d - g0);
         const Index span = g0 + width;  // the columns c < span of rows [g0, span)
-        std::vector<double> columns(static_cast<std::size_t>(span * block));  // (span, block), centred
+        std::vector<double> centred_rows(static_cast<std::size_t>(block * span));  // (block, span)
         std::vector<double> products(static_cast<std::size_t>(width * span));
         for (Index b = 0; b < blocks; ++b) {
             const Index r0 = b * block;
             const Index count = std::min(block, N - r0);
-            // A short last block is padded with zero rows (not −μ): their products are 0.
-            if (count < block) std::fill(columns.begin(), columns.end(), 0.0);
             for (Index t = 0; t < count; ++t) {
                 const float* row = data + (r0 + t) * stride;
-                for (Index j = 0; j < span; ++j)
-                    columns[static_cast<std::size_t>(j * block + t)] =
-                        static_cast<double>(row[j]) - mu[static_cast<std::size_t>(j)];
+                double* x = centred_rows.data() + static_cast<std::size_t>(t * span);
+                for (Index j = 0; j < span; ++j) x[j] = static_cast<double>(row[j]) - mu[static_cast<std::size_t>(j)];
             }
-            kernels.cross_f64(columns.data() + g0 * block, block, width, columns.data(), block, span, block,
-                              products.data(), span);
+            kernels.outer_sum_f64(centred_rows.data(), span, count, g0, width, span, products.data(), span);
             for (Index a = 0; a < width; ++a) {
                 double* target = out.centred.data() + static_cast<std::size_t>((g0 + a) * d);
                 const double* source = products.data() + static_cast<std::size_t>(a * span);
