@@ -429,7 +429,7 @@ TEST_CASE("temporal screen: equals the full exact pass with the same moments, bi
                     CHECK_SAME_BATCH(screened, oracle);
                     CHECK_EQ(oracle.screened, 0);
                     // The screen resolves every query whose candidates (k and a few near-ties) stay a
-                    // small share of the rows; N <= 2 takes the pairwise path (the variance cancels).
+                    // small share of the rows (the condition excludes N <= 2, whose candidates are every row).
                     if ((k + 8) * defaults::temporal_screen_max_candidate_share <= n)
                         CHECK_EQ(screened.screened, f.Q.rows());
                     screened_total += screened.screened;
@@ -494,8 +494,9 @@ TEST_CASE("temporal screen: the moments' statistics move scores by rounding only
     CHECK(screened.ids == pairwise.ids);
     for (Index b = 0; b < f.Q.rows(); ++b)
         for (Index i = 0; i < 10; ++i) CHECK_CLOSE(screened.scores(b, i), pairwise.scores(b, i), 1e-12);
-    // Every row the same (and N = 1): the variance from the moments cancels, so every query takes
-    // the pairwise path and the result is the one without moments, bit for bit.
+    // Every row the same (and N = 1): the moments' variance is rounding noise, beyond their error
+    // bounds (query_moments), so every query takes the pairwise path and the result is the one
+    // without moments, bit for bit.
     for (const Index n : {Index{1}, Index{60}}) {
         Fixture g = make_fixture(n, 24, 4, 29);
         for (Index i = 1; i < n; ++i) g.E.row(i) = g.E.row(0);

@@ -492,8 +492,8 @@ inline TemporalMoments temporal_moments(const MatrixRef& E, Index n_threads) {
 namespace detail {
 
 // The leg over all n = N rows with the corpus moments (temporal_batch with moments, top-k mode).
-// Per query: the statistics from the moments (a query whose variance would cancel takes the
-// pairwise path, exactly as without moments); fp32 cosines, the approximate scores ã_i by the same
+// Per query: the statistics from the moments (a query whose moments' error bounds are not small
+// against its sd and variance takes the pairwise path, exactly as without moments); fp32 cosines, the approximate scores ã_i by the same
 // double operations, ε from screen_epsilon; L = the k-th largest ã; every row with ã_i ≥ L − 2ε
 // is a candidate (a row below scores strictly less than the true k-th: s_i ≤ ã_i + ε < L − ε ≤
 // s_(k)); the candidates and their in-range neighbours get exact double cosines, the candidates
