@@ -74,14 +74,20 @@ void register_temporal(py::module_& m) {
                                 "Moments of a corpus's rows for the temporal leg over all of them (temporal_moments).")
         .def_readonly("rows", &TemporalMoments::rows)
         .def_readonly("dim", &TemporalMoments::dim)
-        .def_property_readonly("sum", [](const TemporalMoments& mo) {
-            return Eigen::Map<const VectorXd>(mo.sum.data(), mo.dim).eval(); })
-        .def_property_readonly("second", [](const TemporalMoments& mo) {
-            return Eigen::Map<const RowMatrixXd>(mo.second.data(), mo.dim, mo.dim).eval(); })
+        .def_property_readonly(
+            "sum", [](const TemporalMoments& mo) { return Eigen::Map<const VectorXd>(mo.sum.data(), mo.dim); },
+            py::return_value_policy::reference_internal, "(d,) float64 sum of the rows (a read-only view).")
+        .def_property_readonly(
+            "centred",
+            [](const TemporalMoments& mo) { return Eigen::Map<const RowMatrixXd>(mo.centred.data(), mo.dim, mo.dim); },
+            py::return_value_policy::reference_internal,
+            "(d, d) float64 centred second moment sum_i (e_i - mu)(e_i - mu)^T, mu = sum / N (a read-only view).")
         .def_readonly("max_norm_sq", &TemporalMoments::max_norm_sq);
     m.def("temporal_moments", &temporal_moments, "E"_a.noconvert(), "n_threads"_a = 0, release_gil(),
-          "Moments of E (N, d) float32 for temporal_batch(moments=): sum (d,) = sum of the rows, second (d, d) = "
-          "sum of their outer products, max_norm_sq, all float64, the same bits for any n_threads.");
+          "Moments of E (N, d) float32 for temporal_batch(moments=): sum (d,) = sum of the rows, centred (d, d) = "
+          "sum of the outer products of the rows minus their mean, max_norm_sq, all float64, the same bits for any "
+          "n_threads (two passes over E, split across threads). They belong to this array: temporal_batch refuses "
+          "them with another one, and E must not be modified in place afterwards.");
     m.def("temporal_batch", &temporal_batch_binding, "E"_a.noconvert(), "Q"_a.noconvert(), "session"_a.noconvert(),
           "alpha"_a, "gamma"_a, "radius"_a, "decay"_a, "tau"_a, "delta"_a, "before_days"_a, "after_days"_a, "k"_a,
           "lexical32"_a.noconvert() = py::none(), "lexical64"_a.noconvert() = py::none(),

@@ -179,7 +179,7 @@ void score_int8_vnni(const std::int8_t* base, Index stride, const Index* ids, In
 extern const KernelTable avx512_bf16_overrides;
 const KernelTable avx512_bf16_overrides = {
     "avx512_bf16", nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, score_bf16_dp, score_int8_vnni, nullptr,
-    nullptr, nullptr, nullptr,
+    nullptr, nullptr, nullptr, nullptr,
 };
 
 }  // namespace simd

@@ -664,11 +664,63 @@ constexpr Index kQuadAccumulators = 4;
     }
 }
 
+// Columns per tile of outer_sum_f64 (two 8-lane vectors); its rows per tile are kRowsMulti.
+constexpr Index kOuterColumns = 16;
+
+// One tile: RA rows (X columns row0 …) × 16 columns (c …) summed over the len rows of X in order.
+template <int RA>
+inline void outer_sum_tile(const double* X, Index ldx, Index len, Index row0, Index c, double* out, Index ld_out) {
+    using D8 = typename Ops::D8;
+    D8 acc[RA][2];
+    for (int r = 0; r < RA; ++r) acc[r][0] = acc[r][1] = Ops::zerod();
+    for (Index t = 0; t < len; ++t) {
+        const double* x = X + t * ldx;
+        const D8 y0 = Ops::loadd(x + c);
+        const D8 y1 = Ops::loadd(x + c + 8);
+        for (int r = 0; r < RA; ++r) {
+            const D8 b = Ops::set1d(x[row0 + r]);
+            acc[r][0] = Ops::addd(acc[r][0], Ops::muld(b, y0));
+            acc[r][1] = Ops::addd(acc[r][1], Ops::muld(b, y1));
+        }
+    }
+    for (int r = 0; r < RA; ++r) {
+        Ops::stored(out + r * ld_out + c, acc[r][0]);
+        Ops::stored(out + r * ld_out + c + 8, acc[r][1]);
+    }
+}
+
+[[maybe_unused]] void outer_sum_f64(const double* X, Index ldx, Index len, Index a0, Index na, Index nc, double* out,
+                                    Index ld_out) {
+    constexpr int RA = Ops::kRowsMulti;
+    Index a = 0;
+    for (; a + RA <= na; a += RA) {
+        Index c = 0;
+        for (; c + kOuterColumns <= nc; c += kOuterColumns)
+            outer_sum_tile<RA>(X, ldx, len, a0 + a, c, out + a * ld_out, ld_out);
+        for (int r = 0; r < RA; ++r)
+            for (Index cc = c; cc < nc; ++cc) {
+                double value = 0.0;
+                for (Index t = 0; t < len; ++t) value = value + X[t * ldx + a0 + a + r] * X[t * ldx + cc];
+                out[(a + r) * ld_out + cc] = value;
+            }
+    }
+    for (; a < na; ++a) {
+        Index c = 0;
+        for (; c + kOuterColumns <= nc; c += kOuterColumns) outer_sum_tile<1>(X, ldx, len, a0 + a, c, out + a * ld_out, ld_out);
+        for (Index cc = c; cc < nc; ++cc) {
+            double value = 0.0;
+            for (Index t = 0; t < len; ++t) value = value + X[t * ldx + a0 + a] * X[t * ldx + cc];
+            out[a * ld_out + cc] = value;
+        }
+    }
+}
+
 // ---------------------------------------------------------------- the variant's table
 // Every entry is a kernel of this file except the two each variant writes in its own intrinsics
 // (or plain C++): the single-query stream scan and the int8 scan.
 constexpr KernelTable generic_kernels(const char* name, decltype(KernelTable::score_f32_stream) stream,
                                       decltype(KernelTable::score_int8) int8) {
     return {name, score_f32, stream, gram, pg_step, matvec_f64, read_sum, dot_f64, axpy_f64, cfs_update, mmr_update,
-            score_bf16_generic, int8, score_f32_f64, temporal_blend, temporal_support, quadratic_forms_f64};
+            score_bf16_generic, int8, score_f32_f64, temporal_blend, temporal_support, quadratic_forms_f64,
+            outer_sum_f64};
 }

@@ -361,35 +361,52 @@ void add_near_ties(Fixture& f) {
 
 }  // namespace
 
-TEST_CASE("temporal moments: plain double sums, symmetric, the same bits for any thread count") {
-    for (const Index n : {Index{1}, Index{7}, Index{300}, Index{5000}}) {  // 5000 rows: several partials
-        for (const Index d : {Index{5}, Index{33}}) {
+TEST_CASE("temporal moments: the sum and the centred second moment, symmetric, the same bits for any thread count") {
+    for (const Index n : {Index{1}, Index{7}, Index{300}, Index{5000}}) {  // 5000 rows: many blocks
+        for (const Index d : {Index{5}, Index{33}, Index{130}}) {  // 130: three groups of dimensions
+            if (n * d > 300 * 130) continue;
             const RowMatrixXf E = unit_rows(n, d, 70 + static_cast<std::uint64_t>(n + d));
             const TemporalMoments m = temporal_moments(E, 1);
             CHECK_EQ(m.rows, n);
             CHECK_EQ(m.dim, d);
+            CHECK(m.source == E.data());
+            CHECK_EQ(m.source_stride, E.outerStride());
             double top = 0.0;
             for (Index i = 0; i < n; ++i) top = std::max(top, E.row(i).cast<double>().squaredNorm());
             CHECK_CLOSE(m.max_norm_sq, top, 1e-14);
+            std::vector<double> mean(static_cast<std::size_t>(d), 0.0);
             for (Index r = 0; r < d; ++r) {
                 double s = 0.0;
                 for (Index i = 0; i < n; ++i) s += E(i, r);
                 CHECK_CLOSE(m.sum[static_cast<std::size_t>(r)], s, 1e-12);
+                mean[static_cast<std::size_t>(r)] = s / static_cast<double>(n);
+            }
+            double trace = 0.0;
+            for (Index r = 0; r < d; ++r) {
                 for (Index c = 0; c < d; ++c) {
                     double want = 0.0;
-                    for (Index i = 0; i < n; ++i) want += static_cast<double>(E(i, r)) * static_cast<double>(E(i, c));
-                    CHECK_CLOSE(m.second[static_cast<std::size_t>(r * d + c)], want, 1e-12);
-                    CHECK(m.second[static_cast<std::size_t>(r * d + c)] == m.second[static_cast<std::size_t>(c * d + r)]);
+                    for (Index i = 0; i < n; ++i)
+                        want += (E(i, r) - mean[static_cast<std::size_t>(r)]) * (E(i, c) - mean[static_cast<std::size_t>(c)]);
+                    CHECK_CLOSE(m.centred[static_cast<std::size_t>(r * d + c)], want, 1e-12);
+                    CHECK(m.centred[static_cast<std::size_t>(r * d + c)] == m.centred[static_cast<std::size_t>(c * d + r)]);
                 }
+                trace += m.centred[static_cast<std::size_t>(r * d + r)];
             }
-            for (const Index threads : {Index{2}, Index{3}}) {
+            CHECK(m.centred_trace == trace);
+            for (const Index threads : {Index{2}, Index{3}, Index{8}}) {
                 const TemporalMoments other = temporal_moments(E, threads);
                 CHECK(other.sum == m.sum);
-                CHECK(other.second == m.second);
+                CHECK(other.centred == m.centred);
                 CHECK(other.max_norm_sq == m.max_norm_sq);
             }
         }
     }
+}
+
+TEST_CASE("temporal moments: the error bounds disable what they cannot vouch for") {
+    CHECK(std::isinf(detail::gamma_n(Index{1} << 53, detail::kUnitRoundoff64)));  // n·u ≥ 1: no bound
+    CHECK(std::isinf(detail::gamma_n(Index{1} << 24, detail::kUnitRoundoff32)));
+    CHECK(detail::gamma_n(10, detail::kUnitRoundoff64) > 0.0);
 }
 
 TEST_CASE("temporal screen: equals the full exact pass with the same moments, bit for bit, with near-ties") {
@@ -412,7 +429,7 @@ TEST_CASE("temporal screen: equals the full exact pass with the same moments, bi
                     CHECK_SAME_BATCH(screened, oracle);
                     CHECK_EQ(oracle.screened, 0);
                     // The screen resolves every query whose candidates (k and a few near-ties) stay a
-                    // small share of the rows; N <= 2 takes the pairwise path (the variance cancels).
+                    // small share of the rows (the condition excludes N <= 2, whose candidates are every row).
                     if ((k + 8) * defaults::temporal_screen_max_candidate_share <= n)
                         CHECK_EQ(screened.screened, f.Q.rows());
                     screened_total += screened.screened;
@@ -442,9 +459,9 @@ TEST_CASE("temporal screen: every variant gives the same ranking, bit for bit") 
     const TemporalRanking want = run_moments(f, m, p, 10, 1, f.Q, false);
     RowMatrixXd Qd = f.Q.cast<double>();
     std::vector<double> want_quad(static_cast<std::size_t>(f.Q.rows()));
-    simd::kernels().quadratic_forms_f64(m.second.data(), m.dim, Qd.data(), Qd.cols(), Qd.rows(), want_quad.data());
+    simd::kernels().quadratic_forms_f64(m.centred.data(), m.dim, Qd.data(), Qd.cols(), Qd.rows(), want_quad.data());
     for (Index b = 0; b < f.Q.rows(); ++b) {
-        const Eigen::Map<const RowMatrixXd> M(m.second.data(), m.dim, m.dim);
+        const Eigen::Map<const RowMatrixXd> M(m.centred.data(), m.dim, m.dim);
         const double plain = Qd.row(b).dot(M * Qd.row(b).transpose());
         CHECK_CLOSE(want_quad[static_cast<std::size_t>(b)], plain, 1e-12 * std::abs(plain));
     }
@@ -452,12 +469,12 @@ TEST_CASE("temporal screen: every variant gives the same ranking, bit for bit") 
         simd::set_kernel_variant(variant);
         std::vector<double> quad(want_quad.size());
         // One query at a time and all at once: the same bits in every variant.
-        simd::kernels().quadratic_forms_f64(m.second.data(), m.dim, Qd.data(), Qd.cols(), Qd.rows(), quad.data());
+        simd::kernels().quadratic_forms_f64(m.centred.data(), m.dim, Qd.data(), Qd.cols(), Qd.rows(), quad.data());
         CHECK(quad == want_quad);
-        simd::kernels().quadratic_forms_f64(m.second.data(), m.dim, Qd.data() + Qd.cols(), Qd.cols(), 1, quad.data());
+        simd::kernels().quadratic_forms_f64(m.centred.data(), m.dim, Qd.data() + Qd.cols(), Qd.cols(), 1, quad.data());
         CHECK(quad[0] == want_quad[1]);
         const TemporalMoments mv = temporal_moments(f.E, 2);
-        CHECK(mv.second == m.second);
+        CHECK(mv.centred == m.centred);
         CHECK(mv.sum == m.sum);
         const TemporalRanking screened = run_moments(f, mv, p, 10, 2, f.Q, true);
         CHECK_SAME_BATCH(screened, want);
@@ -477,8 +494,9 @@ TEST_CASE("temporal screen: the moments' statistics move scores by rounding only
     CHECK(screened.ids == pairwise.ids);
     for (Index b = 0; b < f.Q.rows(); ++b)
         for (Index i = 0; i < 10; ++i) CHECK_CLOSE(screened.scores(b, i), pairwise.scores(b, i), 1e-12);
-    // Every row the same (and N = 1): the variance from the moments cancels, so every query takes
-    // the pairwise path and the result is the one without moments, bit for bit.
+    // Every row the same (and N = 1): the moments' variance is rounding noise, beyond their error
+    // bounds (query_moments), so every query takes the pairwise path and the result is the one
+    // without moments, bit for bit.
     for (const Index n : {Index{1}, Index{60}}) {
         Fixture g = make_fixture(n, 24, 4, 29);
         for (Index i = 1; i < n; ++i) g.E.row(i) = g.E.row(0);
@@ -490,4 +508,8 @@ TEST_CASE("temporal screen: the moments' statistics move scores by rounding only
     // Moments of another corpus are refused.
     const TemporalMoments other = temporal_moments(f.E.topRows(100), 1);
     CHECK_THROWS_WITH(run_moments(f, other, p, 10, 1, f.Q, true), std::invalid_argument, "moments were computed");
+    // And so are moments of another array of the same shape (a copy: its data pointer differs).
+    const RowMatrixXf copy = f.E;
+    const TemporalMoments of_copy = temporal_moments(copy, 1);
+    CHECK_THROWS_WITH(run_moments(f, of_copy, p, 10, 1, f.Q, true), std::invalid_argument, "another array");
 }

@@ -93,6 +93,11 @@ class NativeTemporalMoments:
     Moments of a corpus's rows for the temporal leg over all of them (temporal_moments).
     """
     @property
+    def centred(self) -> typing.Annotated[numpy.typing.NDArray[numpy.float64], "[m, n]", "flags.c_contiguous"]:
+        """
+        (d, d) float64 centred second moment sum_i (e_i - mu)(e_i - mu)^T, mu = sum / N (a read-only view).
+        """
+    @property
     def dim(self) -> int:
         ...
     @property
@@ -102,11 +107,10 @@ class NativeTemporalMoments:
     def rows(self) -> int:
         ...
     @property
-    def second(self) -> typing.Annotated[numpy.typing.NDArray[numpy.float64], "[m, n]"]:
-        ...
-    @property
     def sum(self) -> typing.Annotated[numpy.typing.NDArray[numpy.float64], "[m, 1]"]:
-        ...
+        """
+        (d,) float64 sum of the rows (a read-only view).
+        """
 def bm25_scores_batch(data: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, 1]"], indices: typing.Annotated[numpy.typing.NDArray[numpy.int32], "[m, 1]"], indptr: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"], n_docs: typing.SupportsInt | typing.SupportsIndex, token_offsets: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"], token_ids: typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, 1]"], doc_begin: typing.SupportsInt | typing.SupportsIndex = 0, doc_end: typing.SupportsInt | typing.SupportsIndex | None = None, sorted_postings: bool = False, n_threads: typing.SupportsInt | typing.SupportsIndex = 0) -> typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, n]"]:
     """
     BM25 scores (B, doc_end - doc_begin) float32 of the documents [doc_begin, doc_end) (default: all n_docs) from an eager term-major index (bm25s's CSC arrays: data (nnz,) float32, indices (nnz,) int32 documents, indptr (n_terms + 1,) int64), query b's token ids token_ids[token_offsets[b]:token_offsets[b + 1]] (int64; token_offsets (B + 1,) int64). sorted_postings=True (every term's documents increasing) reads only the block's part of each list. Added in float32 in bm25s's order: bit-identical to bm25s.BM25.get_scores_from_ids (without the BM25L/BM25+ non-occurrence term). Raises IndexError for a token id or posting out of range.
@@ -273,7 +277,7 @@ def temporal_batch(E: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m,
     """
 def temporal_moments(E: typing.Annotated[numpy.typing.NDArray[numpy.float32], "[m, n]", "flags.c_contiguous"], n_threads: typing.SupportsInt | typing.SupportsIndex = 0) -> NativeTemporalMoments:
     """
-    Moments of E (N, d) float32 for temporal_batch(moments=): sum (d,) = sum of the rows, second (d, d) = sum of their outer products, max_norm_sq, all float64, the same bits for any n_threads.
+    Moments of E (N, d) float32 for temporal_batch(moments=): sum (d,) = sum of the rows, centred (d, d) = sum of the outer products of the rows minus their mean, max_norm_sq, all float64, the same bits for any n_threads (two passes over E, split across threads). They belong to this array: temporal_batch refuses them with another one, and E must not be modified in place afterwards.
     """
 def tie_key(seed: typing.SupportsInt | typing.SupportsIndex, lap: typing.SupportsInt | typing.SupportsIndex, id: typing.SupportsInt | typing.SupportsIndex) -> int:
     """

@@ -432,8 +432,9 @@ def _run_leg(E: np.ndarray, Q: np.ndarray, lexical: Optional[np.ndarray], k: int
     retriever scores only the block a subset spans). The leg then runs on views of that block of
     ``E`` and of the timeline (no copy), with the same scores and ids.
 
-    ``moments``: ``_core.temporal_moments(E)`` of this very ``E``, held by the caller (the
-    retriever computes them once per corpus). Over all rows (``rows`` None, no ``lexical_begin``,
+    ``moments``: ``_core.temporal_moments(E)`` of this very ``E`` (the same array, refused
+    otherwise; not modified since), held by the caller (the retriever computes them once per
+    corpus). Over all rows (``rows`` None, no ``lexical_begin``,
     top-k) the cosines' mean and standard deviation then come from them and fp32 cosines screen
     the rows, only those near the k-th score re-scored in double (docs/design.md, "Temporal
     leg"); elsewhere they are not used. ``screen=False`` scores every row in double with the same

@@ -107,12 +107,12 @@ def test_every_variant_gives_the_same_bits():
         for variant in _core.supported_kernel_variants():
             _core.set_kernel_variant(variant)
             moments = _core.temporal_moments(E, 2)
-            results.append((variant, moments.second, _leg(E, Q, lex, timeline, 10, PARAMS[0], moments, n_threads=2)))
+            results.append((variant, moments.centred, _leg(E, Q, lex, timeline, 10, PARAMS[0], moments, n_threads=2)))
     finally:
         _core.set_kernel_variant(before)
-    _, second, first = results[0]
-    for variant, other_second, other in results[1:]:
-        np.testing.assert_array_equal(other_second, second, err_msg=variant)
+    _, centred, first = results[0]
+    for variant, other_centred, other in results[1:]:
+        np.testing.assert_array_equal(other_centred, centred, err_msg=variant)
         np.testing.assert_array_equal(other.ids, first.ids, err_msg=variant)
         np.testing.assert_array_equal(other.scores, first.scores, err_msg=variant)
 
@@ -134,19 +134,52 @@ def test_moments_are_the_plain_sums_for_any_thread_count():
     E64 = E.astype(np.float64)
     assert (m.rows, m.dim) == E.shape
     np.testing.assert_allclose(m.sum, E64.sum(axis=0), rtol=0, atol=1e-11)
-    np.testing.assert_allclose(m.second, E64.T @ E64, rtol=0, atol=1e-10)
+    X = E64 - E64.mean(axis=0)
+    np.testing.assert_allclose(m.centred, X.T @ X, rtol=0, atol=1e-11)
     assert m.max_norm_sq == pytest.approx(float(np.max(np.einsum("nd,nd->n", E64, E64))), rel=1e-14)
-    for threads in (2, 3):
+    for threads in (2, 3, 8):
         other = _core.temporal_moments(E, threads)
-        np.testing.assert_array_equal(other.second, m.second)
+        np.testing.assert_array_equal(other.centred, m.centred)
         np.testing.assert_array_equal(other.sum, m.sum)
+    # Read-only views of the moments (no copy of d² doubles per access), kept alive by them.
+    view = m.centred
+    assert not view.flags.writeable and np.shares_memory(view, m.centred)
+    del m
+    assert view.shape == (17, 17) and np.isfinite(view).all()
+
+
+@pytest.mark.parametrize(("d", "pull"), [(384, 1.5), (384, 4.0), (130, 2.0)])
+def test_an_anisotropic_corpus_matches_the_numpy_reference(d, pull):
+    """Rows around one common direction (the spread of the cosines a small share of their mean
+    square): the one-pass variance qᵀ(Σ e eᵀ)q/N − mean² would cancel digits; the centred moment
+    keeps the reference's scores to 1e-12."""
+    rng = np.random.default_rng(21 + d)
+    n = 24 * d
+    common = rng.standard_normal(d)
+    X = pull * np.sqrt(d) * common / np.linalg.norm(common) + rng.standard_normal((n, d))
+    E = (X / np.linalg.norm(X, axis=1, keepdims=True)).astype(np.float32)
+    B = 6
+    Q = np.vstack([E[:3], _unit(rng, B - 3, d)]).astype(np.float32)
+    lex = (rng.random((B, n)) * (rng.random((B, n)) < 0.3) * 4).astype(np.float32)
+    timeline = tl.Timeline(session=np.arange(n) // 4, time=np.datetime64("2023-05-01") + (np.arange(n) // 4) * 9,
+                           cue=rng.random(n) < 0.3)
+    cos = E[:3].astype(np.float64) @ E.astype(np.float64).T
+    assert (cos.var(axis=1) / (cos * cos).mean(axis=1)).max() < 1e-3  # the cancelling regime
+    moments = _core.temporal_moments(E)
+    for params in PARAMS[:3]:
+        got = _leg(E, Q, lex, timeline, 10, params, moments)
+        pairwise = _leg(E, Q, lex, timeline, 10, params)
+        want = ref.temporal_batch(E, Q, lex, 10, timeline=timeline, questions=QUESTIONS, params=params)
+        np.testing.assert_array_equal(got.ids, want.ids)
+        np.testing.assert_allclose(got.scores, want.scores, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(got.scores, pairwise.scores, rtol=0, atol=1e-12)
 
 
 def test_degenerate_corpora_keep_the_pairwise_path_and_other_moments_are_refused():
     params = PARAMS[0]
     for n in (1, 70):
         E, Q, lex, timeline = _data(n, seed=2, near_ties=False)
-        E[:] = E[0]  # every row the same: the moments' variance cancels
+        E[:] = E[0]  # every row the same: the moments' variance is rounding noise (beyond its bound)
         got = _leg(E, Q, lex, timeline, 10, params, _core.temporal_moments(E))
         want = _leg(E, Q, lex, timeline, 10, params)
         np.testing.assert_array_equal(got.ids, want.ids)
@@ -154,6 +187,9 @@ def test_degenerate_corpora_keep_the_pairwise_path_and_other_moments_are_refused
     E, Q, lex, timeline = _data(200, seed=2)
     with pytest.raises(ValueError, match="moments were computed"):
         _leg(E, Q, lex, timeline, 10, params, _core.temporal_moments(E[:50]))
+    moments = _core.temporal_moments(E)
+    with pytest.raises(ValueError, match="another array"):  # same shape, another array
+        _leg(E.copy(), Q, lex, timeline, 10, params, moments)
 
 
 def test_retriever_over_every_document_uses_the_moments_once():
@@ -196,3 +232,28 @@ def test_query_scales_from_float32_underflow_to_beyond_the_screen(scale):
         got = _leg(E, Q, lex, timeline, 10, params, moments)
         np.testing.assert_array_equal(got.ids, oracle.ids)
         np.testing.assert_array_equal(got.scores, oracle.scores)
+
+
+def test_a_subset_of_every_document_is_no_subset_and_prepare_computes_the_moments():
+    rng = np.random.default_rng(12)
+    d, n = 16, 700
+    words = np.array(["lake", "dog", "cook", "july", "move", "year", "garden", "piano", "trip", "book"])
+    texts = [" ".join(rng.choice(words, 6)) for _ in range(n)]
+    retriever = HybridRetriever(texts, _unit(rng, n, d), "default")
+    assert retriever._moments._value is None
+    assert retriever.prepare() is retriever
+    moments = retriever._moments._value
+    assert moments is not None and retriever.prepare()._moments._value is moments  # once
+    Q = _unit(rng, 3, d)
+    for b in range(3):
+        want = retriever.search(QUESTIONS[b], Q[b])
+        for every in (np.arange(n), np.arange(n)[::-1].copy(), np.ones(n, dtype=bool), list(range(n))):
+            got = retriever.search(QUESTIONS[b], Q[b], subset=every)
+            np.testing.assert_array_equal(got.ids, want.ids)
+            np.testing.assert_array_equal(got.scores, want.scores)  # bit for bit
+    batch = retriever.search_batch(QUESTIONS[:3], Q, subsets=[np.ones(n, dtype=bool), None, np.arange(n)])
+    for b in range(3):
+        np.testing.assert_array_equal(batch[b].scores, retriever.search(QUESTIONS[b], Q[b]).scores)
+    # A config without a temporal leg computes nothing.
+    plain = HybridRetriever(texts, retriever.embeddings.copy(), "rrf2")
+    assert plain.prepare()._moments._value is None

@@ -93,19 +93,19 @@ inline constexpr std::int64_t temporal_cache_resident_bytes = std::int64_t{4} <<
 // 4·d² bytes, against 4·N·d bytes of rows (1/16 of them here); over fewer rows the double pass
 // is as fast (the retriever passes no moments there).
 inline constexpr std::int64_t temporal_moments_min_rows_per_dim = 16;
-// A query keeps the exact pairwise statistics when var = q'Mq/N - mean^2 is at most this share of
-// q'Mq/N (the subtraction would cancel too many digits: duplicated rows, N = 1, a query orthogonal
-// to the corpus's spread).
-inline constexpr double temporal_moments_min_var_ratio = 1e-4;
-// Corpus rows summed per block of the moments (one transposed block in float32 and float64 per
-// thread; a multiple of 16, the double kernel's block), and at most this many fixed partial sums
-// (summed in order at the end; chosen from N and d only, so the moments do not depend on threads),
-// fewer when d x d partials would exceed the byte budget.
+// A query keeps the exact pairwise statistics unless the rigorous bounds on the rounding of its
+// moments' mean and variance (query_moments, temporal.hpp) are at most this share of sd and var:
+// their relative error then moves a z-score by at most this share of itself (typically ~1e-15;
+// duplicated rows, N = 1, a query orthogonal to the corpus's spread fall back).
+inline constexpr double temporal_moments_max_stat_error = 1e-8;
+// Corpus rows per block of the moments: a block's products are summed from 0 in row order, then
+// the blocks' sums in block order (fixed by N alone); a sum's rounding depth is then 256 + N/256
+// (the bound of query_moments), and a centred block of 256 rows (float64) stays in L2.
 inline constexpr std::int64_t temporal_moments_block_rows = 256;
-inline constexpr std::int64_t temporal_moments_max_partials = 16;
-inline constexpr std::int64_t temporal_moments_partial_bytes = std::int64_t{64} << 20;
-// Dimensions of M's lower triangle per call of the double kernel: each call also computes a square
-// above the diagonal, so smaller groups waste less; 64 keeps each call long enough for its tiles.
+// Dimensions of C's lower triangle per task of the moments (its rows [g0, g0 + 64)): threads take
+// whole disjoint groups, each summing its blocks in row order (the same bits for any thread count);
+// each call also computes the square above the diagonal, so smaller groups waste less, and 64
+// keeps each call long enough.
 inline constexpr std::int64_t temporal_moments_group_dims = 64;
 // The screen's bound on the rounding of one score's double operations, in units of float64's unit
 // roundoff times the largest magnitude a term can take: the blend, the support and the priors round
@@ -115,6 +115,9 @@ inline constexpr double temporal_screen_rounding_terms = 32.0;
 // Rows per block of the screen's selection: the k-th approximate score is selected from the rows of
 // the blocks whose largest score reaches the k-th largest block maximum (a few blocks), not from all.
 inline constexpr std::int64_t temporal_screen_block_rows = 64;
+// The screen's ε (and the moments' error bounds) are computed in double themselves: scaled up by
+// this relative margin (2^-20, far above the few roundings of the bound's own formula).
+inline constexpr double temporal_bound_margin = 0x1p-20;
 // A query whose screen keeps more than 1/this of the rows (a nearly constant cosine column) is
 // re-scored in full instead: same result, fewer gathers.
 inline constexpr std::int64_t temporal_screen_max_candidate_share = 8;

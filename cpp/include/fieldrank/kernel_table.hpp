@@ -110,6 +110,14 @@ struct KernelTable {
     // rounded separately (never fused), so every variant gives the same bits. Each row of M is read
     // once for all nq queries.
     void (*quadratic_forms_f64)(const double* M, Index d, const double* Qd, Index ldq, Index nq, double* out);
+
+    // out[a · ld_out + c] = Σ_t X[t·ldx + a0 + a] · X[t·ldx + c] for a < na, c < nc over the len
+    // rows of X (row stride ldx): each sum starts from 0.0 and adds its products in t order, each
+    // product and sum rounded separately (never fused). Element-wise, so every variant gives the
+    // same bits whatever its vector width, and out is exactly symmetric where a0 + a and c meet.
+    // The centred second moment of the temporal leg's corpus moments (one block of centred rows).
+    void (*outer_sum_f64)(const double* X, Index ldx, Index len, Index a0, Index na, Index nc, double* out,
+                          Index ld_out);
 };
 
 }  // namespace simd

@@ -71,17 +71,21 @@ struct TemporalRanking {
     Index screened = 0;
 };
 
-// The first and second moments of a corpus's rows, in double, for the leg over all of its rows:
-// a query q's cosines then have mean (q·sum)/N and variance (qᵀ second q)/N − mean² without a
-// double cosine per row (docs/design.md, "Temporal leg"). Built once per corpus by
-// temporal_moments (d² doubles); they must be the moments of the very E they are passed with
-// (the leg checks the shape only).
+// The first and centred second moments of a corpus's rows, in double, for the leg over all of
+// its rows: a query q's cosines then have mean (q·sum)/N and variance (qᵀ centred q)/N without a
+// double cosine per row and without the cancellation of qᵀ(Σ e eᵀ)q/N − mean² (docs/design.md,
+// "Temporal leg"). Built once per corpus by temporal_moments (d² doubles). They describe the
+// array they were computed from (source, source_stride: the leg refuses moments of another array)
+// as it was then: E must not be modified in place afterwards.
 struct TemporalMoments {
     Index rows = 0;
     Index dim = 0;
-    std::vector<double> sum;     // (d,): Σ_i e_i
-    std::vector<double> second;  // (d, d) row-major, symmetric: Σ_i e_i e_iᵀ
-    double max_norm_sq = 0.0;    // max_i ‖e_i‖²: scales the screen's error bound
+    std::vector<double> sum;      // (d,): Σ_i e_i
+    std::vector<double> centred;  // (d, d) row-major, symmetric: Σ_i (e_i − μ)(e_i − μ)ᵀ, μ = sum / N
+    double max_norm_sq = 0.0;     // max_i ‖e_i‖²: scales the screen's error bound
+    double centred_trace = 0.0;   // Σ_j centred_jj: scales the bound on qᵀ centred q's rounding
+    const float* source = nullptr;  // E.data() and E.outerStride() of the rows they were computed from
+    Index source_stride = 0;
 };
 
 namespace detail {
@@ -213,11 +217,6 @@ inline void temporal_dense(const MatrixRef& E, const RowMatrixXd& Qd, Index q0, 
     }
 }
 
-// One query's leg scores over the n rows, from its cosines (null when alpha == 1) and lexical
-// scores (null when alpha == 0), into score (n doubles); base holds n doubles of scratch (and
-// support n more when the rows are a subset). The operations per row are the reference's, in
-// its order (the build has no FMA contraction), fused into few sweeps: two reductions per
-// z-score read the inputs in place, one sweep writes the base blend, one the final score.
 // The z-statistics of one query's lexical scores over the rows ({0, 1} when alpha == 0).
 template <typename Lex>
 Moments lexical_moments(const Lex* lexical, const Index* rows, Index n, const TemporalParams& p) {
@@ -260,6 +259,11 @@ inline double with_priors(double score, Index row, const TemporalTimeline& timel
     return score;
 }
 
+// One query's leg scores over the n rows, from its cosines (null when alpha == 1) and lexical
+// scores (null when alpha == 0), into score (n doubles); base holds n doubles of scratch (and
+// support n more when the rows are a subset). The operations per row are the reference's, in
+// its order (the build has no FMA contraction), fused into few sweeps: two reductions per
+// z-score read the inputs in place, one sweep writes the base blend, one the final score.
 // dense_moments / lex_moments: the z-statistics to use (null: numpy's pairwise ones over the rows).
 template <typename Lex>
 void temporal_query_scores(const double* dense, const Lex* lexical, const Index* rows, Index n,
@@ -331,143 +335,165 @@ inline double lane_dot(const double* a, const double* b, Index n) {
     return acc[0] + tail;
 }
 
-// One query's cosine statistics from the corpus moments: usable is false where the variance
-// would cancel (temporal_moments_min_var_ratio) or is not finite; scale = ‖q‖·max‖e_i‖ bounds
-// every |cosine|.
+// γ_n = n·u / (1 − n·u): |fl(x·y) − x·y| ≤ γ_n Σ|x_j y_j| for any order of the n-term dot product
+// (Higham, Accuracy and Stability of Numerical Algorithms, Lemma 3.1); +inf once n·u ≥ 1, where
+// no such bound holds (the callers then take the exact path).
+inline double gamma_n(Index n, double unit_roundoff) {
+    const double nu = static_cast<double>(n) * unit_roundoff;
+    if (!(nu < 1.0)) return std::numeric_limits<double>::infinity();
+    return nu / (1.0 - nu);
+}
+
+// Unit roundoffs (half the machine epsilon) of float32 and float64.
+inline constexpr double kUnitRoundoff32 = std::numeric_limits<float>::epsilon() / 2.0;
+inline constexpr double kUnitRoundoff64 = std::numeric_limits<double>::epsilon() / 2.0;
+
+// One query's cosine statistics from the corpus moments: usable is false where their rounding
+// bounds are not small against sd and var (temporal_moments_max_stat_error) or var is not
+// finite and positive; scale = ‖q‖·max‖e_i‖ bounds every |cosine|.
 struct QueryMoments {
     bool usable;
     Moments dense;
     double scale;
 };
 
-// quadratic: qᵀMq (the kernel-table entry quadratic_forms_f64, the same bits in every variant).
+// quadratic: qᵀCq (the kernel-table entry quadratic_forms_f64, the same bits in every variant).
+// The bounds, for x_i = fl(e_i − μ̃) (μ̃ = fl(sum / N), itself off by δμ): the centred entries
+// sum (a block's rows in order, then the blocks in order) ≤ depth = block + blocks + 4 rounded terms of |x_ij x_ik| and the quadratic form d + 4 more,
+// so |fl(qᵀC̃q) − Σ_i (q·x_i)²| ≤ γ_(depth + d + 8) Σ_i (|q|·|x_i|)² ≤ γ ‖q‖² tr(C̃)(1 + γ); the
+// shift adds Σ_i (q·x_i)² − Σ_i (q·(e_i − μ))² = N (q·δμ)² ≥ 0 with |q·δμ| ≤ the mean's bound,
+// (γ_(block + blocks + d) + u)·‖q‖·√d·max‖e‖ (each |sum_j| ≤ N max‖e‖).
 inline QueryMoments query_moments(const TemporalMoments& m, const double* q, double quadratic) {
     const Index d = m.dim;
+    const Index blocks = (m.rows + defaults::temporal_moments_block_rows - 1) / defaults::temporal_moments_block_rows;
     const double count = static_cast<double>(m.rows);
     const double mean = lane_dot(q, m.sum.data(), d) / count;
-    const double second = quadratic / count;
-    const double var = second - mean * mean;
-    const double scale = std::sqrt(lane_dot(q, q, d)) * std::sqrt(m.max_norm_sq);
-    const bool usable = std::isfinite(var) && var > defaults::temporal_moments_min_var_ratio * second;
+    const double var = quadratic / count;
+    const double q_norm_sq = lane_dot(q, q, d);
+    const double scale = std::sqrt(q_norm_sq) * std::sqrt(m.max_norm_sq);
+    const double margin = 1.0 + defaults::temporal_bound_margin;
+    const double gamma_var = gamma_n(defaults::temporal_moments_block_rows + blocks + d + 12, kUnitRoundoff64);
+    const double mean_error = margin * (gamma_n(defaults::temporal_moments_block_rows + blocks + d, kUnitRoundoff64) +
+                                        kUnitRoundoff64) * std::sqrt(static_cast<double>(d)) * scale;
+    const double var_error =
+        margin * (gamma_var * q_norm_sq * m.centred_trace * (1.0 + gamma_var) / count + mean_error * mean_error);
+    const double tolerance = defaults::temporal_moments_max_stat_error;
+    const bool usable = std::isfinite(var) && var > 0.0 && var_error <= tolerance * var &&
+                        mean_error <= tolerance * std::sqrt(var);
     return {usable, {mean, usable ? std::sqrt(var) : 1.0}, scale};
-}
-
-// γ_n = n·u / (1 − n·u): |fl(x·y) − x·y| ≤ γ_n Σ|x_j y_j| for any order of the n-term dot product.
-inline double gamma_n(Index n, double unit_roundoff) {
-    const double nu = static_cast<double>(n) * unit_roundoff;
-    return nu / (1.0 - nu);
 }
 
 // The screen's ε for one query: |ã_i − s_i| ≤ ε for every row, where s_i is the exact (double
 // cosine) score and ã_i the same double operations on the fp32 cosine. The cosines differ by at
-// most δ = (γ_d(fp32) + γ_d(fp64))·‖q‖·max‖e‖ (plus float32 underflow, d · 2^-149); the base
-// blend moves by (1 − α)·δ/sd; the neighbour support, a max of factor·max(base, 0) with factors
-// ≤ 1, by at most as much again times γ; the priors add the same constants. Each computation's own
-// rounding is bounded by temporal_screen_rounding_terms·u·T, T the largest magnitude any term can
-// take (|c − mean| ≤ 2·scale, |z(lex)| ≤ √n). Returns +inf where the bound is unusable.
+// most δ = (γ_d(fp32) + γ_d(fp64))·‖q‖·max‖e‖ plus float32 underflow (d·FLT_MIN: a flushed or
+// gradual underflow loses less than FLT_MIN per product, so the bound holds with flush-to-zero);
+// the base blend moves by (1 − α)·δ/sd; the neighbour support, a max of factor·max(base, 0) with
+// factors ≤ 1, by at most as much again times γ; the priors add the same constants. Each
+// computation's own rounding is bounded by temporal_screen_rounding_terms·u·T, T the largest
+// magnitude any term can take (|c − mean| ≤ 2·scale, |z(lex)| ≤ √n). Returns +inf where the bound
+// is unusable.
 inline double screen_epsilon(const QueryMoments& qm, Index d, Index n, const TemporalParams& p) {
     if (!(qm.scale < defaults::temporal_screen_max_scale)) return std::numeric_limits<double>::infinity();
-    const double u32 = std::ldexp(1.0, -24);
-    const double u64 = std::ldexp(1.0, -53);
     const double share = 1.0 - p.alpha;
-    const double gamma32 = gamma_n(d, u32);
-    const double delta = (gamma32 + gamma_n(d, u64)) * qm.scale + static_cast<double>(d) * std::ldexp(1.0, -149);
+    const double gamma32 = gamma_n(d, kUnitRoundoff32);
+    const double underflow = static_cast<double>(d) * static_cast<double>(std::numeric_limits<float>::min());
+    const double delta = (gamma32 + gamma_n(d, kUnitRoundoff64)) * qm.scale + underflow;
     const double sd = qm.dense.sd;
     const double spread = 1.0 + p.gamma;
     const double base_bound = share * 2.0 * qm.scale * (1.0 + gamma32) / sd + p.alpha * 2.0 * std::sqrt(static_cast<double>(n));
     const double term_bound = spread * base_bound + p.tau + p.delta;
-    const double eps = share * spread * delta / sd + defaults::temporal_screen_rounding_terms * u64 * term_bound;
-    return eps * (1.0 + std::ldexp(1.0, -20));  // covers the rounding of this bound itself
+    const double eps =
+        share * spread * delta / sd + defaults::temporal_screen_rounding_terms * kUnitRoundoff64 * term_bound;
+    return eps * (1.0 + defaults::temporal_bound_margin);  // covers the rounding of this bound itself
 }
 
 }  // namespace detail
 
-// The moments of E's rows (TemporalMoments): exact float products summed in double by the
-// kernel-table entry score_f32_f64 over transposed blocks of temporal_moments_block_rows rows (a
-// fixed order in every variant), the blocks summed into a fixed number of partials (from N and d
-// only) that threads take whole, then the partials in order: the same bits for any thread count.
+// The moments of E's rows (TemporalMoments), in two passes whose orders are fixed by N and d
+// alone, so the bits do not depend on n_threads. First the sum and the largest squared norm: per
+// block of temporal_moments_block_rows rows its column sums in row order (blocks across threads),
+// then the blocks' sums in block order. Then the centred second moment about μ = sum / N: threads
+// take disjoint groups of temporal_moments_group_dims rows of C's lower triangle, each centring the
+// blocks (in double) itself and adding their products (the kernel-table entry outer_sum_f64: per
+// entry a sum in row order from 0, the same bits in every variant) into its rows, block after block.
 inline TemporalMoments temporal_moments(const MatrixRef& E, Index n_threads) {
     require_rows("E", E);
     const Index N = E.rows();
     const Index d = E.cols();
     const Index block = defaults::temporal_moments_block_rows;
     const Index blocks = (N + block - 1) / block;
-    const Index by_memory =
-        std::max<Index>(1, defaults::temporal_moments_partial_bytes / (static_cast<Index>(sizeof(double)) * d * d));
-    const Index partials = std::max<Index>(1, std::min({blocks, by_memory, defaults::temporal_moments_max_partials}));
-    const Index blocks_per_partial = (blocks + partials - 1) / partials;
-    std::vector<std::vector<double>> second(static_cast<std::size_t>(partials));
-    std::vector<std::vector<double>> sum(static_cast<std::size_t>(partials));
-    std::vector<double> max_norm_sq(static_cast<std::size_t>(partials), 0.0);
-    const simd::KernelTable& kernels = simd::kernels();
-    const Index group = defaults::temporal_moments_group_dims;
-    parallel_for(0, partials, n_threads, [&](Index part) {
-        const auto dd = static_cast<std::size_t>(d);
-        std::vector<float> columns(dd * static_cast<std::size_t>(block));    // the block transposed: (d, block)
-        std::vector<double> columns64(columns.size());
-        std::vector<double> products(dd * dd);
-        std::vector<double>& M = second[static_cast<std::size_t>(part)];
-        std::vector<double>& s = sum[static_cast<std::size_t>(part)];
-        M.assign(dd * dd, 0.0);
-        s.assign(dd, 0.0);
-        double& top = max_norm_sq[static_cast<std::size_t>(part)];
-        const Index last = std::min(blocks, (part + 1) * blocks_per_partial);
-        for (Index b = part * blocks_per_partial; b < last; ++b) {
-            const Index r0 = b * block;
-            const Index count = std::min(block, N - r0);
-            // A short last block is padded with zero rows: their products are 0 and change no sum.
-            if (count < block) {
-                std::fill(columns.begin(), columns.end(), 0.0f);
-                std::fill(columns64.begin(), columns64.end(), 0.0);
+    const auto dd = static_cast<std::size_t>(d);
+    const float* data = E.data();
+    const Index stride = E.outerStride();
+    std::vector<double> block_sums(static_cast<std::size_t>(blocks) * dd, 0.0);
+    std::vector<double> block_top(static_cast<std::size_t>(blocks), 0.0);
+    parallel_for(0, blocks, n_threads, [&](Index b) {
+        double* s = block_sums.data() + static_cast<std::size_t>(b) * dd;
+        double top = 0.0;
+        for (Index i = b * block; i < std::min(N, (b + 1) * block); ++i) {
+            const float* row = data + i * stride;
+            double norm_sq = 0.0;
+            for (Index j = 0; j < d; ++j) {
+                const double x = row[j];
+                s[j] += x;
+                norm_sq += x * x;
             }
-            for (Index t = 0; t < count; ++t) {
-                const float* row = E.data() + (r0 + t) * E.outerStride();
-                double norm_sq = 0.0;
-                for (Index j = 0; j < d; ++j) {
-                    const double x = row[j];
-                    columns[static_cast<std::size_t>(j * block + t)] = row[j];
-                    columns64[static_cast<std::size_t>(j * block + t)] = x;
-                    s[static_cast<std::size_t>(j)] += x;
-                    norm_sq += x * x;
-                }
-                top = std::max(top, norm_sq);
-            }
-            // products[c·d + r] = Σ_t e_t,r · e_t,c for c < g0 + width, r in [g0, g0 + width).
-            for (Index g0 = 0; g0 < d; g0 += group) {
-                const Index width = std::min(group, d - g0);
-                kernels.score_f32_f64(columns.data() + g0 * block, block, nullptr, width, block, columns64.data(),
-                                      block, g0 + width, products.data() + g0, d, nullptr);
-            }
-            for (Index r = 0; r < d; ++r)
-                for (Index c = 0; c <= r; ++c)
-                    M[static_cast<std::size_t>(r * d + c)] += products[static_cast<std::size_t>(c * d + r)];
+            top = std::max(top, norm_sq);
         }
+        block_top[static_cast<std::size_t>(b)] = top;
     });
     TemporalMoments out;
     out.rows = N;
     out.dim = d;
-    out.sum.assign(static_cast<std::size_t>(d), 0.0);
-    out.second.assign(static_cast<std::size_t>(d * d), 0.0);
-    for (Index part = 0; part < partials; ++part) {
-        const auto& M = second[static_cast<std::size_t>(part)];
-        const auto& s = sum[static_cast<std::size_t>(part)];
-        for (Index j = 0; j < d; ++j) out.sum[static_cast<std::size_t>(j)] += s[static_cast<std::size_t>(j)];
-        for (Index r = 0; r < d; ++r)
-            for (Index c = 0; c <= r; ++c)
-                out.second[static_cast<std::size_t>(r * d + c)] += M[static_cast<std::size_t>(r * d + c)];
-        out.max_norm_sq = std::max(out.max_norm_sq, max_norm_sq[static_cast<std::size_t>(part)]);
+    out.source = data;
+    out.source_stride = stride;
+    out.sum.assign(dd, 0.0);
+    for (Index b = 0; b < blocks; ++b) {
+        const double* s = block_sums.data() + static_cast<std::size_t>(b) * dd;
+        for (Index j = 0; j < d; ++j) out.sum[static_cast<std::size_t>(j)] += s[j];
+        out.max_norm_sq = std::max(out.max_norm_sq, block_top[static_cast<std::size_t>(b)]);
     }
+    std::vector<double> mu(dd);
+    for (Index j = 0; j < d; ++j) mu[static_cast<std::size_t>(j)] = out.sum[static_cast<std::size_t>(j)] / static_cast<double>(N);
+    out.centred.assign(dd * dd, 0.0);
+    const simd::KernelTable& kernels = simd::kernels();
+    const Index group = defaults::temporal_moments_group_dims;
+    const Index groups = (d + group - 1) / group;
+    // The last groups hold the most of the triangle: handed out first, they do not finish last.
+    parallel_for(0, groups, n_threads, [&](Index task) {
+        const Index g0 = (groups - 1 - task) * group;
+        const Index width = std::min(group, d - g0);
+        const Index span = g0 + width;  // the columns c < span of rows [g0, span)
+        std::vector<double> centred_rows(static_cast<std::size_t>(block * span));  // (block, span)
+        std::vector<double> products(static_cast<std::size_t>(width * span));
+        for (Index b = 0; b < blocks; ++b) {
+            const Index r0 = b * block;
+            const Index count = std::min(block, N - r0);
+            for (Index t = 0; t < count; ++t) {
+                const float* row = data + (r0 + t) * stride;
+                double* x = centred_rows.data() + static_cast<std::size_t>(t * span);
+                for (Index j = 0; j < span; ++j) x[j] = static_cast<double>(row[j]) - mu[static_cast<std::size_t>(j)];
+            }
+            kernels.outer_sum_f64(centred_rows.data(), span, count, g0, width, span, products.data(), span);
+            for (Index a = 0; a < width; ++a) {
+                double* target = out.centred.data() + static_cast<std::size_t>((g0 + a) * d);
+                const double* source = products.data() + static_cast<std::size_t>(a * span);
+                for (Index c = 0; c <= g0 + a; ++c) target[c] += source[c];
+            }
+        }
+    });
     for (Index r = 0; r < d; ++r)
         for (Index c = 0; c < r; ++c)
-            out.second[static_cast<std::size_t>(c * d + r)] = out.second[static_cast<std::size_t>(r * d + c)];
+            out.centred[static_cast<std::size_t>(c * d + r)] = out.centred[static_cast<std::size_t>(r * d + c)];
+    for (Index j = 0; j < d; ++j) out.centred_trace += out.centred[static_cast<std::size_t>(j * d + j)];
     return out;
 }
 
 namespace detail {
 
 // The leg over all n = N rows with the corpus moments (temporal_batch with moments, top-k mode).
-// Per query: the statistics from the moments (a query whose variance would cancel takes the
-// pairwise path, exactly as without moments); fp32 cosines, the approximate scores ã_i by the same
+// Per query: the statistics from the moments (a query whose moments' error bounds are not small
+// against its sd and variance takes the pairwise path, exactly as without moments); fp32 cosines, the approximate scores ã_i by the same
 // double operations, ε from screen_epsilon; L = the k-th largest ã; every row with ã_i ≥ L − 2ε
 // is a candidate (a row below scores strictly less than the true k-th: s_i ≤ ã_i + ε < L − ε ≤
 // s_(k)); the candidates and their in-range neighbours get exact double cosines, the candidates
@@ -481,10 +507,12 @@ TemporalRanking temporal_batch_moments(const MatrixRef& E, const MatrixRef& Q, L
                                        const TemporalMoments& moments, bool screen) {
     const Index n = E.rows();
     const Index d = E.cols();
-    if (moments.rows != n || moments.dim != d || static_cast<Index>(moments.second.size()) != d * d ||
+    if (moments.rows != n || moments.dim != d || static_cast<Index>(moments.centred.size()) != d * d ||
         static_cast<Index>(moments.sum.size()) != d)
         fail("moments were computed for a corpus of shape (", moments.rows, ", ", moments.dim, "), E has shape (", n,
              ", ", d, ")");
+    if (moments.source != E.data() || moments.source_stride != E.outerStride())
+        fail("moments were computed from another array than E (temporal_moments(E) of this very array is required)");
     const Index B = Q.rows();
     const Index width = std::min(k, n);
     TemporalRanking out;
@@ -637,12 +665,12 @@ TemporalRanking temporal_batch_moments(const MatrixRef& E, const MatrixRef& Q, L
     const Index block = std::max<Index>(defaults::scan_query_group, std::min(B, by_budget));
     const std::unique_ptr<float[]> cos32(new float[static_cast<std::size_t>(std::min(block, B) * n)]);
     const Index ldq = Q.outerStride();
-    // qᵀMq of every query, M read once per group of queries.
+    // qᵀCq of every query, C read once per group of queries.
     std::vector<double> quadratic(static_cast<std::size_t>(B));
     const Index quad_group = defaults::scan_query_group;
     parallel_for(0, (B + quad_group - 1) / quad_group, n_threads, [&](Index g) {
         const Index b0 = g * quad_group;
-        kernels.quadratic_forms_f64(moments.second.data(), d, Qd.data() + b0 * Qd.cols(), Qd.cols(),
+        kernels.quadratic_forms_f64(moments.centred.data(), d, Qd.data() + b0 * Qd.cols(), Qd.cols(),
                                     std::min(quad_group, B - b0), quadratic.data() + b0);
     });
     // One query over rows beyond the last-level cache reads them best as one stream (score_f32_stream);

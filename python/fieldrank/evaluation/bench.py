@@ -706,7 +706,7 @@ def bench_default_stack(report: Report, quick: bool, rounds: int) -> None:
             seconds = []
             for _ in range(3):
                 start = time.perf_counter()
-                _core.temporal_moments(E, 1)
+                _core.temporal_moments(E, 0)  # every hardware thread, as the retriever computes them
                 seconds.append(time.perf_counter() - start)
             moments = Stat.of(seconds).time()
         res = interleaved(contenders, rounds=rounds)
@@ -739,7 +739,8 @@ def bench_default_stack(report: Report, quick: bool, rounds: int) -> None:
         "prefilter kernel call (`_core.prefilter`, no Python checks) over the same rows (the memory-bandwidth floor of a dense leg); `bm25 top` "
         "is `BM25Index.top` at rrf2's depth. From 16 rows per dimension the leg over every row takes "
         "the corpus moments and the fp32 screen (docs/design.md); `moments` is their one-off cost "
-        "(`_core.temporal_moments`, one thread), paid by the first search and not in the rounds. "
+        "(`_core.temporal_moments`, every hardware thread, as the retriever and "
+        "`HybridRetriever.prepare()` compute them), paid by the first search and not in the rounds. "
         "Medians [min–max] of interleaved rounds; ratios per round.",
         ["N", *contenders, "default / rrf2 single", "default / rrf2 batch", "default / scan",
          "rrf2 / (scan + bm25)", "moments (once)"], rows)
