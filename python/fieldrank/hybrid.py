@@ -1048,8 +1048,12 @@ class LegPlan:
                                  for ids, row in zip(token_ids, g.lex_scores)]
         if lexical_scores is not None:
             g.lex_scores = lexical_scores
-        # One column of outputs per leg, transposed to one row of legs per query.
-        return [list(row) for row in zip(*[kind.run(leg, retriever, g) for leg, kind in self._legs_kinds])]
+        # One column of outputs per leg, transposed to one row of legs per query (a single query's
+        # row is each column's one entry: no transposition on the per-turn path).
+        columns = [kind.run(leg, retriever, g) for leg, kind in self._legs_kinds]
+        if n == 1:
+            return [[column[0] for column in columns]]
+        return [list(row) for row in zip(*columns)]
 
     def fuse(self, per_query: Sequence[Sequence[_LegOutput]], k0: float, n_threads: int) -> list:
         """The weighted RRF of each query's leg outputs (:func:`fieldrank.rrf`), one ``Ranking`` per query.
