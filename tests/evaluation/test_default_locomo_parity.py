@@ -16,8 +16,8 @@ from fieldrank.hybrid import HybridRetriever
 from fieldrank.evaluation.locomo import locomo_timeline
 
 
-def differing_rankings(locomo_dir, embedding_set: str) -> tuple[int, int]:
-    """(questions whose top-k differs between the retriever and the numpy reference, questions)."""
+def default_over_the_log(locomo_dir, embedding_set: str):
+    """(data, timeline, config, its one temporal leg, a ``default`` retriever over every turn)."""
     from fieldrank.evaluation import locomo
 
     data = locomo.load_locomo(locomo_dir, embedding_set, checksums=False)
@@ -26,6 +26,12 @@ def differing_rankings(locomo_dir, embedding_set: str) -> tuple[int, int]:
     (leg,) = config.legs
     retriever = HybridRetriever([str(t) for t in data.turns.embed_text], data.turn_embeddings, config,
                                 timeline=timeline)
+    return data, timeline, config, leg, retriever
+
+
+def differing_rankings(locomo_dir, embedding_set: str) -> tuple[int, int]:
+    """(questions whose top-k differs between the retriever and the numpy reference, questions)."""
+    data, timeline, config, leg, retriever = default_over_the_log(locomo_dir, embedding_set)
     qs = data.questions
     differing = total = 0
     for conv, (start, stop) in data.conv_ranges.items():
@@ -59,14 +65,8 @@ def test_moments_path_over_the_whole_log_ranks_as_the_numpy_path(locomo_dir, emb
     is resolved by the screen and ranks as the numpy reference (scores within 1e-12)."""
     from fieldrank import _core
     from fieldrank import temporal as tl
-    from fieldrank.evaluation import locomo
 
-    data = locomo.load_locomo(locomo_dir, embedding_set, checksums=False)
-    timeline = locomo_timeline(data)
-    config = preset("default")
-    (leg,) = config.legs
-    retriever = HybridRetriever([str(t) for t in data.turns.embed_text], data.turn_embeddings, config,
-                                timeline=timeline)
+    data, timeline, _, leg, retriever = default_over_the_log(locomo_dir, embedding_set)
     texts = [str(t) for t in data.questions.question]
     Q = np.ascontiguousarray(data.question_embeddings, dtype=np.float32)
     E = retriever.embeddings
