@@ -26,5 +26,6 @@ void register_rrf(py::module_& m) {
     // The GIL is kept: fusing two short lists takes less time than releasing and re-taking it.
     m.def("rrf_unchecked", &rrf_unchecked_arrays, "rankings"_a, "weights"_a, "k"_a, "k0"_a,
           "rrf without its checks, for callers that guarantee them (one finite weight >= 0 per ranking, "
-          "k > 0, k0 >= 0, no id twice in a ranking); the 1-D int64 rankings are read in place.");
+          "k > 0, k0 >= 0, no id twice in a ranking); C-ordered int64 rankings are read in place, other "
+          "integer dtypes or strided views are converted (a copy of that ranking).");
 }

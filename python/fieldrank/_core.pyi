@@ -261,7 +261,7 @@ def rrf_batch(rankings: collections.abc.Sequence[collections.abc.Sequence[typing
     """
 def rrf_unchecked(rankings: collections.abc.Sequence[typing.Annotated[numpy.typing.ArrayLike, numpy.int64]], weights: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], k: typing.SupportsInt | typing.SupportsIndex, k0: typing.SupportsFloat | typing.SupportsIndex) -> NativeFusedRanking:
     """
-    rrf without its checks, for callers that guarantee them (one finite weight >= 0 per ranking, k > 0, k0 >= 0, no id twice in a ranking); the 1-D int64 rankings are read in place.
+    rrf without its checks, for callers that guarantee them (one finite weight >= 0 per ranking, k > 0, k0 >= 0, no id twice in a ranking); C-ordered int64 rankings are read in place, other integer dtypes or strided views are converted (a copy of that ranking).
     """
 def set_kernel_variant(variant: str) -> None:
     """
@@ -283,6 +283,6 @@ def tie_key(seed: typing.SupportsInt | typing.SupportsIndex, lap: typing.Support
     """
     Ring's seeded tie draw for (seed, lap, id): splitmix64, a uint64.
     """
-DEFAULTS: dict = {'w': 0.9, 'lam': 0.005, 'p': 150, 'iters': 80, 'cfsr_k': 50, 'tol': 0.0, 'sigma': 0.4, 'beta': 0.2, 'eps': 1e-06, 'cfs_k': 50, 'k0': 60.0, 'k': 10, 'mu': 0.5, 'mmr_k': 10, 'alpha': 0.3, 'laps': 3, 'ring_k': 10, 'ring_pool_factor': 2, 'seed': 0, 'ring_ablation_bump': 0.02, 'temporal_alpha': 0.5, 'temporal_gamma': 0.5, 'temporal_radius': 2, 'temporal_decay': 0.5, 'temporal_tau': 1.0, 'temporal_delta': 1.5, 'temporal_before_days': 7, 'temporal_after_days': 14, 'temporal_moments_min_rows_per_dim': 16, 'lambda_max_rel_tol': 1e-06, 'lambda_max_max_steps': 64, 'min_row_norm_sq': 1e-24, 'unit_norm_atol': 0.001, 'parallel_min_batch': 2, 'quantized_rescore_factor': 4, 'int8_max_dim': 16384}
+DEFAULTS: dict = {'w': 0.9, 'lam': 0.005, 'p': 150, 'iters': 80, 'cfsr_k': 50, 'tol': 0.0, 'sigma': 0.4, 'beta': 0.2, 'eps': 1e-06, 'cfs_k': 50, 'k0': 60.0, 'k': 10, 'mu': 0.5, 'mmr_k': 10, 'alpha': 0.3, 'laps': 3, 'ring_k': 10, 'ring_pool_factor': 2, 'seed': 0, 'ring_ablation_bump': 0.02, 'temporal_alpha': 0.5, 'temporal_gamma': 0.5, 'temporal_radius': 2, 'temporal_decay': 0.5, 'temporal_tau': 1.0, 'temporal_delta': 1.5, 'temporal_before_days': 7, 'temporal_after_days': 14, 'temporal_moments_min_rows_per_dim': 16, 'memory_parallel_leg_min_bytes': 33554432, 'lambda_max_rel_tol': 1e-06, 'lambda_max_max_steps': 64, 'min_row_norm_sq': 1e-24, 'unit_norm_atol': 0.001, 'parallel_min_batch': 2, 'quantized_rescore_factor': 4, 'int8_max_dim': 16384}
 FUSED_FACTORS: int = 16
 FUSED_FACTOR_NAMES: tuple = ('cosine', 'sim', 'importance_norm', 'retrieval_strength', 'storage_strength', 'storage_bounded', 'importance_term', 'valence', 'tag_containment', 'tag_term', 'graph_activation', 'graph', 'entity_containment', 'entity', 'relevance', 'score')

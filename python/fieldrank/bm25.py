@@ -131,8 +131,9 @@ _BM25S_TOKEN_PATTERN = r"(?u)\b\w\w+\b"
 _ID_DTYPE = np.int64
 #: bm25s backend: plain numpy, so scores do not depend on whether numba is installed.
 _BM25S_BACKEND = "numpy"
-#: Batches with fewer queries than this run on the calling thread (thread start-up costs more).
-_MIN_QUERIES_FOR_THREADS = 2
+#: Batches with fewer queries than this run on the calling thread (thread start-up costs more),
+#: the operators' rule from the native defaults table.
+_MIN_QUERIES_FOR_THREADS = int(_core.DEFAULTS["parallel_min_batch"])
 
 SubsetLike = Union[np.ndarray, Sequence[int]]
 #: Session keys for neighbour-text expansion: an int array (N,) or a ``fieldrank.temporal.Timeline``.
@@ -584,9 +585,7 @@ class BM25Index:
         Scores equal ``BM25Index(texts, params, sessions=...)`` over the same documents and
         neighbours, bit for bit (the same bm25s build).
         """
-        if not isinstance(params, BM25Params):
-            msg = f"params must be a BM25Params, got {type(params).__name__}"
-            raise TypeError(msg)
+        _v.instance_of(params, "params", BM25Params)
         if not token_ids or not vocab:
             msg = "token_ids and vocab must be non-empty (nothing to index)"
             raise ValueError(msg)

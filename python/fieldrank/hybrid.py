@@ -461,8 +461,7 @@ class HybridRetriever:
 
     def _uses_moments(self) -> bool:
         """Whether a search over every document reads the corpus moments (a temporal leg, alpha < 1)."""
-        N, d = self._E.shape
-        if N < _MOMENTS_MIN_ROWS_PER_DIM * d:
+        if not moments_apply(*self._E.shape):
             return False
         return any(isinstance(leg, TemporalLeg) and _temporal_params(leg).alpha < 1.0 for leg in self._config.legs)
 
@@ -774,6 +773,12 @@ class HybridRetriever:
 _MOMENTS_MIN_ROWS_PER_DIM = int(_core.DEFAULTS["temporal_moments_min_rows_per_dim"])
 
 
+def moments_apply(n_rows: int, dim: int) -> bool:
+    """Whether the temporal leg over every one of ``n_rows`` rows of dimension ``dim`` takes the
+    corpus moments and the fp32 screen (below the threshold the double pass is as fast)."""
+    return n_rows >= _MOMENTS_MIN_ROWS_PER_DIM * dim
+
+
 class _CorpusMoments:
     """``_core.temporal_moments`` of a retriever's rows, computed on first use (thread-safe) and
     shared by :meth:`HybridRetriever.with_config` copies; a pickle carries the rows, not the moments."""
@@ -882,7 +887,7 @@ def _run_temporal(leg: TemporalLeg, retriever: HybridRetriever, g: _Group) -> li
     # (the fp32 screen; over fewer rows than _MOMENTS_MIN_ROWS_PER_DIM·d the double pass is as fast).
     E = g.E
     moments = None
-    if g.rows is None and params.alpha < 1.0 and E.shape[0] >= _MOMENTS_MIN_ROWS_PER_DIM * E.shape[1]:
+    if g.rows is None and params.alpha < 1.0 and moments_apply(*E.shape):
         moments = retriever._moments.get()
     r = _temporal._run_leg(g.E, g.Q, g.lex_scores if blend else None, leg.depth, timeline, intent, windows, params,
                            g.rows, False, g.n_threads, lexical_begin=g.lex_begin if blend else None, moments=moments)
@@ -1063,12 +1068,8 @@ class LegPlan:
         scores are those float64 quotients, computed as the native ``rrf`` computes them (the
         same two operations, added to 0), without converting every query's ids for it.
         """
-        if self._one_leg:
-            scores = self.weights[0] / (k0 + self._ranks)
-            return [Ranking(ids[: self.k].astype(_ID_DTYPE), scores[: min(self.k, ids.shape[0])].copy())
-                    for ((ids, _, _),) in per_query]
-        if len(per_query) == 1:
-            return [Ranking(*self.fuse_one(per_query[0], k0))]
+        if self._one_leg or len(per_query) == 1:
+            return [Ranking(*self.fuse_one(outputs, k0)) for outputs in per_query]
         return ops._rrf_batch_trusted([[out.ids for out in outputs] for outputs in per_query], self.weights, self.k,
                                       k0, n_threads)
 

@@ -10,7 +10,6 @@ without it); nothing here is fitted.
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,7 +21,8 @@ from fieldrank.evaluation import locomo
 from fieldrank.memory import DEFAULT_PARAMS, MemoryStore
 from fieldrank.temporal import Timeline, session_keys
 
-DATA_DIR = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo"
+from tests.helpers import LOCOMO_DIR as DATA_DIR
+
 CONVERSATION = 0
 QUESTIONS = 60
 K = 10
@@ -30,8 +30,8 @@ K = 10
 
 @pytest.fixture(scope="module")
 def conversation():
-    if not DATA_DIR.is_dir():
-        pytest.skip(f"LoCoMo data folder not found at {DATA_DIR}")
+    if not (DATA_DIR / "turns.jsonl").exists():  # conftest's rule (its fixture is function-scoped)
+        pytest.skip(f"LoCoMo data not found at {DATA_DIR} (expected ../shared/data/locomo beside the repository)")
     data = locomo.load_locomo(DATA_DIR, checksums=False)
     start, stop = data.conv_ranges[CONVERSATION]
     turns = data.turns

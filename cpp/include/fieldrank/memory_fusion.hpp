@@ -26,6 +26,7 @@
 #include <tuple>
 #include <vector>
 
+#include "defaults.hpp"
 #include "errors.hpp"
 #include "topk.hpp"
 #include "types.hpp"
@@ -88,7 +89,7 @@ inline std::tuple<VectorXd, IdVector, VectorXd> memory_relevance_tail(const Eige
     // of the selector's nth_element and sort. It is not looked for here: a pass over the scores
     // would cost a fifth of this kernel at 10k rows.
     TopK<double> best(std::min(std::max<Index>(depth, 0), count));
-    constexpr Index block = 16;
+    constexpr Index block = defaults::memory_top_block_rows;
     for (Index i0 = 0; i0 < count && best.capacity() > 0; i0 += block) {
         const Index end = std::min(i0 + block, count);
         if (best.full()) {

@@ -35,9 +35,8 @@ inline void check_unique_ids(const IdVector& ranking, std::size_t leg) {
 // fused scores agree bit for bit. No checks: the caller guarantees one weight per ranking
 // (finite, >= 0), k > 0, k0 >= 0 and rankings without repeated ids. `Rankings` is any
 // sequence of id vectors (IdVector, or Eigen::Map<const IdVector> over a caller's arrays).
-// Up to this many ids in all the rankings, an id's slot is found by a linear scan of the ids
-// seen so far (a few cache lines, no allocation per id); above it, through a hash map.
-constexpr std::size_t kRrfLinearLookupMax = 64;
+// Up to defaults::rrf_linear_lookup_max ids in all the rankings, an id's slot is found by a linear
+// scan of the ids seen so far (a few cache lines, no allocation per id); above it, through a hash map.
 
 template <class Rankings>
 inline FusedRanking rrf_unchecked(const Rankings& rankings, const std::vector<double>& weights, Index k, double k0) {
@@ -49,7 +48,7 @@ inline FusedRanking rrf_unchecked(const Rankings& rankings, const std::vector<do
     seen_ids.reserve(total);
     seen_scores.reserve(total);
     std::unordered_map<Index, std::size_t> slot_of;
-    const bool linear = total <= kRrfLinearLookupMax;
+    const bool linear = total <= defaults::rrf_linear_lookup_max;
     if (!linear) slot_of.reserve(total);
     for (std::size_t leg = 0; leg < rankings.size(); ++leg) {
         const auto& ranking = rankings[leg];

@@ -673,7 +673,7 @@ def retriever_inputs(n: int, d: int = 384, n_queries: int = 32):
 def bench_default_stack(report: Report, quick: bool, rounds: int) -> None:
     """The ``default`` preset (native temporal leg) against rrf2 and one prefilter scan (issue 16)."""
     from .. import _core
-    from ..hybrid import HybridRetriever
+    from ..hybrid import HybridRetriever, moments_apply
 
     sizes = (600, 1_000, 20_000) if quick else (600, 1_000, 20_000, 100_000)
     rows = []
@@ -700,7 +700,7 @@ def bench_default_stack(report: Report, quick: bool, rounds: int) -> None:
         }
         # The corpus moments of default's leg over every row (computed once, by the first search
         # that needs them: outside the timed rounds, which the calibration call precedes).
-        uses_moments = n >= _core.DEFAULTS["temporal_moments_min_rows_per_dim"] * E.shape[1]
+        uses_moments = moments_apply(*E.shape)
         moments = "–"
         if uses_moments:
             seconds = []
@@ -737,7 +737,8 @@ def bench_default_stack(report: Report, quick: bool, rounds: int) -> None:
         "order is one session); `rrf2` is cosine 10 + BM25 10. Single searches rotate over the 32 "
         "queries; batches are `search_batch` of all 32, per query. `prefilter scan` is one native fp32 "
         "prefilter kernel call (`_core.prefilter`, no Python checks) over the same rows (the memory-bandwidth floor of a dense leg); `bm25 top` "
-        "is `BM25Index.top` at rrf2's depth. From 16 rows per dimension the leg over every row takes "
+        "is `BM25Index.top` at rrf2's depth. From "
+        f"{_core.DEFAULTS['temporal_moments_min_rows_per_dim']} rows per dimension the leg over every row takes "
         "the corpus moments and the fp32 screen (docs/design.md); `moments` is their one-off cost "
         "(`_core.temporal_moments`, every hardware thread, as the retriever and "
         "`HybridRetriever.prepare()` compute them), paid by the first search and not in the rounds. "

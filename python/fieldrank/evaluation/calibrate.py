@@ -85,9 +85,10 @@ class SearchSpace:
     radius: tuple[int, ...] = (1, 2)
     tau: tuple[float, ...] = (0.5, 1.0)
     delta: tuple[float, ...] = (0.5, 1.0, 1.5)
-    decay: float = 0.5
-    before_days: int = 7
-    after_days: int = 14
+    #: Fixed at the leg's defaults (the native core's table, one source): not searched by the grid.
+    decay: float = _D["temporal_decay"]
+    before_days: int = _D["temporal_before_days"]
+    after_days: int = _D["temporal_after_days"]
     temporal_depth: tuple[int, ...] = (10, 50)
     extra_weights: tuple[float, ...] = (0.0, 0.25, 0.5)
 

@@ -56,13 +56,9 @@ __all__ = ["Admissions", "Cue", "LinkIndex", "Relevance", "by_cue_z", "candidate
 _EMPTY_ROWS = np.empty(0, dtype=np.int64)
 
 #: Bytes of eligible embeddings (rows x dim x 4) from which the relevance core's native leg splits
-#: its cosine pass across every core; below it (the rows fit a typical 32 MB last-level cache) it
-#: runs on the calling thread, like the single-query operators. One recall's cosine pass over
-#: cache-resident rows takes about as long as starting and joining the worker threads, and on a
-#: busy machine the workers wait for a core: 10k rows x 384 took p50 0.29 ms with every core,
-#: 0.25 ms on one (2-core VM at load 3); 50k took 1.6 ms with every core, 2.5 ms on one (fastest
-#: calls). The scores are the same for any thread count.
-PARALLEL_LEG_MIN_BYTES = 32 << 20
+#: its cosine pass across every core; below it the leg runs on the calling thread (the native
+#: defaults table says why; the scores are the same for any thread count).
+PARALLEL_LEG_MIN_BYTES = int(_core.DEFAULTS["memory_parallel_leg_min_bytes"])
 
 
 @dataclass(frozen=True)
