@@ -330,11 +330,21 @@ def non_negative_int(value: object, name: str) -> int:
     return v
 
 
+def float_value(value: object, name: str) -> float:
+    """``value`` as a Python float, without a range check: ``TypeError`` unless a real number (bool
+    excluded), ``ValueError`` for one too large for a float (``10**400``), never ``OverflowError``."""
+    return _real(value, name)
+
+
 def _real(value: object, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         msg = f"{name} must be a real number, got {type(value).__name__}"
         raise TypeError(msg)
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:  # an int (or Fraction) beyond float64: not finite as a float
+        msg = f"{name} must be finite, got a number too large for a float ({str(value)[:20]}...)"
+        raise ValueError(msg) from None
 
 
 

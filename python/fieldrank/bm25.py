@@ -150,6 +150,15 @@ class BM25FormatError(ValueError):
     """
 
 
+def _read_json(path: Path) -> Any:
+    """A JSON metadata file of a saved index; nested too deeply to parse: a BM25FormatError naming it."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except RecursionError:
+        msg = f"{path} is nested too deeply to be a BM25 index file"
+        raise BM25FormatError(msg) from None
+
+
 def _check_inside(directory: Path) -> None:
     """Refuse any file :meth:`BM25Index.load` reads that resolves (symlink) outside ``directory``."""
     root = directory.resolve()
@@ -940,7 +949,7 @@ class BM25Index:
         """
         path = Path(directory)
         _check_inside(path)
-        meta = json.loads((path / PARAMS_FILENAME).read_text(encoding="utf-8"))
+        meta = _read_json(path / PARAMS_FILENAME)
         if not isinstance(meta, dict) or meta.get("format") != FORMAT_NAME:
             msg = f"{path / PARAMS_FILENAME} is not a {FORMAT_NAME} file"
             raise ValueError(msg)
@@ -953,7 +962,7 @@ class BM25Index:
             msg = f"n_docs must be a positive int, got {n_docs!r}"
             raise ValueError(msg)
 
-        stored = json.loads((path / _BM25S_PARAMS_FILENAME).read_text(encoding="utf-8"))
+        stored = _read_json(path / _BM25S_PARAMS_FILENAME)
         for name in _BM25S_CHECKED_PARAMS:
             if stored.get(name) != getattr(params, name):
                 msg = (
@@ -968,15 +977,22 @@ class BM25Index:
             )
             raise ValueError(msg)
 
-        retriever = bm25s.BM25.load(
-            path,
-            allow_pickle=False,
-            mmap=False,
-            load_corpus=False,
-            load_vocab=True,
-            backend=_BM25S_BACKEND,
-            show_progress=False,
-        )
+        try:
+            retriever = bm25s.BM25.load(
+                path,
+                allow_pickle=False,
+                mmap=False,
+                load_corpus=False,
+                load_vocab=True,
+                backend=_BM25S_BACKEND,
+                show_progress=False,
+            )
+        except RecursionError:  # a vocabulary JSON nested too deeply for the parser
+            msg = f"{path}: a JSON file of the index is nested too deeply to be a BM25 index file"
+            raise BM25FormatError(msg) from None
+        except json.JSONDecodeError as error:  # bm25s's parser (orjson) refuses deep nesting so
+            msg = f"{path}: a JSON file of the index cannot be parsed ({error})"
+            raise BM25FormatError(msg) from None
         _check_loaded(path, retriever, n_docs)
         obj = cls.__new__(cls)
         obj._params = params

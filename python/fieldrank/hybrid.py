@@ -404,8 +404,10 @@ class HybridRetriever:
         self._timeline_years = None
         if self._timeline is not None and self._timeline.time is not None:
             self._timeline_years = _temporal._years_spanned(self._timeline, None)
-        # Leg plans by k (a k above a leg's depth deepens it): built on first use.
-        self._plans: dict[int, LegPlan] = {}
+        # Leg plans by (clamped) k (a k above a leg's depth deepens it): built on first use, at most
+        # _PLAN_CACHE_SIZE kept (least recently used dropped), so no sequence of k grows memory.
+        self._plans: dict[object, LegPlan] = {}
+        self._max_coverage = max((LEG_REGISTRY[leg.kind].coverage(leg) for leg in config.legs), default=0)
         self._default_plan: Optional[LegPlan] = None  # the plan for config.k, once built
         self._needs_vector = config.needs_vector
         self._needs_text = config.needs_text
@@ -758,17 +760,40 @@ class HybridRetriever:
         return list(groups.values())
 
     def _plan_for(self, k: int) -> LegPlan:
-        """The leg plan for ``k`` hits: the config's, deepened when no leg returns ``k`` ids."""
-        plan = self._plans.get(k)
+        """The leg plan for ``k`` hits: the config's, deepened when no leg returns ``k`` ids.
+
+        ``k`` is clamped to the corpus here, before anything is allocated (:class:`LegPlan`): a plan
+        and a search cost what the corpus does, whatever ``k``; the rankings are those of the
+        unclamped ``k`` (no search can return more than every document). Plans are cached by what
+        they depend on (the clamped ``k``; past the corpus, which legs ``k`` deepens), at most
+        :data:`_PLAN_CACHE_SIZE` of them, least recently used dropped first. Safe under concurrent
+        searches: a race at worst builds an equal plan twice.
+        """
+        n_docs = len(self._texts)
+        if k <= n_docs:
+            key: object = k
+        else:  # every k past the corpus with the same deepened legs gives the same plan
+            key = ("past the corpus", k > self._max_coverage,
+                   tuple(leg.depth >= k for leg in self._config.legs) if k > self._max_coverage else ())
+        plans = self._plans
+        plan = plans.pop(key, None)
         if plan is None:
-            plan = LegPlan(self._config, k)
-            self._plans[k] = plan
-            if k == self._config.k:
-                self._default_plan = plan
+            plan = LegPlan(self._config, k, n_docs)
+        plans[key] = plan  # (re)inserted last: the most recently used
+        while len(plans) > _PLAN_CACHE_SIZE:
+            try:
+                del plans[next(iter(plans))]
+            except (KeyError, RuntimeError, StopIteration):  # another thread changed it meanwhile
+                break
+        if k == self._config.k:
+            self._default_plan = plan
         return plan
 
 
 # ------------------------------------------------------------------ the leg plan
+#: Leg plans a retriever keeps (one per clamped k asked for; the default k's is kept apart).
+_PLAN_CACHE_SIZE = 8
+
 #: Rows per dimension from which the temporal leg over every document uses the corpus moments.
 _MOMENTS_MIN_ROWS_PER_DIM = int(_core.DEFAULTS["temporal_moments_min_rows_per_dim"])
 
@@ -975,13 +1000,18 @@ LEG_REGISTRY: dict[str, LegKind] = {
 }
 
 
-def _deepened(leg: Leg, k: int) -> Leg:
-    """``leg`` returning at least ``k`` ids where it can (its pool, if any, at least as deep)."""
+def _deepened(leg: Leg, k: int, n_docs: Optional[int] = None) -> Leg:
+    """``leg`` returning at least ``k`` ids where it can (its pool, if any, at least as deep).
+
+    With ``n_docs``, depths past the corpus are capped at it (at least the leg's own): a leg, its
+    pool or an operator cannot return more than every document, so the outputs are the same.
+    """
     if leg.depth >= k:
         return leg
-    changes: dict[str, Any] = {"depth": k}
+    depth = k if n_docs is None else max(leg.depth, min(k, n_docs))
+    changes: dict[str, Any] = {"depth": depth}
     if hasattr(leg, "p"):
-        changes["p"] = max(leg.p, k)
+        changes["p"] = max(leg.p, depth)
     return dataclasses.replace(leg, **changes)
 
 
@@ -993,18 +1023,19 @@ class LegPlan:
     leg's :class:`LegKind` ``run``.
     """
 
-    def __init__(self, config: RetrieverConfig, k: int) -> None:
-        self.k = k
+    def __init__(self, config: RetrieverConfig, k: int, n_docs: Optional[int] = None) -> None:
+        # With n_docs (the retriever's corpus), k is clamped to it: every array below is O(min(k, n)).
+        self.k = k if n_docs is None else min(k, n_docs)
         legs = config.legs
         # min(k, n) hits need one leg that returns k ids; if none does, every leg is deepened to k.
         if k > max((LEG_REGISTRY[leg.kind].coverage(leg) for leg in legs), default=0):
-            legs = tuple(_deepened(leg, k) for leg in legs)
+            legs = tuple(_deepened(leg, k, n_docs) for leg in legs)
         self.legs = legs
         self.kinds = tuple(LEG_REGISTRY[leg.kind] for leg in self.legs)
         self.weights = list(config.weights)
         # One leg with a positive weight fuses to its own order (see fuse): its ranks 1..k, once.
         self._one_leg = len(self.weights) == 1 and self.weights[0] > 0
-        self._ranks = np.arange(1, k + 1, dtype=np.float64)
+        self._ranks = np.arange(1, self.k + 1, dtype=np.float64)
         pairs = self._legs_kinds = tuple(zip(self.legs, self.kinds))
         self.dense_depth_single = max((kind.dense_depth(leg, False) for leg, kind in pairs), default=0)
         self.dense_depth_batch = max((kind.dense_depth(leg, True) for leg, kind in pairs), default=0)

@@ -29,7 +29,8 @@ from ._schema import (
     WHY_NOT_REASONS,
     Memory,
 )
-from ._store import MemoryStore
+from ._persistence import StoreIOError
+from ._store import MemoryStore, ReinforcementWarning
 
 __all__ = [
     "DEFAULT_IMPORTANCE",
@@ -49,8 +50,10 @@ __all__ = [
     "MemoryParams",
     "MemoryStore",
     "RecallResult",
+    "ReinforcementWarning",
     "ScoreFactors",
     "StoreFormatError",
+    "StoreIOError",
     "WhyNot",
 ]
 

@@ -142,6 +142,12 @@ META_KEYS: dict[str, tuple[int, int]] = {
     "next_id": (0, MEMORY_ID_LIMIT),
 }
 
+#: ``meta`` keys a file may lack (older files; a missing one reads as 0), checked when present.
+OPTIONAL_META_KEYS: dict[str, tuple[int, int]] = {
+    "revision": (0, 2**63 - 1),
+    "purge_epoch": (0, 2**63 - 1),
+}
+
 _SQL_TYPES = {"integer": ("integer",), "real": ("integer", "real"), "text": ("text",), "blob": ("blob",)}
 _PYTHON_TYPES = {"integer": int, "real": (int, float), "text": str, "blob": bytes}
 
@@ -215,8 +221,10 @@ def _check_meta(connection: sqlite3.Connection, path: str) -> Optional[int]:
     if meta.get("format") != FORMAT_NAME or meta.get("format_version") != str(FORMAT_VERSION):
         return None  # another program's or version's file: the backend refuses it by name
     values = {}
-    for key, (low, high) in META_KEYS.items():
+    for key, (low, high) in {**META_KEYS, **OPTIONAL_META_KEYS}.items():
         if key not in meta:
+            if key in OPTIONAL_META_KEYS:
+                continue
             raise StoreFormatError(path, "meta", key, "value", "the key is missing")
         raw = meta[key]
         number = int(raw) if isinstance(raw, str) and raw.isascii() and raw.isdigit() else None

@@ -11,7 +11,8 @@ sees a half-written row, because SQLite commits atomically.
 
 Schema (``format_version`` 1)::
 
-    meta(key TEXT PRIMARY KEY, value TEXT)            format, format_version, dim, next_id, revision
+    meta(key TEXT PRIMARY KEY, value TEXT)            format, format_version, dim, next_id, revision,
+                                                      purge_epoch
     memories(id INTEGER PRIMARY KEY, tenant, text, embedding BLOB, created_at, last_access,
              recall_count, importance, storage_strength, valence, tier, tags JSON,
              entities JSON, tombstone INTEGER,
@@ -30,6 +31,21 @@ changes by reading the rows whose revision is newer than the last it loaded
 (:meth:`SqliteBackend.changes_since`; ``PRAGMA data_version`` tells it cheaply when to look).
 The recall bookkeeping is one atomic SQL increment per memory (``recall_count = recall_count +
 1``), so concurrent recalls never lose a count.
+
+Forgetting is final in every process. A forget is a row write (``tombstone = 1`` at a new
+revision), so other stores learn of it by the revision scan. ``compact(purge=True)`` *deletes*
+tombstoned rows, which a revision scan cannot see; so a purge also bumps ``meta.purge_epoch`` in
+the same transaction, and a store whose last seen epoch differs reconciles its live set against
+the file's (every memory the file no longer holds live is forgotten) before it answers
+(:meth:`SqliteBackend.changes`). Everything a refresh reads comes from one read transaction (one
+snapshot of the file). Writes never revive a forgotten row: an update, a supersede, a link or a
+recall's bookkeeping only touch rows that are live *in the file* (``tombstone = 0``), and an
+update or supersede of a row that is not raises ``KeyError``.
+
+Errors. A failure of SQLite while reading or writing an opened file (locked past the busy
+timeout, read-only, disk full, I/O error) is raised as :class:`StoreIOError` (an ``OSError``)
+naming the file, the operation and SQLite's message, never as a raw ``sqlite3`` exception; the
+transaction is rolled back, so the file holds all of the write or none of it.
 """
 
 from __future__ import annotations
@@ -38,14 +54,15 @@ import json
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Optional
 
 import numpy as np
 
 from ._file_check import FORMAT_NAME, FORMAT_VERSION, check_store_file
 from ._schema import RECALL_COUNT_RANGE
 
-__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "SYNCHRONOUS_MODES", "SqliteBackend"]
+__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "SYNCHRONOUS_MODES", "SqliteBackend", "StoreIOError"]
 
 #: Accepted values of ``PRAGMA synchronous``.
 SYNCHRONOUS_MODES: tuple[str, ...] = ("OFF", "NORMAL", "FULL", "EXTRA")
@@ -94,6 +111,47 @@ ADDED_COLUMNS = (
 )
 #: How long a writer waits for another process's write lock before SQLite raises (milliseconds).
 BUSY_TIMEOUT_MS = 30_000
+#: How long a recall's bookkeeping (reinforcement) waits for the write lock (milliseconds): a
+#: read must not stall behind another process's long write; past it the hits are returned unreinforced.
+REINFORCE_BUSY_TIMEOUT_MS = 250
+
+
+class StoreIOError(OSError):
+    """SQLite could not read or write an opened memory store file.
+
+    Locked past the busy timeout, a read-only file or directory, a full disk, an I/O error: the
+    file may well be intact; the operation was rolled back (nothing of it was written).
+    Opening a file that SQLite cannot open or set up raises it too. Attributes ``path`` (also
+    ``filename``), ``operation`` (what the store was doing: "open", "add to", "update", "forget
+    in", "purge", "write the recall bookkeeping to", "read") and ``cause`` (SQLite's
+    message); the original ``sqlite3`` exception is chained as ``__cause__``.
+    """
+
+    def __init__(self, path: str, operation: str, cause: str) -> None:
+        self.path, self.operation, self.cause = path, operation, cause
+        self._message = f"cannot {operation} the memory store {path!r}: {cause}"
+        super().__init__(self._message)
+        self.filename = path
+
+    def __str__(self) -> str:  # OSError would print "[Errno None] None: path" once filename is set
+        return self._message
+
+
+@dataclass(frozen=True)
+class Changes:
+    """What a refresh read from the file, in one read transaction (:meth:`SqliteBackend.changes`).
+
+    ``rows``: the memory rows written after the given revision. ``live_ids`` and
+    ``tombstoned_ids``: every id the file holds live / tombstoned, read only when the file's purge
+    epoch differs from the one the caller knows (None otherwise).
+    """
+
+    revision: int
+    purge_epoch: int
+    rows: list
+    links: list
+    live_ids: Optional[frozenset]
+    tombstoned_ids: Optional[frozenset]
 
 
 class SqliteBackend:
@@ -118,8 +176,7 @@ class SqliteBackend:
             self._connection = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None,
                                                timeout=BUSY_TIMEOUT_MS / 1000)
         except sqlite3.Error as error:
-            msg = f"cannot open the memory store {self.path!r}: {error}"
-            raise OSError(msg) from error
+            raise StoreIOError(self.path, "open", str(error)) from error
         try:
             self._refuse_foreign_database()
             check_store_file(self._connection, self.path)
@@ -131,8 +188,7 @@ class SqliteBackend:
             self.dim = self._check_meta(dim)
         except sqlite3.OperationalError as error:  # locked, read-only, disk I/O: the file may be fine
             self._connection.close()
-            msg = f"cannot open the memory store {self.path!r}: {error}"
-            raise OSError(msg) from error
+            raise StoreIOError(self.path, "open", str(error)) from error
         except sqlite3.DatabaseError as error:  # "file is not a database", a damaged file
             self._connection.close()
             msg = (f"{self.path!r} is not a {FORMAT_NAME} store: {error} (SQLite could not read it as a "
@@ -147,7 +203,7 @@ class SqliteBackend:
         present = {row[1] for row in self._connection.execute("PRAGMA table_info(memories)").fetchall()}
         missing = [(name, kind) for name, kind in ADDED_COLUMNS if name not in present]
         if missing:
-            with self.transaction() as cursor:
+            with self.transaction("open") as cursor:
                 present = {row[1] for row in cursor.execute("PRAGMA table_info(memories)").fetchall()}
                 for name, kind in missing:
                     if name not in present:  # another process may have migrated meanwhile
@@ -178,7 +234,7 @@ class SqliteBackend:
             if dim is None:
                 msg = f"dim is required to create a new memory store at {self.path!r}"
                 raise ValueError(msg)
-            with self.transaction() as cursor:
+            with self.transaction("open") as cursor:
                 cursor.executemany(
                     "INSERT INTO meta (key, value) VALUES (?, ?)",
                     [("format", FORMAT_NAME), ("format_version", str(FORMAT_VERSION)), ("dim", str(dim)),
@@ -206,7 +262,15 @@ class SqliteBackend:
 
     def data_version(self) -> int:
         """``PRAGMA data_version``: changes when another connection commits (cheap, no I/O)."""
-        return int(self._connection.execute("PRAGMA data_version").fetchone()[0])
+        try:
+            return int(self._connection.execute("PRAGMA data_version").fetchone()[0])
+        except sqlite3.Error as error:
+            raise StoreIOError(self.path, "read", str(error)) from error
+
+    @staticmethod
+    def _meta_int(cursor: sqlite3.Cursor, key: str) -> int:
+        row = cursor.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return int(row[0]) if row else 0
 
     @staticmethod
     def _bump_revision(cursor: sqlite3.Cursor) -> int:
@@ -218,22 +282,51 @@ class SqliteBackend:
 
     # ------------------------------------------------------------------ transactions
     class _Transaction:
-        def __init__(self, connection: sqlite3.Connection) -> None:
-            self._connection = connection
+        """``BEGIN IMMEDIATE`` (a write) or ``BEGIN`` (a read snapshot) ... ``COMMIT``, rolled back on
+        any error; SQLite's own errors leave as :class:`StoreIOError` naming the file and ``operation``."""
+
+        def __init__(self, backend: SqliteBackend, operation: str, write: bool) -> None:
+            self._backend, self._operation, self._write = backend, operation, write
+
+        def _error(self, error: sqlite3.Error) -> StoreIOError:
+            return StoreIOError(self._backend.path, self._operation, str(error))
 
         def __enter__(self) -> sqlite3.Cursor:
-            self._connection.execute("BEGIN IMMEDIATE")
-            return self._connection.cursor()
+            connection = self._backend._connection
+            try:
+                connection.execute("BEGIN IMMEDIATE" if self._write else "BEGIN")
+            except sqlite3.Error as error:
+                raise self._error(error) from error
+            return connection.cursor()
 
         def __exit__(self, exc_type, exc, tb) -> None:
+            connection = self._backend._connection
             if exc_type is None:
-                self._connection.execute("COMMIT")
-            else:
-                self._connection.execute("ROLLBACK")
+                try:
+                    connection.execute("COMMIT")
+                    return
+                except sqlite3.Error as error:
+                    self._rollback(connection)
+                    raise self._error(error) from error
+            self._rollback(connection)
+            if isinstance(exc, sqlite3.Error):
+                raise self._error(exc) from exc
 
-    def transaction(self) -> SqliteBackend._Transaction:
-        """``with backend.transaction() as cursor:`` commits on success, rolls back on error."""
-        return self._Transaction(self._connection)
+        @staticmethod
+        def _rollback(connection: sqlite3.Connection) -> None:
+            try:
+                if connection.in_transaction:
+                    connection.execute("ROLLBACK")
+            except sqlite3.Error:  # SQLite already rolled back (a full disk, an I/O error)
+                pass
+
+    def transaction(self, operation: str) -> SqliteBackend._Transaction:
+        """``with backend.transaction("add") as cursor:`` commits on success, rolls back on error."""
+        return self._Transaction(self, operation, write=True)
+
+    def reading(self) -> SqliteBackend._Transaction:
+        """``with backend.reading() as cursor:``: every read inside sees one snapshot of the file."""
+        return self._Transaction(self, "read", write=False)
 
     # ------------------------------------------------------------------ writes
     @staticmethod
@@ -249,38 +342,53 @@ class SqliteBackend:
         the stale memory is marked superseded by the new row ``first_id + offset``.
         """
         placeholders = ", ".join("?" for _ in COLUMNS)
-        with self.transaction() as cursor:
+        with self.transaction("add to") as cursor:
             first = int(cursor.execute("SELECT value FROM meta WHERE key = 'next_id'").fetchone()[0])
             first = max(first, int(cursor.execute("SELECT COALESCE(MAX(id) + 1, 0) FROM memories").fetchone()[0]))
             revision = self._bump_revision(cursor)
             records = make_records(first)
             cursor.executemany(
                 f"INSERT INTO memories ({', '.join(COLUMNS)}, revision) VALUES ({placeholders}, {revision})", records)
-            cursor.executemany("UPDATE memories SET superseded_by = ?, revision = ? WHERE id = ?",
-                               [(first + offset, revision, stale) for stale, offset in supersede])
+            for stale, offset in supersede:
+                # Only a memory live in the file can be superseded (another process may have forgotten it).
+                cursor.execute("UPDATE memories SET superseded_by = ?, revision = ? WHERE id = ? AND tombstone = 0",
+                               (first + offset, revision, stale))
+                if cursor.rowcount != 1:
+                    msg = f"supersedes[{offset}]: no live memory with id {stale} (it was forgotten)"
+                    raise KeyError(msg)
             cursor.execute("UPDATE meta SET value = ? WHERE key = 'next_id'", (str(first + count),))
         return first, revision
 
     def replace(self, record: tuple[Any, ...]) -> int:
         """Overwrite one memory (an update), atomically; the recall bookkeeping columns stay the file's.
 
-        Returns the write's revision.
+        Returns the write's revision. Raises ``KeyError`` (writing nothing) when the memory is not
+        live in the file: another process forgot or purged it; an update never revives a memory.
         """
-        kept = {"last_access", "recall_count", "storage_strength"}
+        kept = {"last_access", "recall_count", "storage_strength", "tombstone"}
         names = [name for name in COLUMNS[1:] if name not in kept]
         values = [value for name, value in zip(COLUMNS[1:], record[1:]) if name not in kept]
         assignments = ", ".join(f"{name} = ?" for name in names)
-        with self.transaction() as cursor:
+        with self.transaction("update") as cursor:
             revision = self._bump_revision(cursor)
-            cursor.execute(f"UPDATE memories SET {assignments}, revision = ? WHERE id = ?",
+            cursor.execute(f"UPDATE memories SET {assignments}, revision = ? WHERE id = ? AND tombstone = 0",
                            (*values, revision, record[0]))
+            if cursor.rowcount != 1:
+                msg = f"memory {record[0]} was forgotten"
+                raise KeyError(msg)
             cursor.execute("UPDATE memories SET storage_strength = MAX(storage_strength, ?) WHERE id = ?",
                            (record[COLUMNS.index("storage_strength")], record[0]))
         return revision
 
-    def tombstone(self, memory_id: int) -> int:
-        """Mark a memory forgotten and drop its links, atomically; returns the write's revision."""
-        with self.transaction() as cursor:
+    def tombstone(self, memory_id: int) -> Optional[int]:
+        """Mark a memory forgotten and drop its links, atomically; returns the write's revision.
+
+        None (nothing written) when the file no longer holds it live (another process forgot it).
+        """
+        with self.transaction("forget in") as cursor:
+            row = cursor.execute("SELECT tombstone FROM memories WHERE id = ?", (memory_id,)).fetchone()
+            if row is None or row[0]:
+                return None
             revision = self._bump_revision(cursor)
             cursor.execute("UPDATE memories SET tombstone = 1, revision = ? WHERE id = ?", (revision, memory_id))
             cursor.execute("DELETE FROM links WHERE a = ? OR b = ?", (memory_id, memory_id))
@@ -292,18 +400,33 @@ class SqliteBackend:
         ``updates`` are ``(at_time, storage_gain_times_(1 - D), id)``: ``recall_count`` is
         incremented in SQL, ``last_access`` only moves forward and S only grows, so concurrent
         recalls from several processes never lose an update. ``links`` are ``(a, b, rate)``:
-        ``w ← w + rate · (1 − w)``, also in SQL.
+        ``w ← w + rate · (1 − w)``, also in SQL. Only memories live in the file are touched (no
+        link to a forgotten memory is written).
+
+        It waits at most :data:`REINFORCE_BUSY_TIMEOUT_MS` for the write lock; any failure is a
+        :class:`StoreIOError` and nothing is written.
         """
-        with self.transaction() as cursor:
+        self._connection.execute(f"PRAGMA busy_timeout={REINFORCE_BUSY_TIMEOUT_MS}")
+        try:
+            return self._reinforce(updates, links)
+        finally:
+            try:
+                self._connection.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            except sqlite3.Error:  # the connection is unusable: the next call reports it
+                pass
+
+    def _reinforce(self, updates: list[tuple[float, float, int]], links: list[tuple[int, int, float]]) -> dict:
+        with self.transaction("write the recall bookkeeping to") as cursor:
             cursor.executemany(
                 # recall_count stops at the top of its range (what the loader accepts).
                 "UPDATE memories SET last_access = MAX(last_access, ?), "
                 f"recall_count = MIN(recall_count + 1, {RECALL_COUNT_RANGE[1]}), "
-                "storage_strength = storage_strength + ? WHERE id = ?", updates)
+                "storage_strength = storage_strength + ? WHERE id = ? AND tombstone = 0", updates)
             cursor.executemany(
-                "INSERT INTO links (a, b, weight) VALUES (?, ?, ?) "
+                "INSERT INTO links (a, b, weight) SELECT ?, ?, ? WHERE "
+                "(SELECT COUNT(*) FROM memories WHERE id IN (?, ?) AND tombstone = 0) = 2 "
                 "ON CONFLICT (a, b) DO UPDATE SET weight = weight + excluded.weight * (1 - weight)",
-                links,
+                [(a, b, rate, a, b) for a, b, rate in links],
             )
             ids = [u[2] for u in updates]
             rows = cursor.execute(
@@ -316,14 +439,44 @@ class SqliteBackend:
                     weights[(a, b)] = float(found[0])
         return {"rows": {r[0]: (float(r[1]), int(r[2]), float(r[3])) for r in rows}, "links": weights}
 
-    def purge_tombstones(self) -> int:
-        """Delete tombstoned rows for good; returns how many."""
-        with self.transaction() as cursor:
+    def purge_tombstones(self) -> tuple[list[int], Optional[int]]:
+        """Delete tombstoned rows for good; returns their ids and the new purge epoch (None if none).
+
+        The epoch is bumped in the same transaction, so every other store sees that rows were
+        deleted (a revision scan cannot) and reconciles before its next answer.
+        """
+        with self.transaction("purge") as cursor:
+            ids = [row[0] for row in cursor.execute("SELECT id FROM memories WHERE tombstone = 1").fetchall()]
+            if not ids:
+                return [], None
             cursor.execute("DELETE FROM memories WHERE tombstone = 1")
-            return cursor.rowcount
+            epoch = self._meta_int(cursor, "purge_epoch") + 1
+            cursor.execute("INSERT INTO meta (key, value) VALUES ('purge_epoch', ?) "
+                           "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (str(epoch),))
+        return ids, epoch
 
     # ------------------------------------------------------------------ reads
-    def rows(self, since_revision: int | None = None) -> Iterator[tuple[Any, ...]]:
+    def changes(self, since_revision: Optional[int], known_epoch: Optional[int]) -> Changes:
+        """The file's state after ``since_revision`` (None: everything), read in one snapshot.
+
+        When the file's purge epoch is not ``known_epoch`` (None: the caller loads everything
+        anyway), the ids the file holds live and tombstoned are read too: rows were deleted that
+        the caller may still hold.
+        """
+        with self.reading() as cursor:
+            revision = self._meta_int(cursor, "revision")
+            epoch = self._meta_int(cursor, "purge_epoch")
+            live = tombstoned = None
+            if known_epoch is not None and epoch != known_epoch:
+                flags = cursor.execute("SELECT id, tombstone FROM memories").fetchall()
+                live = frozenset(i for i, t in flags if not t)
+                tombstoned = frozenset(i for i, t in flags if t)
+            rows = list(self.rows(since_revision, cursor))
+            links = cursor.execute("SELECT a, b, weight FROM links").fetchall()
+        return Changes(revision, epoch, rows, links, live, tombstoned)
+
+    def rows(self, since_revision: int | None = None, cursor: Optional[sqlite3.Cursor] = None
+             ) -> Iterator[tuple[Any, ...]]:
         """Memory rows in id order (tuples in :data:`COLUMNS` order then the row's revision; tags/entities decoded).
 
         With ``since_revision``, only the rows written (added, updated, superseded, forgotten)
@@ -334,7 +487,7 @@ class SqliteBackend:
         if since_revision is not None:
             query += " WHERE revision > ?"
             arguments = (since_revision,)
-        cursor = self._connection.execute(query + " ORDER BY id", arguments)
+        cursor = (cursor or self._connection).execute(query + " ORDER BY id", arguments)
         expected_bytes = self.dim * EMBEDDING_DTYPE.itemsize
         for row in cursor:
             if len(row[3]) != expected_bytes:

@@ -201,6 +201,10 @@ class RecallResult:
         int64 ids of the gated union (every candidate that was scored), sorted.
     quotas : Mapping[str, int]
         The quota of each generator that ran.
+    reinforced : bool
+        Whether the recall's bookkeeping (reinforcement) is in effect: True when ``reinforce=True``
+        and it was written (or there were no hits to reinforce); False with ``reinforce=False``
+        or when it could not be written (the hits are valid either way).
     """
 
     hits: tuple[Hit, ...]
@@ -210,6 +214,7 @@ class RecallResult:
     admitted: Mapping[str, np.ndarray]
     candidate_ids: np.ndarray
     quotas: Mapping[str, int]
+    reinforced: bool = False
 
     @property
     def ids(self) -> np.ndarray:

@@ -21,8 +21,10 @@ Pipeline of one recall:
    strengthened and linked (SPEC §8 recall dynamics), as SQL increments with a file.
 
 Several processes or store objects may share a file: ids are allocated in the file, and every
-public call first applies what others committed (``PRAGMA data_version``, row revisions; see
-:mod:`._persistence`).
+public call (``len``, ``in`` and ``tenants`` included) first applies what others committed
+(``PRAGMA data_version``, row revisions, the purge epoch; see :mod:`._persistence`): a memory
+whose ``forget()`` returned in any process is never returned, got or revived by a call that
+starts afterwards, in any process, whatever purges and compactions happened in between.
 
 Thread-safety model. One re-entrant lock serialises writers (``add``, ``add_many``, ``update``,
 ``forget``, ``compact``, the bookkeeping at the end of a recall) and the SQLite connection. A
@@ -43,6 +45,7 @@ import numbers
 import os
 import threading
 import time
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
 from types import MappingProxyType
@@ -60,7 +63,7 @@ from ._gates import Eligibility, GateSpec, eligible_rows, failed_gates, passes_u
 from ._columns import NO_MEMORY
 from ._generators import Admissions, Cue, LinkIndex, Relevance, by_cue_z, generate, generator_rank, relevance_core
 from ._params import DEFAULT_PARAMS, MemoryParams
-from ._persistence import SYNCHRONOUS_MODES, SqliteBackend, encode_labels
+from ._persistence import SYNCHRONOUS_MODES, SqliteBackend, StoreIOError, encode_labels
 from ._provenance import Hit, RecallResult, ScoreFactors, WhyNot, dominant_factor, weakest_factor
 from ._schema import (
     DEFAULT_IMPORTANCE,
@@ -107,7 +110,11 @@ from ._scoring import (
     with_score,
 )
 
-__all__ = ["MemoryStore"]
+__all__ = ["MemoryStore", "ReinforcementWarning"]
+
+
+class ReinforcementWarning(RuntimeWarning):
+    """A recall's bookkeeping (reinforcement) could not be written; its hits were returned unreinforced."""
 
 DEFAULT_K = _v.DEFAULTS["k"]  # results per recall: the core's k, as for a hybrid query
 DEFAULT_SYNCHRONOUS = "FULL"
@@ -147,9 +154,13 @@ def _numeric_column(value: object, n: int, name: str, low: float, high: float) -
         msg = f"{name} must be a real number or a sequence of real numbers, got {type(value).__name__}"
         raise TypeError(msg)
     if isinstance(value, numbers.Real) or (isinstance(value, np.ndarray) and value.ndim == 0):
-        values = np.full(n, float(value), dtype=np.float64)
+        values = np.full(n, _v.float_value(value, name), dtype=np.float64)
     elif isinstance(value, (Sequence, np.ndarray)):
         values = np.asarray(value)
+        if values.dtype == object and values.ndim == 1 and all(
+                isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_)) for v in values.tolist()):
+            # Python ints beyond int64 (numpy keeps them as objects): each as a float, or a ValueError.
+            values = np.asarray([_v.float_value(v, f"{name}[{i}]") for i, v in enumerate(values.tolist())])
         if values.dtype.kind not in "fiu":
             msg = f"{name} must hold real numbers, got dtype {values.dtype}"
             raise TypeError(msg)
@@ -356,6 +367,13 @@ def _supersedes_per_item(value: object, n: int) -> list[Optional[int]]:
 
 
 @dataclass(frozen=True)
+class _UnitRows:
+    """Embedding rows :meth:`MemoryStore.add` has already checked and normalised (``embedding_rows``'s output)."""
+
+    rows: np.ndarray
+
+
+@dataclass(frozen=True)
 class _Scored:
     """The scored, gated union of one recall (internal)."""
 
@@ -394,6 +412,11 @@ class MemoryStore:
     Without an embedder the store never embeds text: ``add`` takes the memory's embedding and
     ``recall`` the cue's vector. Embeddings of any real dtype are converted once to float32 and
     L2-normalised on ingest. See the module docstring for the thread-safety model.
+
+    When SQLite cannot read or write the file (locked past the 30 s busy timeout, read-only, disk
+    full, I/O error), ``add``, ``add_many``, ``update``, ``forget`` and ``compact`` raise
+    :class:`~fieldrank.memory.StoreIOError` (an ``OSError`` naming the file, the operation and
+    SQLite's cause) and change nothing; a recall's bookkeeping never raises (see ``recall``).
     """
 
     def __init__(
@@ -433,6 +456,9 @@ class MemoryStore:
         self._revision = 0
         self._own_revisions: set[int] = set()
         self._data_version = -1
+        #: The file's purge epoch this store has reconciled with (see :meth:`_reconcile`).
+        self._purge_epoch = 0
+        self._reinforce_failures = 0
         if path is None:
             if dim is None:
                 msg = "dim is required for an in-memory store (path=None)"
@@ -457,16 +483,27 @@ class MemoryStore:
         return self._params
 
     @property
+    def reinforce_failures(self) -> int:
+        """How many recalls of this store object returned their hits unreinforced (bookkeeping not written)."""
+        return self._reinforce_failures
+
+    @property
     def path(self) -> Optional[str]:
         """The SQLite file, or None for an in-memory store."""
         return None if self._backend is None else self._backend.path
 
     def __len__(self) -> int:
-        """Number of live (not forgotten) memories."""
-        return self._generation.n_live
+        """Number of live (not forgotten) memories, with what other processes committed."""
+        with self._lock:
+            self._refresh()
+            return self._generation.n_live
 
     def __contains__(self, memory_id: object) -> bool:
-        return isinstance(memory_id, numbers.Integral) and int(memory_id) in self._generation.row_of
+        if not isinstance(memory_id, numbers.Integral):
+            return False
+        with self._lock:
+            self._refresh()
+            return int(memory_id) in self._generation.row_of
 
     def __repr__(self) -> str:
         where = "in memory" if self._backend is None else repr(self._backend.path)
@@ -474,7 +511,9 @@ class MemoryStore:
 
     def tenants(self) -> tuple[str, ...]:
         """Every tenant that has held a memory in the current generation, sorted."""
-        return tuple(sorted(self._generation.tenant_names))
+        with self._lock:
+            self._refresh()
+            return tuple(sorted(self._generation.tenant_names))
 
     def __enter__(self) -> MemoryStore:
         return self
@@ -498,10 +537,11 @@ class MemoryStore:
     def _load(self) -> None:
         backend = self._backend
         self._data_version = backend.data_version()
-        self._revision = backend.revision()
-        self._apply_rows(list(backend.rows()))
+        state = backend.changes(None, None)  # one snapshot: rows, links, revision and purge epoch agree
+        self._revision, self._purge_epoch = state.revision, state.purge_epoch
+        self._apply_rows(state.rows)
         self._next_id = max(self._next_id, backend.next_id())
-        for a, b, weight in backend.links():
+        for a, b, weight in state.links:
             self._links.setdefault(a, {})[b] = weight
             self._links.setdefault(b, {})[a] = weight
 
@@ -578,30 +618,51 @@ class MemoryStore:
     def _refresh(self) -> None:
         """Apply what other processes (or store objects) committed to the file since the last look.
 
-        Caller holds the lock. ``PRAGMA data_version`` says cheaply whether anything changed; the
-        rows written after this store's last applied revision are then read, except the ones whose
-        latest write was this store's own (already applied).
+        Caller holds the lock; every public call that reads or writes calls it first, so a call
+        that starts after another process's ``forget()`` returned never sees that memory.
+        ``PRAGMA data_version`` says cheaply whether anything changed (no file read when nothing
+        did); then, in one read snapshot (:meth:`SqliteBackend.changes`): if another store purged
+        (the file's purge epoch moved), every memory the file no longer holds live is forgotten
+        here; then the rows written after this store's last applied revision are applied, except
+        the ones whose latest write was this store's own (already applied). A closed store does
+        nothing (its calls raise, or answer from memory: ``len``, ``in``).
         """
         backend = self._backend
-        if backend is None:
+        if backend is None or self._closed:
             return
         version = backend.data_version()
         if version == self._data_version:
             return
+        state = backend.changes(self._revision, self._purge_epoch)
+        if state.live_ids is not None:
+            self._reconcile(state.live_ids, state.tombstoned_ids)
+        self._purge_epoch = state.purge_epoch
         self._data_version = version
-        latest = backend.revision()
-        if latest <= self._revision:
+        if state.revision <= self._revision:
             return
         own = self._own_revisions
-        changed = [row for row in backend.rows(since_revision=self._revision) if row[-1] not in own]
-        self._apply_rows(changed)
-        for a, b, weight in backend.links():
+        self._apply_rows([row for row in state.rows if row[-1] not in own])
+        for a, b, weight in state.links:
+            if self._links.get(a, {}).get(b) == weight:
+                continue
             for x, y in ((a, b), (b, a)):
                 neighbours = dict(self._links.get(x, {}))  # copy-on-write
                 neighbours[y] = weight
                 self._links[x] = neighbours
-        self._revision = latest
-        self._own_revisions = {r for r in own if r > latest}
+        self._revision = state.revision
+        self._own_revisions = {r for r in own if r > state.revision}
+
+    def _reconcile(self, live_ids: frozenset, tombstoned_ids: frozenset) -> None:
+        """After another store's purge: forget every memory the file no longer holds live (caller holds the lock).
+
+        A purge deletes tombstoned rows, so a store that had not read a tombstone yet cannot learn
+        of that forget from the rows; it compares its live ids with the file's instead. Purged ids
+        are then unknown (``not_found``), as in the purging store.
+        """
+        for memory_id, row in list(self._generation.row_of.items()):
+            if memory_id not in live_ids:
+                self._forget_row(memory_id, row)
+        self._forgotten = set(tombstoned_ids)
 
     def _wrote(self, revision: int) -> None:
         """Record a revision this store committed itself (caller holds the lock)."""
@@ -680,7 +741,8 @@ class MemoryStore:
             raise ValueError(msg)
         ids = self.add_many(
             [check_text(text)],
-            embedding_vector(vector, self._dim, "embedding")[None, :],
+            # normalised once here (the messages name `embedding`); add_many stores these very bits
+            _UnitRows(embedding_vector(vector, self._dim, "embedding")[None, :]),
             tenants=check_tenant(tenant),
             importances=importance,
             valences=valence,
@@ -734,7 +796,10 @@ class MemoryStore:
         text_list = [check_text(t, f"texts[{i}]") for i, t in enumerate(texts)]
         if embeddings is None:
             embeddings = self._embedded_texts(text_list, "embeddings")
-        vectors = embedding_rows(embeddings, self._dim, "embeddings")
+        if isinstance(embeddings, _UnitRows):
+            vectors = embeddings.rows  # from add: checked and normalised already (normalising twice moves bits)
+        else:
+            vectors = embedding_rows(embeddings, self._dim, "embeddings")
         if vectors.shape[0] != n:
             msg = f"embeddings must have one row per text ({n}), got {vectors.shape[0]}"
             raise ValueError(msg)
@@ -901,6 +966,7 @@ class MemoryStore:
         memory_id = check_memory_id(memory_id)
         tenant = None if tenant is None else check_tenant(tenant)
         with self._lock:
+            self._check_open()
             self._refresh()
             return self._memory_at(self._generation, self._live_row(memory_id, tenant))
 
@@ -929,7 +995,8 @@ class MemoryStore:
         Raises
         ------
         KeyError
-            If the memory does not exist or was forgotten.
+            If the memory does not exist or was forgotten (or purged), in any process: an
+            update never revives a forgotten memory.
         """
         memory_id = check_memory_id(memory_id)
         tenant = None if tenant is None else check_tenant(tenant)
@@ -980,7 +1047,13 @@ class MemoryStore:
                 superseded_by=np.array([NO_MEMORY if merged["superseded_by"] is None else merged["superseded_by"]]),
             )
             if self._backend is not None:
-                self._wrote(self._backend.replace(self._records(batch)[0]))
+                try:
+                    revision = self._backend.replace(self._records(batch)[0])
+                except KeyError:  # forgotten (or purged) by another process since the refresh
+                    self._data_version = -1
+                    self._refresh()
+                    raise
+                self._wrote(revision)
             generation.tombstone(row)
             generation.append(batch)
             return self._memory_at(generation, generation.row_of[memory_id])
@@ -1009,21 +1082,30 @@ class MemoryStore:
                 msg = f"no memory with id {memory_id} for tenant {tenant!r}"
                 raise KeyError(msg)
             row = self._live_row(memory_id, tenant)
+            was_live = True
             if self._backend is not None:
-                self._wrote(self._backend.tombstone(memory_id))
+                revision = self._backend.tombstone(memory_id)
+                if revision is None:  # another process forgot it after the refresh
+                    was_live = False
+                    self._data_version = -1
+                else:
+                    self._wrote(revision)
             self._forget_row(memory_id, row)
-            return True
+            return was_live
 
     def compact(self, *, purge: bool = False) -> int:
         """Rebuild the in-memory indexes (embedding matrix, BM25, postings) without tombstones.
 
-        Ids do not change. Recalls running meanwhile keep using the old generation.
+        Ids do not change. Recalls running meanwhile keep using the old generation. It first
+        applies what other stores committed (so it never keeps or purges on a stale view).
 
         Parameters
         ----------
         purge : bool, default False
             Also delete tombstoned rows from the SQLite file (their text and embedding); after
-            that ``why_not`` reports them as ``not_found``.
+            that ``why_not`` reports them as ``not_found``. Other stores on the file learn of the
+            purge from the file's purge epoch at their next call and forget, before answering,
+            every memory the file no longer holds live (a forget stays final everywhere).
 
         Returns
         -------
@@ -1033,6 +1115,21 @@ class MemoryStore:
         purge = _v.flag(purge, "purge")
         with self._lock:
             self._check_open()
+            self._refresh()  # never drop (or purge) on a stale view of the file
+            if purge and self._backend is not None:
+                purged, epoch = self._backend.purge_tombstones()
+                # Rows another process tombstoned after the refresh were purged too: forget them now
+                # (no later revision scan can see a deleted row).
+                for memory_id in purged:
+                    row = self._generation.row_of.get(memory_id)
+                    if row is not None:
+                        self._forget_row(memory_id, row)
+                self._forgotten.difference_update(purged)
+                if epoch is not None and epoch == self._purge_epoch + 1:
+                    self._purge_epoch = epoch  # else another store purged too: the next refresh reconciles
+                self._data_version = -1
+            elif purge:
+                self._forgotten.clear()
             old = self._generation
             n = old.n
             rows = np.flatnonzero(old.live.buffer[:n])
@@ -1057,10 +1154,6 @@ class MemoryStore:
                     superseded_by=old.superseded_by.buffer[rows].copy(),
                 ))
                 fresh.lexical.build_now(fresh.texts, fresh.n)
-            if purge and self._backend is not None:
-                self._backend.purge_tombstones()
-            if purge:
-                self._forgotten.clear()
             self._generation = fresh
             return int(n - rows.size)
 
@@ -1277,7 +1370,12 @@ class MemoryStore:
         cue_time : float, optional
             Centre of the ``temporal`` generator; default ``at_time``.
         reinforce : bool, default True
-            Apply the recall dynamics to the returned memories (and persist them).
+            Apply the recall dynamics to the returned memories (and persist them). This
+            bookkeeping never fails the read: with a file it waits at most 0.25 s for another
+            writer's lock, and if it cannot be written (locked, read-only, disk full), the hits
+            are returned, nothing changes in memory or in the file, ``reinforced`` is False on
+            the result, a :class:`~fieldrank.memory.ReinforcementWarning` is issued and
+            :attr:`reinforce_failures` counts it.
 
         Returns
         -------
@@ -1306,8 +1404,8 @@ class MemoryStore:
             if hit.id not in seen:
                 seen.add(hit.id)
                 unique_hits.append(hit)
-        if reinforce and unique_hits:
-            self._reinforce([hit.id for hit in unique_hits], cue.at_time)
+        # The bookkeeping never fails the read: if it cannot be written, the hits come back unreinforced.
+        reinforced = reinforce and (not unique_hits or self._reinforce([hit.id for hit in unique_hits], cue.at_time))
         generators = MODE_GENERATORS[mode]
         return RecallResult(
             hits=tuple(unique_hits),
@@ -1318,6 +1416,7 @@ class MemoryStore:
                                        for g in generators}),
             candidate_ids=np.sort(snapshot.ids[scored.factors.rows]),
             quotas=self._mode_quotas(mode),
+            reinforced=reinforced,
         )
 
     def _mode_quotas(self, mode: str) -> Mapping:
@@ -1328,18 +1427,24 @@ class MemoryStore:
                 {g: self._params.quota(g) for g in MODE_GENERATORS[mode]})
         return quotas
 
-    def _reinforce(self, memory_ids: list[int], at_time: float) -> None:
+    def _reinforce(self, memory_ids: list[int], at_time: float) -> bool:
         """Recall dynamics for the returned memories (see :mod:`._scoring`), persisted atomically.
 
         With a file, the file does the arithmetic (``recall_count = recall_count + 1``, S grows
         by the gain, ``last_access`` only moves forward, links ``w += rate · (1 − w)``) in one
         transaction, and the values after it are copied back: concurrent recalls of several
-        processes never lose an update.
+        processes never lose an update. Nothing in memory changes before that commit succeeded.
+
+        Returns whether the bookkeeping is in effect. The write waits at most
+        ``REINFORCE_BUSY_TIMEOUT_MS`` (0.25 s) for another writer's lock; if it cannot commit
+        (locked, read-only, disk full, I/O error), nothing is written or changed, a
+        :class:`ReinforcementWarning` names the file and the cause, and False is returned: the
+        recall still returns its hits (``RecallResult.reinforced`` is False).
         """
         params = self._params
         with self._lock:
             if self._closed:
-                return
+                return False
             generation = self._generation
             live_ids, rows = [], []
             for memory_id in memory_ids:
@@ -1353,19 +1458,14 @@ class MemoryStore:
             last = generation.last_access.buffer[at]
             storage = generation.storage_strength.buffer[at]
             gains = params.storage_gain * (1.0 - retrieval_strength(last, storage, at_time, params))
-            generation.storage_strength.buffer[at] = storage + gains
-            generation.last_access.buffer[at] = np.maximum(last, at_time)
-            generation.recall_count.buffer[at] = np.minimum(generation.recall_count.buffer[at] + 1,
-                                                            RECALL_COUNT_RANGE[1])
-            updates = [(float(at_time), gain, memory_id) for gain, memory_id in zip(gains.tolist(), live_ids)]
-            link_rows = []
+            link_rows: list[tuple[int, int, float]] = []
+            changed: dict[int, dict[int, float]] = {}
             if params.hebbian_rate > 0:
                 rate = params.hebbian_rate
                 # every returned memory's links as they were before this recall (the loop writes
                 # to `changed` only), looked up once each rather than once per pair
                 empty: dict[int, float] = {}
                 before = {a: self._links.get(a, empty) for a in live_ids}
-                changed: dict[int, dict[int, float]] = {}
                 for i, a in enumerate(live_ids):
                     for b in live_ids[i + 1:]:
                         low, high = (a, b) if a < b else (b, a)
@@ -1374,20 +1474,35 @@ class MemoryStore:
                         changed.setdefault(low, {})[high] = weight
                         changed.setdefault(high, {})[low] = weight
                         link_rows.append((low, high, rate))
+            if self._backend is None:
+                generation.storage_strength.buffer[at] = storage + gains
+                generation.last_access.buffer[at] = np.maximum(last, at_time)
+                generation.recall_count.buffer[at] = np.minimum(generation.recall_count.buffer[at] + 1,
+                                                                RECALL_COUNT_RANGE[1])
                 self._set_links(changed)
-            if self._backend is not None and updates:
+                return True
+            if not live_ids:
+                return True
+            updates = [(float(at_time), gain, memory_id) for gain, memory_id in zip(gains.tolist(), live_ids)]
+            try:
                 after = self._backend.reinforce(updates, link_rows)
-                for memory_id, (last, count, storage) in after["rows"].items():
-                    row = generation.row_of.get(memory_id)
-                    if row is not None:
-                        generation.last_access.buffer[row] = last
-                        generation.recall_count.buffer[row] = count
-                        generation.storage_strength.buffer[row] = storage
-                written: dict[int, dict[int, float]] = {}
-                for (low, high), weight in after["links"].items():
-                    written.setdefault(low, {})[high] = weight
-                    written.setdefault(high, {})[low] = weight
-                self._set_links(written)
+            except StoreIOError as error:
+                self._reinforce_failures += 1
+                warnings.warn(ReinforcementWarning(
+                    f"recall returned its hits unreinforced: {error}"), stacklevel=3)
+                return False
+            for memory_id, (last_value, count, strength) in after["rows"].items():
+                row = generation.row_of.get(memory_id)
+                if row is not None:
+                    generation.last_access.buffer[row] = last_value
+                    generation.recall_count.buffer[row] = count
+                    generation.storage_strength.buffer[row] = strength
+            written: dict[int, dict[int, float]] = {}
+            for (low, high), weight in after["links"].items():
+                written.setdefault(low, {})[high] = weight
+                written.setdefault(high, {})[low] = weight
+            self._set_links(written)
+            return True
 
     def _set_links(self, changed: dict[int, dict[int, float]]) -> None:
         """Apply new link weights, ``{memory: {neighbour: weight}}`` (both directions given; caller holds
