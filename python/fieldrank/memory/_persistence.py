@@ -141,7 +141,8 @@ class StoreIOError(OSError):
 class Changes:
     """What a refresh read from the file, in one read transaction (:meth:`SqliteBackend.changes`).
 
-    ``rows``: the memory rows written after the given revision. ``live_ids`` and
+    ``rows``: the memory rows written after the given revision, and ``links`` every link (both
+    empty when the file's revision is not past it). ``live_ids`` and
     ``tombstoned_ids``: every id the file holds live / tombstoned, read only when the file's purge
     epoch differs from the one the caller knows (None otherwise).
     """
@@ -471,8 +472,11 @@ class SqliteBackend:
                 flags = cursor.execute("SELECT id, tombstone FROM memories").fetchall()
                 live = frozenset(i for i, t in flags if not t)
                 tombstoned = frozenset(i for i, t in flags if t)
-            rows = list(self.rows(since_revision, cursor))
-            links = cursor.execute("SELECT a, b, weight FROM links").fetchall()
+            rows: list = []
+            links: list = []
+            if since_revision is None or revision > since_revision:  # else only bookkeeping or a purge
+                rows = list(self.rows(since_revision, cursor))
+                links = cursor.execute("SELECT a, b, weight FROM links").fetchall()
         return Changes(revision, epoch, rows, links, live, tombstoned)
 
     def rows(self, since_revision: int | None = None, cursor: Optional[sqlite3.Cursor] = None
