@@ -328,3 +328,24 @@ def test_two_processes_forget_and_purge_against_recall_get_and_update(tmp_path):
         if child.is_alive():
             child.kill()
     assert live_in_file(path) == set(range(N)) - set(order)
+
+
+@pytest.mark.parametrize("key", ["purge_epoch", "revision"])
+def test_the_refresh_counters_in_meta_are_checked_on_open(tmp_path, key):
+    """A file without them (older) opens (missing reads as 0); a tampered one is refused naming the key."""
+    from fieldrank.memory import StoreFormatError
+
+    path = str(tmp_path / "m.sqlite")
+    make_file(path)
+    with MemoryStore(path) as store:
+        store.forget(1)
+        store.compact(purge=True)  # writes purge_epoch
+    with sqlite3.connect(path) as connection:
+        connection.execute("DELETE FROM meta WHERE key = ?", (key,))
+    with MemoryStore(path) as store:
+        assert len(store) == N - 1
+        assert_gone(store, 1)
+    with sqlite3.connect(path) as connection:
+        connection.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, 'abc')", (key,))
+    with pytest.raises(StoreFormatError, match=key):
+        MemoryStore(path)

@@ -407,17 +407,22 @@ class SqliteBackend:
         It waits at most :data:`REINFORCE_BUSY_TIMEOUT_MS` for the write lock; any failure is a
         :class:`StoreIOError` and nothing is written.
         """
-        self._connection.execute(f"PRAGMA busy_timeout={REINFORCE_BUSY_TIMEOUT_MS}")
+        operation = "write the recall bookkeeping to"
         try:
-            return self._reinforce(updates, links)
+            self._connection.execute(f"PRAGMA busy_timeout={REINFORCE_BUSY_TIMEOUT_MS}")
+        except sqlite3.Error as error:
+            raise StoreIOError(self.path, operation, str(error)) from error
+        try:
+            return self._reinforce(updates, links, operation)
         finally:
             try:
                 self._connection.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             except sqlite3.Error:  # the connection is unusable: the next call reports it
                 pass
 
-    def _reinforce(self, updates: list[tuple[float, float, int]], links: list[tuple[int, int, float]]) -> dict:
-        with self.transaction("write the recall bookkeeping to") as cursor:
+    def _reinforce(self, updates: list[tuple[float, float, int]], links: list[tuple[int, int, float]],
+                   operation: str) -> dict:
+        with self.transaction(operation) as cursor:
             cursor.executemany(
                 # recall_count stops at the top of its range (what the loader accepts).
                 "UPDATE memories SET last_access = MAX(last_access, ?), "
