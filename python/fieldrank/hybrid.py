@@ -643,7 +643,9 @@ class HybridRetriever:
             document (cosine, temporal, the reranking legs): when ``k`` exceeds what every leg
             returns, the legs are deepened to ``k`` for this call (the first hits can then
             differ from a shallower search's, as with a larger RRF window elsewhere). BM25 only returns documents that share
-            a term with the query, so a BM25-only configuration can return fewer.
+            a term with the query, so a BM25-only configuration can return fewer. Time and memory are
+            bounded by the corpus, whatever ``k`` (it is clamped to the corpus before anything is
+            allocated; the ranking is the unclamped one).
         subset : array of int ids or boolean mask (N,), optional
             Only these documents can be returned, by any leg.
 
