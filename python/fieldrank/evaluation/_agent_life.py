@@ -182,7 +182,7 @@ def build(n: int, locomo: dict[str, Any], *, params=None, seed: int = SEED,
     for scenario in suite:
         i = per_case.get(scenario.case, 0)
         per_case[scenario.case] = i + 1
-        templates.append(Template(scenario, i, "tune" if i % 2 == 0 else "held"))
+        templates.append(Template(scenario, i, "tune" if (i // 2) % 2 == 0 else "held"))
     template_memories = sum(len(t.scenario.memories) for t in templates)
     history = max(n - template_memories, 0)
     turns, turn_vectors = locomo["turns"], locomo["turn_vectors"]

@@ -803,10 +803,34 @@ def _rows_of_ids(snapshot: Snapshot, ids: np.ndarray, within: Optional[np.ndarra
         sorted_ids = within_ids[by_id]
         at = np.minimum(np.searchsorted(sorted_ids, ids), sorted_ids.size - 1)
         return np.where(sorted_ids[at] == ids, within[by_id[at]], -1)
-    row_of, n = snapshot.generation.row_of.get, snapshot.n
-    rows = np.fromiter((row_of(i, -1) for i in ids.tolist()), dtype=np.int64, count=ids.size)
-    rows[rows >= n] = -1
+    table = _live_row_of_id(snapshot)
+    if table is None:  # ids too sparse for a table: the dict, id by id
+        row_of, n = snapshot.generation.row_of.get, snapshot.n
+        rows = np.fromiter((row_of(i, -1) for i in ids.tolist()), dtype=np.int64, count=ids.size)
+        rows[rows >= n] = -1
+        return rows
+    rows = np.full(ids.size, -1, dtype=np.int64)
+    known = (ids >= 0) & (ids < table.size)
+    rows[known] = table[ids[known]]
     return rows
+
+
+def _live_row_of_id(snapshot: Snapshot) -> Optional[np.ndarray]:
+    """id -> row of its live version in the snapshot (-1: none), as a table over ids, built once
+    per (row count, live version); None when the ids are too sparse for a table."""
+    def build() -> Optional[np.ndarray]:
+        live_rows = np.flatnonzero(snapshot.live)
+        if live_rows.size == 0:
+            return frozen(np.full(0, -1, dtype=np.int64))
+        live_ids = snapshot.ids[live_rows]
+        top = int(live_ids.max())
+        if top > _ID_TABLE_ROWS_FACTOR * snapshot.n + _ID_TABLE_MIN:
+            return None
+        table = np.full(top + 1, -1, dtype=np.int64)
+        table[live_ids] = live_rows
+        return frozen(table)
+
+    return snapshot.generation.derived.get_or_compute("live_row_of_id", (snapshot.n, snapshot.live_version), build)
 
 
 _INDEPENDENT = {

@@ -47,7 +47,7 @@ bm25_params               default  the ``default`` preset's :class:`~fieldrank.b
 relevance_params          default  the ``default`` preset's :class:`~fieldrank.temporal.TemporalParams`
 bm25_delta_min_docs       1024     the BM25 delta may hold this many documents ...
 bm25_delta_fraction       0.125    ... or this share of the main index, whichever is larger
-infer_cue_entities        False    without ``cue_entities``, the store's entity labels the cue text names (whole
+infer_cue_entities        True     without ``cue_entities``, the store's entity labels the cue text names (whole
                                    words, longest first) count as the cue's entities
 ========================  =======  ===========================================================
 
@@ -149,7 +149,7 @@ DEFAULT_RERANK_OPERATOR = "cfsr"
 DEFAULT_ISOLATED_SELF_SUPPORT = True
 DEFAULT_BM25_DELTA_MIN_DOCS = 1024
 DEFAULT_BM25_DELTA_FRACTION = 0.125
-DEFAULT_INFER_CUE_ENTITIES = False
+DEFAULT_INFER_CUE_ENTITIES = True
 
 _QUOTA_FIELDS = (
     "relevance_quota", "dense_quota", "bm25_quota", "tag_quota", "temporal_quota", "importance_quota", "graph_quota",
