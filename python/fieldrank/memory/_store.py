@@ -215,9 +215,7 @@ def _rank_other_entities_below_the_cues(snapshot: Snapshot, factors: FactorArray
     No-op without cue entities or without a candidate about them.
     """
     about_cue = factors.entity_containment > 0
-    labels = snapshot.generation.entities
-    has_entities = np.fromiter((bool(labels[r]) for r in factors.rows.tolist()), dtype=bool, count=factors.rows.size)
-    other = has_entities & ~about_cue  # about entities, none of them the cue's
+    other = snapshot.has_entities[factors.rows] & ~about_cue  # about entities, none of them the cue's
     if not about_cue.any() or not other.any():
         return factors
     ceiling = float(factors.score[about_cue].max()) - margin
@@ -236,14 +234,18 @@ def _rank_superseded_below_replacements(snapshot: Snapshot, factors: FactorArray
     if not (replaced_by != NO_MEMORY).any():
         return factors
     score = factors.score.copy()
-    position_of = {int(row): i for i, row in enumerate(rows.tolist())}
-    stale = np.flatnonzero(replaced_by != NO_MEMORY).tolist()
-    for _ in range(len(stale)):  # at most one pass per link of the longest chain
+    stale_positions = np.flatnonzero(replaced_by != NO_MEMORY)
+    # each stale candidate's replacement among the candidates (rows are sorted): position or -1
+    replacement_rows = np.fromiter((-1 if (r := snapshot.row_of(int(i))) is None else r
+                                    for i in replaced_by[stale_positions].tolist()),
+                                   dtype=np.int64, count=stale_positions.size)
+    at = np.minimum(np.searchsorted(rows, replacement_rows), rows.size - 1)
+    found = (replacement_rows >= 0) & (rows[at] == replacement_rows)
+    pairs = list(zip(stale_positions[found].tolist(), at[found].tolist()))
+    for _ in range(len(pairs)):  # at most one pass per link of the longest chain
         changed = False
-        for i in stale:
-            replacement = snapshot.row_of(int(replaced_by[i]))
-            j = position_of.get(replacement) if replacement is not None else None
-            if j is not None and score[i] > score[j] - margin:
+        for i, j in pairs:
+            if score[i] > score[j] - margin:
                 score[i] = score[j] - margin
                 changed = True
         if not changed:
