@@ -174,3 +174,22 @@ def test_why_not_agrees_with_recall_at_near_ties(mode):
             assert why.reason == "not_admitted"
             for generator, rank in why.generator_ranks.items():
                 assert rank is None or rank > why.quotas[generator], (generator, rank)
+
+
+def test_agent_life_store_keeps_the_union_contract(locomo_dir):
+    """A small agent-life store (a history of ~300 memories with churn): every template's relevant
+    memory reaches fused scoring whenever plain cosine or BM25 top-10 returns it, the fill did
+    every kind of write, and the figures are reproducible (seeded)."""
+    from fieldrank.evaluation import _agent_life as al
+
+    locomo = al.load_locomo(str(locomo_dir))
+    life = al.build(900, locomo)
+    assert all(life.counts[kind] > 0 for kind in ("forget", "update", "supersede", "duplicate", "recall"))
+    assert {t.split for t in life.templates} == {"tune", "held"}
+    records = al.evaluate(life, ("hybrid",))
+    assert {(r["variant"], r["split"], r["case"]) for r in records} == {
+        (v, s, c) for v in ("bare", "hinted") for s in ("tune", "held") for c in al.CASES}
+    for record in records:
+        assert record["union"] >= max(record["cos@10"], record["bm25@10"]), record
+    again = al.evaluate(al.build(900, locomo), ("hybrid",))
+    assert again == records
