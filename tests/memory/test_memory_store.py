@@ -507,10 +507,12 @@ def test_why_not_covers_every_reason(rng):
     assert outranked.rank == 3 and outranked.margin > 0 and outranked.cutoff_score > outranked.score
     assert "short by" in outranked.detail
     not_admitted = seen["not_admitted"]
-    # issue 17: the default mode runs the relevance core (the default scorer) and the protected tier
+    # issue 24: the default mode runs the relevance core (the default scorer), dense, BM25 and the protected tier
     assert not_admitted.generator_ranks["relevance"] == 9  # ids[1] is forgotten: 8 rows rank higher
+    assert not_admitted.generator_ranks["dense"] == 9
+    assert not_admitted.generator_ranks["bm25"] is None  # no term overlap with "zzz"
     assert not_admitted.generator_ranks["importance"] is None  # not durable: outside the protected tier
-    assert not_admitted.quotas == {"relevance": 3, "importance": DEFAULT_PARAMS.importance_quota}
+    assert not_admitted.quotas == {"relevance": 3, "dense": 3, "bm25": 3, "importance": DEFAULT_PARAMS.importance_quota}
     assert "rank 9 > quota 3" in not_admitted.detail
     in_vector = store.why_not(int(ids[9]), "zzz", q, 2, tenant="a", mode="vector", at_time=NOW)
     assert in_vector.reason == "not_admitted" and in_vector.generator_ranks["dense"] == 9

@@ -36,7 +36,7 @@ from ._params import MemoryParams
 from ._schema import SECONDS_PER_DAY, TIERS
 from ._tier import TierStatistics
 
-__all__ = ["DerivedCache", "Generation", "GrowingArray", "RowBatch", "Snapshot", "creation_days"]
+__all__ = ["DerivedCache", "EntityPostings", "Generation", "GrowingArray", "RowBatch", "Snapshot", "creation_days"]
 
 #: Initial capacity of a growing column; it doubles when full (amortised O(1) append).
 INITIAL_CAPACITY = 64
@@ -204,6 +204,16 @@ class Generation:
         self.tenant_rows: dict[int, GrowingArray] = {}
         self.tag_index: dict[str, GrowingArray] = {}
         self.entity_index: dict[str, GrowingArray] = {}
+        #: Entity labels as dense codes (first seen first) and each row's codes as CSR over rows:
+        #: row r carries ``entity_codes[entity_ptr[r]:entity_ptr[r + 1]]`` (append-only, so any
+        #: prefix of rows is valid); the postings by entity, as CSR arrays, are derived per row count
+        #: (:meth:`entity_postings`), extended incrementally as rows are added.
+        self.entity_code: dict[str, int] = {}
+        self.entity_ptr = GrowingArray(np.int64)
+        self.entity_ptr.append(np.zeros(1, dtype=np.int64))
+        self.entity_codes = GrowingArray(np.int64)
+        self._entity_postings: Optional[EntityPostings] = None
+        self._entity_postings_lock = threading.Lock()
         #: id -> row of its current (live) version.
         self.row_of: dict[int, int] = {}
         self.lexical = LexicalLeg(params, ids=self.ids, sessions=self.session_keys, live=self.live)
@@ -296,11 +306,39 @@ class Generation:
                     by_label.setdefault(label, []).append(start + offset)
             for label, label_rows in by_label.items():
                 self._post(index, label, np.asarray(label_rows, dtype=np.int64))
+        codes_of_rows = [[self.entity_code.setdefault(label, len(self.entity_code)) for label in labels]
+                         for labels in batch.entities]
+        counts = np.fromiter((len(c) for c in codes_of_rows), dtype=np.int64, count=m)
+        self.entity_codes.append(np.fromiter((c for row in codes_of_rows for c in row), dtype=np.int64,
+                                             count=int(counts.sum())))
+        self.entity_ptr.append(self.entity_ptr.buffer[start] + np.cumsum(counts))
         for offset, memory_id in enumerate(batch.ids.tolist()):
             self.row_of[memory_id] = start + offset
         self.n_live += m
         self.n = start + m  # publish
         return rows
+
+    def entity_postings(self, n: int) -> EntityPostings:
+        """The entity postings of rows ``[0, n)`` as CSR arrays (see :class:`EntityPostings`).
+
+        Built once per row count and extended incrementally: the rows appended since the last
+        build are merged in O(postings) numpy work (no sort of the old postings), so a recall
+        after an ``add`` does not rebuild them and a recall on an unchanged store reads them as
+        they are. A reader on an older snapshot (rare: a concurrent add) gets its own build.
+        """
+        with self._entity_postings_lock:
+            held = self._entity_postings
+        if held is not None and held.n == n:
+            return held
+        if held is not None and held.n < n:
+            built = held.extended(self, n)
+        else:
+            built = EntityPostings.empty().extended(self, n)
+        with self._entity_postings_lock:
+            current = self._entity_postings
+            if current is None or current.n <= n:
+                self._entity_postings = built
+        return built
 
     def tombstone(self, row: int) -> None:
         """Mark ``row`` dead (a single-element write; caller holds the store lock)."""
@@ -348,6 +386,48 @@ class Generation:
             superseded_by=superseded_by,
             tier_stats=self.tier_stats,
         )
+
+
+@dataclass(frozen=True)
+class EntityPostings:
+    """Every entity's rows among rows ``[0, n)``, ascending, as CSR: entity code c holds
+    ``rows[indptr[c]:indptr[c + 1]]``. Immutable; rows are never removed (dead rows are gated
+    out by the reader's eligibility)."""
+
+    n: int
+    indptr: np.ndarray
+    rows: np.ndarray
+
+    @staticmethod
+    def empty() -> EntityPostings:
+        return EntityPostings(0, frozen(np.zeros(1, dtype=np.int64)), frozen(np.empty(0, dtype=np.int64)))
+
+    def extended(self, generation: Generation, n: int) -> EntityPostings:
+        """These postings plus the rows ``[self.n, n)`` of ``generation`` (a new object)."""
+        ptr = generation.entity_ptr.buffer
+        first, last = int(ptr[self.n]), int(ptr[n])
+        new_codes = generation.entity_codes.buffer[first:last]
+        entities = max(self.indptr.size - 1, int(new_codes.max()) + 1 if new_codes.size else 0)
+        old_counts = np.zeros(entities, dtype=np.int64)
+        old_counts[: self.indptr.size - 1] = np.diff(self.indptr)
+        # each new pair's row, in row order (a row's codes are consecutive)
+        new_rows = np.repeat(np.arange(self.n, n, dtype=np.int64), np.diff(ptr[self.n:n + 1]))
+        new_counts = np.bincount(new_codes, minlength=entities).astype(np.int64)
+        indptr = np.zeros(entities + 1, dtype=np.int64)
+        np.cumsum(old_counts + new_counts, out=indptr[1:])
+        rows = np.empty(int(indptr[-1]), dtype=np.int64)
+        if self.rows.size:  # old rows keep their order, each entity's block shifted by the new rows before it
+            old_entity = np.repeat(np.arange(self.indptr.size - 1), np.diff(self.indptr))
+            shift = indptr[:-1][: self.indptr.size - 1] - self.indptr[:-1]
+            rows[np.arange(self.rows.size) + shift[old_entity]] = self.rows
+        if new_codes.size:  # new rows after the old ones of their entity, in row order (stable sort)
+            order = np.argsort(new_codes, kind="stable")
+            sorted_codes = new_codes[order]
+            starts = np.zeros(entities + 1, dtype=np.int64)
+            np.cumsum(new_counts, out=starts[1:])
+            rank = np.arange(new_codes.size) - starts[sorted_codes]
+            rows[indptr[sorted_codes] + old_counts[sorted_codes] + rank] = new_rows[order]
+        return EntityPostings(n, frozen(indptr), frozen(rows))
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ entity contributes at most its ``entity_fanout`` most recent rows (hub entities 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from typing import Mapping, Optional
 
@@ -50,8 +51,8 @@ from ._tier import TierStatistics
 
 CORE_TIER_CODE = TIERS.index("core")
 
-__all__ = ["Admissions", "Cue", "LinkIndex", "Relevance", "by_cue_z", "candidate_cosine", "generate", "relevance_core",
-           "relevance_leg_scores"]
+__all__ = ["Admissions", "Cue", "LinkIndex", "Relevance", "by_cue_z", "candidate_cosine", "generate",
+           "mentioned_entities", "relevance_core", "relevance_leg_scores"]
 
 _EMPTY_ROWS = np.empty(0, dtype=np.int64)
 
@@ -76,6 +77,63 @@ class Cue:
     #: importance generator orders the tier by them, the reserved slots gate on them); a Cue lives
     #: for one recall, over one snapshot.
     derived: dict = field(default_factory=dict, compare=False, repr=False)
+    #: No ``cue_entities`` were given: the entities the cue text names are used
+    #: (:func:`mentioned_entities`, when ``MemoryParams.infer_cue_entities``).
+    infer_entities: bool = False
+
+
+#: Words of a cue or an entity label for :func:`mentioned_entities` (a possessive stays on its word).
+_WORD = re.compile(r"[0-9a-z]+(?:['’][0-9a-z]+)*")
+#: Labels longer than this many words are never matched in a cue.
+_MAX_LABEL_WORDS = 4
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(text.lower().replace("’", "'"))
+
+
+def _entity_vocabulary(generation) -> dict[tuple[str, ...], tuple[str, ...]]:
+    """Lower-cased words of every entity label -> the labels spelt so (built once per label count)."""
+    def build() -> dict[tuple[str, ...], tuple[str, ...]]:
+        vocabulary: dict[tuple[str, ...], tuple[str, ...]] = {}
+        for label in list(generation.entity_code):
+            words = tuple(_words(label))
+            if 0 < len(words) <= _MAX_LABEL_WORDS:
+                vocabulary[words] = vocabulary.get(words, ()) + (label,)
+        return vocabulary
+
+    return generation.derived.get_or_compute("entity_vocabulary", len(generation.entity_code), build)
+
+
+def mentioned_entities(snapshot: Snapshot, text: Optional[str]) -> frozenset[str]:
+    """The store's entity labels the cue text names, longest match first, whole words only.
+
+    "What does Ben's brother drink?" names ``Ben's brother`` (not ``Ben``: the longer label takes
+    the words); "What is Ben allergic to?" names ``Ben``, never ``Benny`` or ``Bena`` (a near-twin
+    is another word). A possessive ("Ben's car") also names its word without the ``'s``.
+    Matching ignores case; labels of more than four words are not looked for.
+    """
+    if not text:
+        return frozenset()
+    vocabulary = _entity_vocabulary(snapshot.generation)
+    if not vocabulary:
+        return frozenset()
+    words = _words(text)
+    found: list[str] = []
+    i = 0
+    while i < len(words):
+        for width in range(min(_MAX_LABEL_WORDS, len(words) - i), 0, -1):
+            gram = tuple(words[i:i + width])
+            labels = vocabulary.get(gram)
+            if labels is None and width == 1 and gram[0].endswith("'s"):
+                labels = vocabulary.get((gram[0][:-2],))
+            if labels is not None:
+                found.extend(labels)
+                i += width
+                break
+        else:
+            i += 1
+    return frozenset(found)
 
 
 @dataclass(frozen=True)
@@ -561,6 +619,70 @@ class LinkIndex:
         return cached
 
 
+def _ranges(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The concatenated ``arange(start, end)`` of every pair (as one array) and each range's length."""
+    lengths = np.maximum(ends - starts, 0)
+    total = int(lengths.sum())
+    if total == 0:
+        return _EMPTY_ROWS, lengths
+    offsets = np.repeat(starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
+    return np.arange(total, dtype=np.int64) + offsets, lengths
+
+
+def entity_terms(snapshot: Snapshot, seeds: np.ndarray, seed_weight: np.ndarray, cue_entities: frozenset,
+                 params: MemoryParams) -> tuple[np.ndarray, np.ndarray]:
+    """The entity terms of graph activation as (target rows, weights), vectorised over the seeds.
+
+    ``seed_weight``: each seed's spreading weight (0: spreads nothing). By the module formula a
+    target T gets ``entity_weight · w_s`` for every seed s ≠ T and every entity they share, and
+    ``cue_entity_weight`` per cue entity it carries, each entity reaching its ``entity_fanout``
+    most recent rows. Grouped by entity, that is one weight per entity,
+    ``A_e = entity_weight · Σ_{s carries e} w_s + cue_entity_weight · [e ∈ cue]``, given to every row
+    of e's window, minus the target's own seed weight (s ≠ T): the work is one pass over the
+    seeds' entity codes and one over the active entities' windows (CSR postings,
+    :meth:`.columns.Generation.entity_postings`), with no Python loop over seeds or postings.
+    """
+    generation = snapshot.generation
+    n = snapshot.n
+    postings = generation.entity_postings(n)
+    n_entities = postings.indptr.size - 1
+    if n_entities == 0:
+        return _EMPTY_ROWS, np.empty(0)
+    ew = float(params.entity_weight)
+    per_entity = np.zeros(n_entities)
+    own = None
+    spreading = np.flatnonzero(seed_weight > 0.0) if ew > 0 else _EMPTY_ROWS
+    if spreading.size:
+        spread_rows = seeds[spreading]
+        ptr = generation.entity_ptr.buffer
+        at, counts = _ranges(ptr[spread_rows], ptr[spread_rows + 1])
+        if at.size:
+            codes = generation.entity_codes.buffer[at]
+            per_entity += np.bincount(codes, weights=np.repeat(ew * seed_weight[spreading], counts),
+                                      minlength=n_entities)
+            own = np.zeros(n)  # each seed's own share, taken off its own entities' terms (s ≠ T)
+            own[spread_rows] = ew * seed_weight[spreading]
+    if params.cue_entity_weight > 0 and cue_entities:
+        code_of = generation.entity_code
+        for entity in cue_entities:  # the cue's few labels
+            code = code_of.get(entity)
+            if code is not None and code < n_entities:
+                per_entity[code] += params.cue_entity_weight
+    active = np.flatnonzero(per_entity > 0.0)
+    if active.size == 0:
+        return _EMPTY_ROWS, np.empty(0)
+    ends = postings.indptr[active + 1]
+    starts = np.maximum(postings.indptr[active], ends - params.entity_fanout)
+    at, lengths = _ranges(starts, ends)
+    targets = postings.rows[at]
+    weights = np.repeat(per_entity[active], lengths)
+    if own is not None:
+        # a target that is itself a spreading seed carries the entity: its own term leaves the sum
+        # (exact when it is the entity's only spreader: x − x = 0); never below 0 by rounding
+        weights = np.maximum(weights - own[targets], 0.0)
+    return targets, weights
+
+
 def graph_activation(
     snapshot: Snapshot,
     cue: Cue,
@@ -573,17 +695,13 @@ def graph_activation(
     """Sparse activation (sorted rows, values) over eligible rows; see the module formula.
 
     ``within`` (sorted rows): only their activation is wanted (a mode without the ``graph``
-    generator reads the activation of its own candidates alone). The terms are summed per target in
-    a fixed order (seed by seed, a seed's entity terms before its link terms, the cue's entities
-    last), whichever rows are computed, so a row's activation is the same either way.
+    generator reads the activation of its own candidates alone). Every row's activation is
+    computed the same way whichever rows are wanted (entity terms per entity, :func:`entity_terms`;
+    link terms in one vectorised step; one ``bincount``), so a row's activation is the same either way.
     """
-    generation = snapshot.generation
     index = links if isinstance(links, LinkIndex) else LinkIndex(links)
-    fanout = params.entity_fanout
     target_parts: list[np.ndarray] = []
     weight_parts: list[np.ndarray] = []
-    # summation order of each term: 2 · seed position (+1 for links); only the relative order counts
-    order_parts: list[np.ndarray] = []
     # Only seeds with an entity (when entities count) or a co-recall link, at a positive weight
     # (cosine > 0), can spread activation: the links of those seeds are looked up in one pass
     # (positions among the seeds).
@@ -594,8 +712,6 @@ def graph_activation(
         if cue.vector is None:  # keyword recall on text alone: every admitted seed counts fully
             link_seeds, link_ids, link_weights = index.linked(snapshot.ids[seeds].tolist())
         else:
-            # only a seed at cosine > 0 spreads: the links of those alone are looked up (the
-            # tier's cosines read back, the rest multiplied: see candidate_cosine)
             cosine = _seed_cosine(snapshot, cue, seeds)
             reaching = np.flatnonzero(cosine > 0.0)
             found, link_ids, link_weights = index.linked(snapshot.ids[seeds[reaching]].tolist())
@@ -603,23 +719,15 @@ def graph_activation(
     spreading = entity_seeds.copy()
     if link_seeds:
         spreading[link_seeds] = True
+    weight_of_seed = np.zeros(seeds.size)
     if spreading.any():
-        if cue.vector is None:  # keyword recall on text alone: every admitted seed counts fully
+        if cue.vector is None:
             weight_of_seed = np.where(spreading, 1.0, 0.0)
         else:
             if cosine is None:
                 cosine = _seed_cosine(snapshot, cue, seeds)
             weight_of_seed = np.where(spreading, np.maximum(cosine, 0.0), 0.0)
         positive = weight_of_seed > 0.0  # a seed at cosine <= 0 spreads nothing
-        if params.entity_weight > 0:
-            for position in np.flatnonzero(positive & entity_seeds).tolist():
-                seed, seed_weight = int(seeds[position]), float(weight_of_seed[position])
-                for entity in generation.entities[seed]:
-                    neighbours = snapshot.posting(generation.entity_index, entity)[-fanout:]
-                    neighbours = neighbours[neighbours != seed]
-                    target_parts.append(neighbours)
-                    weight_parts.append(np.full(neighbours.size, seed_weight * params.entity_weight))
-                    order_parts.append(np.full(neighbours.size, 2 * position, dtype=np.int64))
         if link_seeds:
             kept = positive[link_seeds]
             if not kept.all():
@@ -629,6 +737,11 @@ def graph_activation(
                 link_weights = [link_weights[i] for i in chosen]
     else:
         link_seeds = []
+    if params.entity_weight > 0 or (params.cue_entity_weight > 0 and cue.entities):
+        targets, weights = entity_terms(snapshot, seeds, np.where(entity_seeds, weight_of_seed, 0.0),
+                                        cue.entities, params)
+        target_parts.append(targets)
+        weight_parts.append(weights)
     if link_seeds:
         # Every link term in one step: neighbour ids to rows of the snapshot, weight × the seed's weight.
         sizes = np.fromiter((ids.size for ids in link_ids), dtype=np.int64, count=len(link_ids))
@@ -638,21 +751,10 @@ def graph_activation(
         keep = (rows >= 0) & (rows != seeds[positions])
         target_parts.append(rows[keep])
         weight_parts.append((weight_of_seed[positions] * np.concatenate(link_weights))[keep])
-        order_parts.append(2 * positions[keep] + 1)
-    if params.cue_entity_weight > 0:
-        for entity in sorted(cue.entities):
-            carriers = snapshot.posting(generation.entity_index, entity)[-fanout:]
-            target_parts.append(carriers)
-            weight_parts.append(np.full(carriers.size, params.cue_entity_weight))
-            order_parts.append(np.full(carriers.size, 2 * seeds.size, dtype=np.int64))
     if not target_parts:
         return _EMPTY_ROWS, np.empty(0)
     targets, weights = np.concatenate(target_parts), np.concatenate(weight_parts)
-    order = np.concatenate(order_parts)
-    if order.size > 1 and (order[1:] < order[:-1]).any():  # link terms alone come in summation order
-        summation = np.argsort(order, kind="stable")
-        targets, weights = targets[summation], weights[summation]
-    allowed = eligible.mask[targets]
+    allowed = eligible.mask[targets] & (weights > 0.0)
     if within is not None and within.size:
         wanted = np.zeros(eligible.mask.size, dtype=bool)  # a table, not a search per target
         wanted[within] = True
@@ -662,8 +764,6 @@ def graph_activation(
     targets, weights = targets[allowed], weights[allowed]
     if targets.size == 0:
         return _EMPTY_ROWS, np.empty(0)
-    # per target, bincount adds the terms in their summation order; a presence table over the
-    # rows, not a sort of the terms, gives the targets
     n = eligible.mask.size
     present = np.zeros(n, dtype=bool)
     present[targets] = True
@@ -703,10 +803,34 @@ def _rows_of_ids(snapshot: Snapshot, ids: np.ndarray, within: Optional[np.ndarra
         sorted_ids = within_ids[by_id]
         at = np.minimum(np.searchsorted(sorted_ids, ids), sorted_ids.size - 1)
         return np.where(sorted_ids[at] == ids, within[by_id[at]], -1)
-    row_of, n = snapshot.generation.row_of.get, snapshot.n
-    rows = np.fromiter((row_of(i, -1) for i in ids.tolist()), dtype=np.int64, count=ids.size)
-    rows[rows >= n] = -1
+    table = _live_row_of_id(snapshot)
+    if table is None:  # ids too sparse for a table: the dict, id by id
+        row_of, n = snapshot.generation.row_of.get, snapshot.n
+        rows = np.fromiter((row_of(i, -1) for i in ids.tolist()), dtype=np.int64, count=ids.size)
+        rows[rows >= n] = -1
+        return rows
+    rows = np.full(ids.size, -1, dtype=np.int64)
+    known = (ids >= 0) & (ids < table.size)
+    rows[known] = table[ids[known]]
     return rows
+
+
+def _live_row_of_id(snapshot: Snapshot) -> Optional[np.ndarray]:
+    """id -> row of its live version in the snapshot (-1: none), as a table over ids, built once
+    per (row count, live version); None when the ids are too sparse for a table."""
+    def build() -> Optional[np.ndarray]:
+        live_rows = np.flatnonzero(snapshot.live)
+        if live_rows.size == 0:
+            return frozen(np.full(0, -1, dtype=np.int64))
+        live_ids = snapshot.ids[live_rows]
+        top = int(live_ids.max())
+        if top > _ID_TABLE_ROWS_FACTOR * snapshot.n + _ID_TABLE_MIN:
+            return None
+        table = np.full(top + 1, -1, dtype=np.int64)
+        table[live_ids] = live_rows
+        return frozen(table)
+
+    return snapshot.generation.derived.get_or_compute("live_row_of_id", (snapshot.n, snapshot.live_version), build)
 
 
 _INDEPENDENT = {
@@ -783,12 +907,16 @@ def generator_rank(
     if name == "relevance":
         return core.rank_of(row)
     if name == "dense":
-        return _rank_among(rows, (snapshot.embeddings[rows] @ cue.vector).astype(np.float64), row)
+        # the dense generator's own kernel and tie rule over every eligible row (a cosine taken any
+        # other way can order near-ties differently from the admissions)
+        subset = None if eligible.all_rows else rows
+        ordered = np.asarray(_core.prefilter(snapshot.embeddings, cue.vector, rows.size, subset).ids, dtype=np.int64)
+        position = np.flatnonzero(ordered == row)
+        return int(position[0]) + 1 if position.size else None
     if name == "bm25":
         if not cue.text:
             return None
-        generation = snapshot.generation
-        scores = generation.lexical.scores_of_rows(generation.texts, cue.text, eligible.mask)
+        scores = cue_lexical_scores(snapshot, cue, eligible)  # the recall's own scores (its trace)
         if scores[row] <= 0:
             return None
         matched = rows[scores[rows] > 0]

@@ -47,6 +47,8 @@ bm25_params               default  the ``default`` preset's :class:`~fieldrank.b
 relevance_params          default  the ``default`` preset's :class:`~fieldrank.temporal.TemporalParams`
 bm25_delta_min_docs       1024     the BM25 delta may hold this many documents ...
 bm25_delta_fraction       0.125    ... or this share of the main index, whichever is larger
+infer_cue_entities        True     without ``cue_entities``, the store's entity labels the cue text names (whole
+                                   words, longest first) count as the cue's entities
 ========================  =======  ===========================================================
 
 ``relevance_params`` and ``bm25_params`` default to the calibrated ``default`` preset
@@ -147,6 +149,7 @@ DEFAULT_RERANK_OPERATOR = "cfsr"
 DEFAULT_ISOLATED_SELF_SUPPORT = True
 DEFAULT_BM25_DELTA_MIN_DOCS = 1024
 DEFAULT_BM25_DELTA_FRACTION = 0.125
+DEFAULT_INFER_CUE_ENTITIES = True
 
 _QUOTA_FIELDS = (
     "relevance_quota", "dense_quota", "bm25_quota", "tag_quota", "temporal_quota", "importance_quota", "graph_quota",
@@ -209,6 +212,7 @@ class MemoryParams:
     relevance_params: TemporalParams = DEFAULT_RELEVANCE_PARAMS
     bm25_delta_min_docs: int = DEFAULT_BM25_DELTA_MIN_DOCS
     bm25_delta_fraction: float = DEFAULT_BM25_DELTA_FRACTION
+    infer_cue_entities: bool = DEFAULT_INFER_CUE_ENTITIES
 
     def __post_init__(self) -> None:
         def check(name: str, check_field: Any, **bounds: Any) -> None:
@@ -228,6 +232,7 @@ class MemoryParams:
             check(name, _v.real, low=0.0, high=1.0, low_open=True)
         check("retrieval_half_life_days", _v.real, low=0.0, low_open=True)
         check("isolated_self_support", _v.flag)
+        check("infer_cue_entities", _v.flag)
         _v.one_of(self.rerank_operator, "MemoryParams.rerank_operator", RERANK_OPERATORS)
         _v.instance_of(self.bm25_params, "MemoryParams.bm25_params", BM25Params)
         if not isinstance(self.relevance_params, TemporalParams):

@@ -49,8 +49,10 @@ GENERATORS: tuple[str, ...] = ("relevance", "dense", "bm25", "tag", "temporal", 
 PROTECTING_MODES: tuple[str, ...] = ("hybrid", "full", "rerank")
 #: Which generators each mode runs. ``rerank`` builds the ``full`` union, then reranks it.
 MODE_GENERATORS: dict[str, tuple[str, ...]] = {
-    # The relevance core is itself the hybrid (BM25 + cosine) scorer: no second dense or BM25 scan.
-    "hybrid": ("relevance", "importance"),
+    # The seed's HYBRID: the relevance core (the ``default`` scorer) plus the independent signals it
+    # blends, dense and BM25, each with its own quota, and the protected tier: a memory that plain
+    # cosine top-k or BM25 top-k would return is never lost before fusion (issue 24).
+    "hybrid": ("relevance", "dense", "bm25", "importance"),
     "vector": ("dense",),
     "keyword": ("bm25",),
     "full": GENERATORS,

@@ -191,7 +191,7 @@ def _entity_inputs(snapshot: Snapshot, rows: np.ndarray, cue: Cue) -> tuple[np.n
     """For a cue with entities: each candidate's share of them, and whether it is about any entity."""
     labels = snapshot.generation.entities
     entity_share = label_containment(labels, rows, cue.entities)
-    return entity_share, np.fromiter((bool(labels[r]) for r in rows.tolist()), dtype=bool, count=rows.size)
+    return entity_share, snapshot.has_entities[rows]
 
 
 def fuse(snapshot: Snapshot, rows: np.ndarray, cue: Cue, activation: np.ndarray, relevance_by_row: np.ndarray,
@@ -248,8 +248,7 @@ def fuse_reference(snapshot: Snapshot, rows: np.ndarray, cue: Cue, activation: n
     entity_share = label_containment(snapshot.generation.entities, rows, cue.entities)
     entity = 1.0 + params.entity_boost * entity_share
     if cue.entities:
-        labels = snapshot.generation.entities
-        other_entity = np.fromiter((bool(labels[r]) for r in rows.tolist()), dtype=bool, count=rows.size)
+        other_entity = snapshot.has_entities[rows]
         entity[other_entity & (entity_share == 0)] = 1.0 - params.entity_boost
     relevance = np.asarray(relevance, dtype=np.float64)
     score = relevance + (importance_term - 1.0) + (tag_term - 1.0) + (graph - 1.0) + (entity - 1.0) + (valence - 1.0)

@@ -47,7 +47,7 @@ import threading
 import time
 import warnings
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from types import MappingProxyType
 from typing import Any, Mapping, Optional, Union
 
@@ -61,7 +61,8 @@ from ._file_check import check_embedding_values
 from ._columns import Generation, RowBatch, Snapshot
 from ._gates import Eligibility, GateSpec, eligible_rows, failed_gates, passes_union_gates
 from ._columns import NO_MEMORY
-from ._generators import Admissions, Cue, LinkIndex, Relevance, by_cue_z, generate, generator_rank, relevance_core
+from ._generators import (Admissions, Cue, LinkIndex, Relevance, by_cue_z, generate, generator_rank,
+                          mentioned_entities, relevance_core)
 from ._params import DEFAULT_PARAMS, MemoryParams
 from ._persistence import SYNCHRONOUS_MODES, SqliteBackend, StoreIOError, encode_labels
 from ._provenance import Hit, RecallResult, ScoreFactors, WhyNot, dominant_factor, weakest_factor
@@ -225,9 +226,7 @@ def _rank_other_entities_below_the_cues(snapshot: Snapshot, factors: FactorArray
     No-op without cue entities or without a candidate about them.
     """
     about_cue = factors.entity_containment > 0
-    labels = snapshot.generation.entities
-    has_entities = np.fromiter((bool(labels[r]) for r in factors.rows.tolist()), dtype=bool, count=factors.rows.size)
-    other = has_entities & ~about_cue  # about entities, none of them the cue's
+    other = snapshot.has_entities[factors.rows] & ~about_cue  # about entities, none of them the cue's
     if not about_cue.any() or not other.any():
         return factors
     ceiling = float(factors.score[about_cue].max()) - margin
@@ -246,14 +245,18 @@ def _rank_superseded_below_replacements(snapshot: Snapshot, factors: FactorArray
     if not (replaced_by != NO_MEMORY).any():
         return factors
     score = factors.score.copy()
-    position_of = {int(row): i for i, row in enumerate(rows.tolist())}
-    stale = np.flatnonzero(replaced_by != NO_MEMORY).tolist()
-    for _ in range(len(stale)):  # at most one pass per link of the longest chain
+    stale_positions = np.flatnonzero(replaced_by != NO_MEMORY)
+    # each stale candidate's replacement among the candidates (rows are sorted): position or -1
+    replacement_rows = np.fromiter((-1 if (r := snapshot.row_of(int(i))) is None else r
+                                    for i in replaced_by[stale_positions].tolist()),
+                                   dtype=np.int64, count=stale_positions.size)
+    at = np.minimum(np.searchsorted(rows, replacement_rows), rows.size - 1)
+    found = (replacement_rows >= 0) & (rows[at] == replacement_rows)
+    pairs = list(zip(stale_positions[found].tolist(), at[found].tolist()))
+    for _ in range(len(pairs)):  # at most one pass per link of the longest chain
         changed = False
-        for i in stale:
-            replacement = snapshot.row_of(int(replaced_by[i]))
-            j = position_of.get(replacement) if replacement is not None else None
-            if j is not None and score[i] > score[j] - margin:
+        for i, j in pairs:
+            if score[i] > score[j] - margin:
                 score[i] = score[j] - margin
                 changed = True
         if not changed:
@@ -387,6 +390,71 @@ class _Scored:
     rerank: bool
     core: Relevance
     reserved: frozenset  # positions into factors.rows that hold a reserved protected slot
+
+
+def recall_trace(snapshot: Snapshot, cue: Cue, gates: GateSpec, mode: str, k: int, params: MemoryParams,
+                 links: LinkIndex, fusion_params) -> _Scored:
+    """The one recall pipeline: a pure function of (snapshot, cue, gates, mode, k, params, links).
+
+    Returns the trace (:class:`_Scored`): the eligibility, every generator's admissions, the gated
+    union with its factors, the final order and the reserved slots. :meth:`MemoryStore.recall`
+    turns it into hits; :meth:`MemoryStore.why_not` reads the same trace (and, for a memory no
+    generator admitted, the generator orders the trace's own scores give), so the two never
+    disagree, at near-ties included.
+    """
+    if cue.infer_entities and params.infer_cue_entities and cue.text:
+        named = mentioned_entities(snapshot, cue.text)
+        if named:
+            cue = replace(cue, entities=named, derived={})
+    eligible = eligible_rows(snapshot, gates)
+    generators = MODE_GENERATORS[mode]
+    core = relevance_core(snapshot, cue, eligible, params,
+                          params.quota("relevance") if "relevance" in generators else 0)
+    admissions = generate(snapshot, cue, eligible, generators, params, links, core)
+    union = _with_replacements(snapshot, admissions.union(), eligible.mask)
+    union = union[passes_union_gates(snapshot, union, gates)]
+    factors = fuse(snapshot, union, cue, admissions.activation_of(union), core.by_row, params,
+                   fusion_params)
+    if cue.entities:
+        factors = _rank_other_entities_below_the_cues(snapshot, factors, params.other_entity_margin)
+    factors = _rank_superseded_below_replacements(snapshot, factors, params.superseded_margin)
+    ids = snapshot.ids[union]
+    rerank = mode == "rerank" and union.size > 0
+    if rerank:
+        pool_ids = np.arange(union.size, dtype=np.int64)
+        vectors = np.ascontiguousarray(snapshot.embeddings[union])
+        fused = factors.score.astype(np.float32)
+        if params.rerank_operator == "cfsr":
+            ranking = cfsr_pool(pool_ids, vectors, cue.vector, union.size, sims=fused)
+        else:
+            ranking = cfs_pool(pool_ids, vectors, cue.vector, union.size, sims=fused)
+        order = np.asarray(ranking.ids, dtype=np.int64)
+        position_scores = np.empty(union.size)
+        position_scores[order] = np.asarray(ranking.scores, dtype=np.float64)
+    else:
+        order = np.lexsort((ids, -factors.score))
+        position_scores = factors.score
+    reserved: frozenset = frozenset()
+    slots = int(params.protected_share * k)
+    if mode in PROTECTING_MODES and slots > 0:
+        tier = admissions.by_generator.get("importance", np.empty(0, np.int64))
+        held = cue.derived.get("by_cue_z")  # the protected tier's order by z, kept by protected_tier
+        if (held is not None and held[0] is snapshot and held[1].size == tier.size
+                and _held_in_sorted(union, held[1]).all()):
+            # the whole tier was admitted (tier is a permutation of its sorted rows) and every
+            # row of it is a candidate: by_cue_z of those rows is the order already held
+            tier_rows, z = held[2], held[3]
+        else:
+            tier_rows, z = by_cue_z(snapshot, cue, tier[_held_in_sorted(union, tier)])
+        # the cue-conditioned gate: only a durable memory whose similarity to this cue is
+        # unusual for it (memory-side z >= protected_min_z) may hold a reserved slot
+        chosen = np.searchsorted(union, tier_rows[z >= params.protected_min_z][:slots])
+        if chosen.size and order.size > k:
+            order, entering = _core.memory_reserve_slots(order, chosen, k)  # = _reserve_protected_slots
+            reserved = frozenset(entering.tolist())
+    return _frozen(_Scored, {"snapshot": snapshot, "cue": cue, "eligible": eligible, "admissions": admissions,
+                             "factors": factors, "order": order, "ranking_scores": position_scores[order],
+                             "rerank": rerank, "core": core, "reserved": reserved})
 
 
 class MemoryStore:
@@ -1205,6 +1273,7 @@ class MemoryStore:
             vector=vector,
             tags=frozenset(check_labels(cue_tags, "cue_tags")) | required,
             entities=frozenset(check_labels(cue_entities, "cue_entities")),
+            infer_entities=cue_entities is None,
             valence=None if cue_valence is None else check_valence(cue_valence, "cue_valence"),
             time=at if cue_time is None else check_timestamp(cue_time, "cue_time"),
             at_time=at,
@@ -1212,56 +1281,7 @@ class MemoryStore:
         return cue, gates
 
     def _score(self, snapshot: Snapshot, cue: Cue, gates: GateSpec, mode: str, k: int) -> _Scored:
-        params = self._params
-        eligible = eligible_rows(snapshot, gates)
-        generators = MODE_GENERATORS[mode]
-        core = relevance_core(snapshot, cue, eligible, params,
-                              params.quota("relevance") if "relevance" in generators else 0)
-        admissions = generate(snapshot, cue, eligible, generators, params, self._link_index, core)
-        union = _with_replacements(snapshot, admissions.union(), eligible.mask)
-        union = union[passes_union_gates(snapshot, union, gates)]
-        factors = fuse(snapshot, union, cue, admissions.activation_of(union), core.by_row, params,
-                       self._fusion_params)
-        if cue.entities:
-            factors = _rank_other_entities_below_the_cues(snapshot, factors, params.other_entity_margin)
-        factors = _rank_superseded_below_replacements(snapshot, factors, params.superseded_margin)
-        ids = snapshot.ids[union]
-        rerank = mode == "rerank" and union.size > 0
-        if rerank:
-            pool_ids = np.arange(union.size, dtype=np.int64)
-            vectors = np.ascontiguousarray(snapshot.embeddings[union])
-            fused = factors.score.astype(np.float32)
-            if params.rerank_operator == "cfsr":
-                ranking = cfsr_pool(pool_ids, vectors, cue.vector, union.size, sims=fused)
-            else:
-                ranking = cfs_pool(pool_ids, vectors, cue.vector, union.size, sims=fused)
-            order = np.asarray(ranking.ids, dtype=np.int64)
-            position_scores = np.empty(union.size)
-            position_scores[order] = np.asarray(ranking.scores, dtype=np.float64)
-        else:
-            order = np.lexsort((ids, -factors.score))
-            position_scores = factors.score
-        reserved: frozenset = frozenset()
-        slots = int(params.protected_share * k)
-        if mode in PROTECTING_MODES and slots > 0:
-            tier = admissions.by_generator.get("importance", np.empty(0, np.int64))
-            held = cue.derived.get("by_cue_z")  # the protected tier's order by z, kept by protected_tier
-            if (held is not None and held[0] is snapshot and held[1].size == tier.size
-                    and _held_in_sorted(union, held[1]).all()):
-                # the whole tier was admitted (tier is a permutation of its sorted rows) and every
-                # row of it is a candidate: by_cue_z of those rows is the order already held
-                tier_rows, z = held[2], held[3]
-            else:
-                tier_rows, z = by_cue_z(snapshot, cue, tier[_held_in_sorted(union, tier)])
-            # the cue-conditioned gate: only a durable memory whose similarity to this cue is
-            # unusual for it (memory-side z >= protected_min_z) may hold a reserved slot
-            chosen = np.searchsorted(union, tier_rows[z >= params.protected_min_z][:slots])
-            if chosen.size and order.size > k:
-                order, entering = _core.memory_reserve_slots(order, chosen, k)  # = _reserve_protected_slots
-                reserved = frozenset(entering.tolist())
-        return _frozen(_Scored, {"snapshot": snapshot, "cue": cue, "eligible": eligible, "admissions": admissions,
-                                 "factors": factors, "order": order, "ranking_scores": position_scores[order],
-                                 "rerank": rerank, "core": core, "reserved": reserved})
+        return recall_trace(snapshot, cue, gates, mode, k, self._params, self._link_index, self._fusion_params)
 
     def _hits(self, scored: _Scored, positions: Sequence[int], ranks: dict[int, dict[str, int]]) -> tuple[Hit, ...]:
         """Hits with full provenance for the given positions of ``scored.order`` (the returned k, or
