@@ -539,27 +539,31 @@ def _score_matrix(params: BM25Params, token_ids: Sequence[Sequence[int]], n_term
     non-occurrence score for ``"bm25l"``/``"bm25+"``) rounded to float32.
     """
     lengths = np.fromiter((len(d) for d in token_ids), dtype=np.int64, count=len(token_ids))
-    total = int(lengths.sum())
-    flat = np.fromiter(itertools.chain.from_iterable(token_ids), dtype=np.int64, count=total)
-    width = np.int64(max(n_terms, 1))
-    pairs, tf = np.unique(np.repeat(np.arange(lengths.size, dtype=np.int64), lengths) * width + flat,
+    flat = (np.concatenate([np.asarray(d, dtype=np.int64) for d in token_ids]) if len(token_ids)
+            else np.empty(0, dtype=np.int64))
+    # (term, document) pairs, term-major: np.unique sorts them in CSC order and counts the repeats.
+    width = np.int64(max(lengths.size, 1))
+    pairs, tf = np.unique(flat * width + np.repeat(np.arange(lengths.size, dtype=np.int64), lengths),
                           return_counts=True)
-    docs, terms = pairs // width, pairs % width
+    terms, docs = pairs // width, pairs % width
     stats = _statistics(lengths, terms, n_terms) if statistics is None else statistics
     df = np.asarray(stats.document_frequency[:n_terms], dtype=np.int64)
     method, k1, b, delta = params.method, params.k1, params.b, params.delta
     tfc = _TFC[method](tf.astype(_SCORE_DTYPE), lengths[docs], stats.average_length, k1, b, delta)
-    entries = _per_term(method, df, stats.n_docs)[terms] * tfc
+    counts = np.bincount(terms, minlength=n_terms)
+    present = np.flatnonzero(counts)  # idf of the terms these documents hold (a delta holds few)
+    idf = np.zeros(n_terms, dtype=_SCORE_DTYPE)
+    idf[present] = _per_term(method, df[present], stats.n_docs)
+    entries = idf[terms] * tfc
     nonoccurrence = None
     if method in _NONOCCURRENCE_METHODS:
         # bm25s: tfc of a term absent from a document of average length; entries are relative to it.
         absent = _TFC[method](0, stats.average_length, stats.average_length, k1, b, delta)
         nonoccurrence = _per_term(method, df, stats.n_docs, absent)
         entries = entries - nonoccurrence[terms]
-    order = np.lexsort((docs, terms))  # CSC: by term, then document
     indptr = np.zeros(n_terms + 1, dtype=np.int64)
-    np.cumsum(np.bincount(terms, minlength=n_terms), out=indptr[1:])
-    return _Matrix(entries[order].astype(_SCORE_DTYPE), docs[order].astype(np.int32), indptr, nonoccurrence)
+    np.cumsum(counts, out=indptr[1:])
+    return _Matrix(entries.astype(_SCORE_DTYPE), docs.astype(np.int32), indptr, nonoccurrence)
 
 
 def _add_scaled(a: _Matrix, b: _Matrix, weight: float, n_docs: int) -> _Matrix:

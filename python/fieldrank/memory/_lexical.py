@@ -31,10 +31,11 @@ by the package's one tokenizer (:class:`fieldrank._tokenizer.Tokenizer`; their t
 sets (document frequencies, total length, N) are updated by what changed. An addition re-expands
 at most ``context_window`` memories on each side of its position (appending: the ones before it).
 
-Scores. The delta is a small BM25 matrix over its memories, made by the main index's own build
-(``fieldrank.bm25._index_matrix``, expansion included) against the current statistics of the
-whole corpus, and scored by the same native scorer (``fieldrank.bm25._matrix_scores``: float32
-sums over query terms in query order): with every memory in the delta (a store below
+Scores. A query scores the delta memories that share a term with it as a small BM25 matrix, made
+by the main index's own build (``fieldrank.bm25._index_matrix``, expansion included) against the
+current statistics of the whole corpus (an entry depends only on its document and those), and
+scored by the same native scorer (``fieldrank.bm25._matrix_scores``: float32 sums over query terms
+in query order): with every memory in the delta (a store below
 ``bm25_delta_min_docs``), or right after a rebuild, the leg's scores equal ``BM25Index.scores`` over
 the live memories bit for bit (tested). The main index keeps the statistics of its last build:
 its scores drift from the exact ones by at most the delta's share of the corpus
@@ -43,7 +44,8 @@ its scores drift from the exact ones by at most the delta's share of the corpus
 tokens and the delta emptied.
 
 Costs. Adding is O(1) (nothing happens until the next lexical query). A query costs one
-``BM25Index.scores`` plus O(delta postings) numpy work. Catching up costs one tokenization of the
+``BM25Index.scores`` plus O(delta tokens) to find the delta memories sharing a query term
+and the build and native scoring of those. Catching up costs one tokenization of the
 new rows and O(window) re-expansions per change (plus an O(n) insertion into the id order); a
 rebuild is a full build, O(N), once per ``bm25_delta_fraction · N`` changes: O(1) amortised.
 
@@ -60,7 +62,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from .._tokenizer import Tokenizer
-from ..bm25 import BM25Index, _context_token_ids, _index_matrix, _matrix_scores, _postings_sorted, _Statistics
+from ..bm25 import BM25Index, _context_token_ids, _index_matrix, _matrix_scores, _Statistics
 from ._params import MemoryParams
 
 __all__ = ["LexicalLeg"]
@@ -142,8 +144,8 @@ class LexicalLeg:
         self._main_doc = np.empty(0, dtype=np.int64)  # main document of each row (_NO_DOC: none)
         #: Delta rows -> (own tokens, context tokens or None without expansion).
         self._delta: dict[int, tuple[np.ndarray, Optional[np.ndarray]]] = {}
-        #: The delta's matrix (rows, native arrays, terms), made at the next query after a change.
-        self._delta_matrix: Optional[tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray, bool], int]] = None
+        #: (row, term) of the delta's tokens (``_delta_postings``), made at the next query after a change.
+        self._delta_tokens: Optional[tuple[np.ndarray, np.ndarray]] = None
         #: Number of main-index builds so far (for tests and diagnostics).
         self.rebuilds = 0
 
@@ -179,7 +181,6 @@ class LexicalLeg:
                 old = getattr(self, name)
                 grown[: old.size] = old
                 setattr(self, name, grown)
-        self._delta_matrix = None
         return out
 
     def _count(self, documents: Sequence[Any], sign: int, context: bool) -> None:
@@ -196,7 +197,6 @@ class LexicalLeg:
         first = np.ones(pairs.size, dtype=bool)
         first[1:] = pairs[1:] != pairs[:-1]
         df += sign * np.bincount(pairs[first] % width, minlength=df.size)  # each document counts a term once
-        self._delta_matrix = None  # the delta scores against these statistics
         length = sign * total
         if context:
             self._context_length += length
@@ -219,7 +219,7 @@ class LexicalLeg:
             self._delta.pop(row, None)
         else:
             self._delta[row] = document
-        self._delta_matrix = None
+        self._delta_tokens = None
         if row < self._main_doc.size and self._main_doc[row] != _NO_DOC:
             self._main_fresh[self._main_doc[row]] = False
             self._main_version += 1
@@ -341,7 +341,7 @@ class LexicalLeg:
         self._count(own, +1, context=False)
         if contexts is not None:
             self._count(contexts, +1, context=True)
-        self._delta, self._delta_matrix = {}, None
+        self._delta, self._delta_tokens = {}, None
         self._main_doc = np.full(n_rows, _NO_DOC, dtype=np.int64)
         if self._own_length == 0:
             # No live row holds an indexable token: there is nothing to index (no delta either).
@@ -358,36 +358,43 @@ class LexicalLeg:
         self.rebuilds += 1
 
     # ------------------------------------------------------------------ scoring
-    def _delta_index(self) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray, bool], int]:
-        """(rows, native matrix, terms) of the delta: the one build over its documents, against the
-        current statistics of the whole corpus (made again after any change, at the next query)."""
-        if self._delta_matrix is None:
+    def _delta_postings(self) -> tuple[np.ndarray, np.ndarray]:
+        """(row, term) of every token of the delta's documents (context documents with expansion: they
+        hold the own tokens too), to find the delta rows sharing a query term; made again after a change."""
+        if self._delta_tokens is None:
             rows = sorted(self._delta)
-            n_terms, n_docs = len(self._vocabulary), int(self._order_rows.size)
-            own = _Statistics(self._own_df[:n_terms], n_docs, np.float64(self._own_length) / np.float64(n_docs))
-            documents = [self._delta[r] for r in rows]
-            contexts, statistics = None, (own, own)
-            if self._window > 0:
-                contexts = [context for _, context in documents]
-                statistics = (own, _Statistics(self._context_df[:n_terms], n_docs,
-                                               np.float64(self._context_length) / np.float64(n_docs)))
-            matrix = _index_matrix(self._bm25_params, [tokens for tokens, _ in documents], n_terms, contexts,
-                                   statistics)
-            arrays = (matrix.data, matrix.indices, matrix.indptr, _postings_sorted(matrix.indices, matrix.indptr))
-            self._delta_matrix = (np.asarray(rows, dtype=np.int64), arrays, n_terms)
-        return self._delta_matrix
+            documents = [self._delta[r][1] if self._window > 0 else self._delta[r][0] for r in rows]
+            sizes = np.fromiter((d.size for d in documents), dtype=np.int64, count=len(documents))
+            terms = np.concatenate(documents) if documents else np.empty(0, dtype=np.int64)
+            self._delta_tokens = (np.repeat(np.asarray(rows, dtype=np.int64), sizes), terms.astype(np.int64))
+        return self._delta_tokens
 
     def _delta_scores(self, query_terms: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-        """Scores of the delta rows below ``n`` sharing a term with the query (exact, current statistics)."""
+        """Scores of the delta rows below ``n`` sharing a term with the query (exact, current statistics).
+
+        Those rows' BM25 matrix, made by the main index's build against the current statistics of the
+        whole corpus (an entry depends only on its document and those statistics), scored natively.
+        """
         if not self._delta or query_terms.size == 0:
             return _empty()
-        rows, arrays, n_terms = self._delta_index()
-        query_terms = query_terms[query_terms < n_terms]  # a term newer than the delta's matrix: no entry
-        if query_terms.size == 0:
+        rows, terms = self._delta_postings()
+        hit = np.unique(rows[np.isin(terms, query_terms)])
+        hit = hit[hit < n]
+        if hit.size == 0:
             return _empty()
-        scores = _matrix_scores(arrays, None, rows.size, [query_terms])[0]
-        keep = (scores > 0) & (rows < n)
-        return rows[keep], scores[keep]
+        n_terms, n_docs = len(self._vocabulary), int(self._order_rows.size)
+        own = _Statistics(self._own_df[:n_terms], n_docs, np.float64(self._own_length) / np.float64(n_docs))
+        documents = [self._delta[r] for r in hit.tolist()]
+        contexts, statistics = None, (own, own)
+        if self._window > 0:
+            contexts = [context for _, context in documents]
+            statistics = (own, _Statistics(self._context_df[:n_terms], n_docs,
+                                           np.float64(self._context_length) / np.float64(n_docs)))
+        matrix = _index_matrix(self._bm25_params, [tokens for tokens, _ in documents], n_terms, contexts, statistics)
+        # The build writes each term's postings in increasing document order.
+        scores = _matrix_scores((matrix.data, matrix.indices, matrix.indptr, True), None, hit.size, [query_terms])[0]
+        keep = scores > 0
+        return hit[keep], scores[keep]
 
     def _kept_main_rows(self, n: int) -> tuple[np.ndarray, bool]:
         """Which main documents a query over rows ``[0, n)`` reads (unchanged, below n), and whether
