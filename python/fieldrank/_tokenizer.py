@@ -106,9 +106,14 @@ class Tokenizer:
         return split, dict(zip(distinct, stems))
 
     def tokens(self, texts: Sequence[str]) -> list[list[str]]:
-        """Each text's tokens (stemmed, repeats kept, in text order)."""
-        split, stem_of = self._split(texts)
-        return [[stem_of[t] for t in tokens] for tokens in split]
+        """Each text's tokens (stemmed, repeats kept, in text order): the query path, a text at a time
+        (a stem depends on its token only, so this equals :meth:`ids`'s stemming of distinct tokens)."""
+        lower, stop, stem = self._lowercase, self._stopwords, self._stem
+        out = []
+        for text in texts:
+            tokens = [t for t in _SPLIT(text.lower() if lower else text) if t not in stop]
+            out.append(list(stem(tokens)) if stem is not None and tokens else tokens)
+        return out
 
     def ids(self, texts: Sequence[str], vocabulary: dict[str, int]) -> list[np.ndarray]:
         """Each text's tokens as int64 ids into ``vocabulary``; a new token joins it (id = its size).
