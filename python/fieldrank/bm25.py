@@ -1,9 +1,14 @@
-"""Lexical leg: BM25 on the ``bm25s`` sparse-matrix library.
+"""Lexical leg: eager sparse BM25 (the ``bm25s`` model, its numbers bit for bit).
 
-The scoring itself is done by ``bm25s`` (eager sparse BM25, numpy backend); this module
-only fixes the tokenizer (lower-casing, English stop words, Snowball stemming through
-PyStemmer), keeps the BM25 parameters in one frozen dataclass, and turns the per-document
-score vector of ``bm25s`` into rankings with the package's rules.
+The index is a term x document score matrix (CSC: one column of postings per term) holding
+each (document, term) entry's BM25 score, so a query's scores are sums of its terms' columns.
+This module owns every step of it: the tokenizer (:mod:`fieldrank._tokenizer`: lower-casing,
+stop words, Snowball stemming through PyStemmer; one for corpus, queries and the memory
+store), the build (:func:`_score_matrix`, numpy: ``bm25s``'s formulas and float32 rounding,
+neighbour-text expansion and the memory store's delta included) and the scorer (native,
+``_core.bm25_scores_batch``). ``bm25s`` (public API only) holds the arrays for its
+``save``/``load`` file format and supplies the stop-word lists; the tests hold every score
+to ``bm25s`` itself, bit for bit.
 
 Ranking rules
 -------------
@@ -34,15 +39,15 @@ where ``BM25_self`` is BM25 over the documents as given and ``BM25_context`` is 
 k1, b, method and tokenizer) over *context documents*: document ``i`` followed by its neighbours
 ``i ± 1 … i ± w`` that share its session key (``sessions=``: an int array or a
 :class:`fieldrank.temporal.Timeline`; without one, corpus order is one session). The two
-matrices share one vocabulary and are added term by term at index time, so the index is one
-bm25s matrix (saved and loaded as before) and a query costs one sparse pass, as without
+matrices share one vocabulary and are added term by term at index time (:func:`_add_scaled`,
+numpy), so the index is one matrix (saved and loaded as before) and a query costs one sparse pass, as without
 expansion. A document's own words count in both terms, so they are weighted up against the
 neighbours' (a plain join of neighbours and self, without the first term, lost 1–1.6 NDCG
 points on LoCoMo; see ``docs/results/``). ``context_window = 0`` (the default) is plain BM25.
 
 Batches
 -------
-:meth:`BM25Index.top_batch` tokenizes all queries in one ``bm25s.tokenize`` call and
+:meth:`BM25Index.top_batch` tokenizes all queries in one call and
 computes each query with exactly the code of :meth:`BM25Index.top` (one query per thread),
 so its results are bit-identical to the single form for any ``n_threads``.
 ``bm25s.BM25.retrieve`` is not used for the selection: it breaks ties arbitrarily
@@ -61,13 +66,13 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import os
-import re
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, NamedTuple, Optional, Union
 
 import bm25s
 import numpy as np
@@ -75,6 +80,7 @@ import Stemmer
 
 from . import _core
 from . import _validation as _v
+from ._tokenizer import STOPWORD_LISTS, Tokenizer
 from ._api import public_dir
 
 __all__ = [
@@ -126,8 +132,6 @@ _LOADED_FILENAMES = (
 )
 
 _SCORE_DTYPE = np.float32
-#: bm25s.tokenize's default token pattern (scikit-learn's CountVectorizer), which the corpus is tokenized with.
-_BM25S_TOKEN_PATTERN = r"(?u)\b\w\w+\b"
 _ID_DTYPE = np.int64
 #: bm25s backend: plain numpy, so scores do not depend on whether numba is installed.
 _BM25S_BACKEND = "numpy"
@@ -258,8 +262,8 @@ class BM25Params:
     method : str, default "lucene"
         bm25s scoring variant, one of :data:`BM25_METHODS`.
     stopwords : str or None, default "en"
-        Stop-word list name understood by ``bm25s.tokenize`` (``"en"``, ``"english"``,
-        ``"de"``, ...), or None for no stop-word removal.
+        Stop-word list name, one of :data:`fieldrank._tokenizer.STOPWORD_LISTS` (``"en"``,
+        ``"english"``, ``"de"``, ...: bm25s's lists), or None for no stop-word removal.
     stemmer_language : str or None, default "english"
         PyStemmer (Snowball) algorithm, one of ``Stemmer.algorithms()``, or None for no
         stemming.
@@ -317,12 +321,9 @@ class BM25Params:
         if not isinstance(self.stopwords, str):
             msg = f"BM25Params.stopwords must be a str or None, got {type(self.stopwords).__name__}"
             raise TypeError(msg)
-        try:
-            # bm25s resolves the list name before looking at any text.
-            bm25s.tokenize([], stopwords=self.stopwords, show_progress=False)
-        except ValueError as exc:
-            msg = f"BM25Params.stopwords {self.stopwords!r} is not a bm25s stop-word list: {exc}"
-            raise ValueError(msg) from None
+        if self.stopwords not in STOPWORD_LISTS:
+            msg = f"BM25Params.stopwords must be one of {tuple(STOPWORD_LISTS)} or None, got {self.stopwords!r}"
+            raise ValueError(msg)
 
     def _check_stemmer_language(self) -> None:
         if self.stemmer_language is None:
@@ -455,62 +456,196 @@ def _context_token_ids(token_ids: Any, sessions: Any, window: int,
     return out
 
 
-def entry_scores(params: BM25Params, tf: np.ndarray, doc_length: np.ndarray, average_length: float,
-                 document_frequency: np.ndarray, n_docs: int) -> np.ndarray:
-    """The score bm25s stores for (document, term) entries, float32, with bm25s's own formulas.
+class _Matrix(NamedTuple):
+    """A BM25 score matrix, terms x documents in CSC form (column ``t``: the postings of term ``t``).
 
-    ``tf`` (term count in the document), ``doc_length`` (tokens in the document) and
-    ``document_frequency`` (documents holding the term) are one value per entry; ``n_docs`` and
-    ``average_length`` are the corpus's. Computed exactly as bm25s's build computes them
-    (``idf`` rounded to float32, the term-frequency component in float64, the product rounded to
-    float32), so a caller scoring documents outside a bm25s matrix (the memory store's delta of
-    recent additions) gets the numbers the matrix would hold. Methods with a non-occurrence
-    score (``"bm25l"``, ``"bm25+"``) are not supported (a matrix entry is then relative to it).
+    ``data`` float32 entry scores, ``indices`` int32 documents (increasing within a column),
+    ``indptr`` int64 column offsets (one per term + 1), ``nonoccurrence`` float32 per term for
+    ``"bm25l"``/``"bm25+"`` (the score every document gets for a query term, added at query
+    time; the entries are relative to it), else None.
     """
-    if params.method in ("bm25l", "bm25+"):
-        msg = f"entry_scores does not support method {params.method!r} (non-occurrence scores)"
-        raise ValueError(msg)
-    idf_of = bm25s.scoring._select_idf_scorer(params.method)
-    frequencies, inverse = np.unique(np.asarray(document_frequency, dtype=np.int64), return_inverse=True)
-    idf = np.asarray([idf_of(int(df), N=n_docs) if df else 0.0 for df in frequencies.tolist()],
-                     dtype=_SCORE_DTYPE)[inverse]
-    tfc = bm25s.scoring._select_tfc_scorer(params.method)(
-        tf_array=np.asarray(tf, dtype=_SCORE_DTYPE), l_d=np.asarray(doc_length, dtype=np.int64),
-        l_avg=np.float64(average_length), k1=params.k1, b=params.b, delta=params.delta)
-    return (idf * tfc).astype(_SCORE_DTYPE)
+
+    data: np.ndarray
+    indices: np.ndarray
+    indptr: np.ndarray
+    nonoccurrence: Optional[np.ndarray]
 
 
-def expanded_entry_scores(params: BM25Params, own: np.ndarray, context: np.ndarray) -> np.ndarray:
-    """Entries of the expanded index: ``own + context_weight · context`` in float32, as :func:`_add_scaled` adds them."""
-    weight = _SCORE_DTYPE(params.context_weight)
-    return (np.asarray(own, dtype=_SCORE_DTYPE) + np.asarray(context, dtype=_SCORE_DTYPE) * weight).astype(_SCORE_DTYPE)
+class _Statistics(NamedTuple):
+    """The corpus statistics a (document, term) entry depends on: document frequency per term,
+    number of documents, average document length (float64, as ``bm25s`` computes it)."""
+
+    document_frequency: np.ndarray
+    n_docs: int
+    average_length: np.floating
 
 
-def _add_scaled(target: bm25s.BM25, other: bm25s.BM25, weight: float) -> None:
-    """``target``'s score matrix (and non-occurrence array) += ``weight`` x ``other``'s.
+# The BM25 variants, as bm25s 0.3 computes them (bm25s/scoring.py, MIT licence), so that every
+# entry equals bm25s's bit for bit (held to bm25s by tests/retriever/test_bm25.py). idf takes
+# Python ints and returns a Python float (math.log: bm25s's libm, not numpy's SIMD log); the
+# term-frequency component takes a float32 ``tf`` array, int64 lengths and a float64 average,
+# and its dtypes follow numpy's promotion exactly as in bm25s (e.g. ``tf * (k1 + 1)`` stays float32).
+def _idf_robertson(df: int, n: int) -> float:
+    inner = (n - df + 0.5) / (df + 0.5)
+    return math.log(max(inner, 1))  # bm25s clamps the ratio at 1 (idf >= 0)
 
-    Both were built over the same vocabulary, so column t is term t in each; BM25 scores are
-    sums over query terms of these entries, hence the sum of the matrices scores as the sum of
-    the two indexes.
+
+_IDF = {
+    "robertson": _idf_robertson,
+    "lucene": lambda df, n: math.log(1 + (n - df + 0.5) / (df + 0.5)),
+    "atire": lambda df, n: math.log(n / df),
+    "bm25l": lambda df, n: math.log((n + 1) / (df + 0.5)),
+    "bm25+": lambda df, n: math.log((n + 1) / df),
+}
+
+
+def _tfc_robertson(tf: Any, l_d: Any, l_avg: Any, k1: float, b: float, delta: float) -> Any:
+    return tf / (k1 * ((1 - b) + b * l_d / l_avg) + tf)
+
+
+def _tfc_atire(tf: Any, l_d: Any, l_avg: Any, k1: float, b: float, delta: float) -> Any:
+    return (tf * (k1 + 1)) / (tf + k1 * (1 - b + b * l_d / l_avg))
+
+
+def _tfc_bm25l(tf: Any, l_d: Any, l_avg: Any, k1: float, b: float, delta: float) -> Any:
+    c = tf / (1 - b + b * l_d / l_avg)
+    return ((k1 + 1) * (c + delta)) / (k1 + c + delta)
+
+
+def _tfc_bm25plus(tf: Any, l_d: Any, l_avg: Any, k1: float, b: float, delta: float) -> Any:
+    return ((k1 + 1) * tf) / (k1 * (1 - b + b * l_d / l_avg) + tf) + delta
+
+
+_TFC = {"robertson": _tfc_robertson, "lucene": _tfc_robertson, "atire": _tfc_atire, "bm25l": _tfc_bm25l,
+        "bm25+": _tfc_bm25plus}
+_NONOCCURRENCE_METHODS = ("bm25l", "bm25+")
+
+
+def _per_term(method: str, df: np.ndarray, n_docs: int, factor: Any = None) -> np.ndarray:
+    """float32 per term: idf (``factor`` None) or idf x ``factor`` (the non-occurrence score);
+    0 for a term no document holds. One ``math.log`` per distinct document frequency."""
+    idf_of = _IDF[method]
+    values, inverse = np.unique(df, return_inverse=True)
+    per_value = [0.0 if v == 0 else (idf_of(v, n_docs) if factor is None else idf_of(v, n_docs) * factor)
+                 for v in values.tolist()]
+    return np.asarray(per_value, dtype=_SCORE_DTYPE)[inverse.reshape(-1)] if df.size else np.zeros(0, _SCORE_DTYPE)
+
+
+def _statistics(lengths: np.ndarray, terms: np.ndarray, n_terms: int) -> _Statistics:
+    """Statistics of a corpus from its document lengths and its distinct (document, term) terms."""
+    n_docs = int(lengths.size)
+    return _Statistics(np.bincount(terms, minlength=n_terms).astype(np.int64), n_docs,
+                       np.float64(int(lengths.sum())) / np.float64(n_docs))
+
+
+def _score_matrix(params: BM25Params, token_ids: Sequence[Sequence[int]], n_terms: int,
+                  statistics: Optional[_Statistics] = None) -> _Matrix:
+    """The BM25 matrix of the documents ``token_ids`` (term ids in ``[0, n_terms)``, repeats counted).
+
+    ``statistics`` (document frequencies, N, average length) default to those of these documents
+    (a whole index); the memory store's delta passes the corpus's. Entries are bm25s's: idf
+    rounded to float32, the term-frequency component in float64, their product (minus the
+    non-occurrence score for ``"bm25l"``/``"bm25+"``) rounded to float32.
     """
-    import scipy.sparse as sp
+    lengths = np.fromiter((len(d) for d in token_ids), dtype=np.int64, count=len(token_ids))
+    flat = (np.concatenate([np.asarray(d, dtype=np.int64) for d in token_ids]) if len(token_ids)
+            else np.empty(0, dtype=np.int64))
+    # (term, document) pairs, term-major: np.unique sorts them in CSC order and counts the repeats.
+    width = np.int64(max(lengths.size, 1))
+    pairs, tf = np.unique(flat * width + np.repeat(np.arange(lengths.size, dtype=np.int64), lengths),
+                          return_counts=True)
+    terms, docs = pairs // width, pairs % width
+    stats = _statistics(lengths, terms, n_terms) if statistics is None else statistics
+    df = np.asarray(stats.document_frequency[:n_terms], dtype=np.int64)
+    method, k1, b, delta = params.method, params.k1, params.b, params.delta
+    tfc = _TFC[method](tf.astype(_SCORE_DTYPE), lengths[docs], stats.average_length, k1, b, delta)
+    counts = np.bincount(terms, minlength=n_terms)
+    present = np.flatnonzero(counts)  # idf of the terms these documents hold (a delta holds few)
+    idf = np.zeros(n_terms, dtype=_SCORE_DTYPE)
+    idf[present] = _per_term(method, df[present], stats.n_docs)
+    entries = idf[terms] * tfc
+    nonoccurrence = None
+    if method in _NONOCCURRENCE_METHODS:
+        # bm25s: tfc of a term absent from a document of average length; entries are relative to it.
+        absent = _TFC[method](0, stats.average_length, stats.average_length, k1, b, delta)
+        nonoccurrence = _per_term(method, df, stats.n_docs, absent)
+        entries = entries - nonoccurrence[terms]
+    indptr = np.zeros(n_terms + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    return _Matrix(entries.astype(_SCORE_DTYPE), docs.astype(np.int32), indptr, nonoccurrence)
 
-    a, b = target.scores, other.scores
-    shape = (a["num_docs"], len(a["indptr"]) - 1)
-    dtype = np.asarray(a["data"]).dtype
-    combined = (sp.csc_matrix((a["data"], a["indices"], a["indptr"]), shape=shape)
-                + sp.csc_matrix((np.asarray(b["data"]) * dtype.type(weight), b["indices"], b["indptr"]),
-                                shape=shape)).tocsc()
-    combined.sort_indices()
-    target.scores = {
-        "data": combined.data.astype(dtype, copy=False),
-        "indices": combined.indices.astype(np.asarray(a["indices"]).dtype, copy=False),
-        "indptr": combined.indptr.astype(np.asarray(a["indptr"]).dtype, copy=False),
-        "num_docs": a["num_docs"],
-    }
-    if target.nonoccurrence_array is not None:
-        target.nonoccurrence_array = (target.nonoccurrence_array
-                                      + dtype.type(weight) * other.nonoccurrence_array).astype(dtype)
+
+def _add_scaled(a: _Matrix, b: _Matrix, weight: float, n_docs: int) -> _Matrix:
+    """``a + weight x b`` over the same terms and documents (neighbour-text expansion).
+
+    Entry by entry in float32: ``a + (weight x b)`` where both hold one, ``a`` or ``weight x b``
+    where one does; entries summing to exactly 0 are left out (as a sparse sum stores them, the
+    build this replaces: ``scipy.sparse``). BM25 scores are sums of these entries over query
+    terms, so the sum scores as the sum of the two indexes.
+    """
+    scale = _SCORE_DTYPE(weight)
+    n_terms = a.indptr.size - 1
+    width = np.int64(max(n_docs, 1))
+
+    def keys(m: _Matrix) -> np.ndarray:
+        return np.repeat(np.arange(n_terms, dtype=np.int64), np.diff(m.indptr)) * width + m.indices
+
+    a_keys, b_keys = keys(a), keys(b)
+    union, inverse = np.unique(np.concatenate([a_keys, b_keys]), return_inverse=True)
+    inverse = inverse.reshape(-1)
+    data = np.zeros(union.size, dtype=_SCORE_DTYPE)
+    data[inverse[: a_keys.size]] = a.data
+    data[inverse[a_keys.size:]] += b.data * scale  # keys are unique within each matrix
+    kept = data != 0
+    union, data = union[kept], data[kept]
+    indptr = np.zeros(n_terms + 1, dtype=np.int64)
+    np.cumsum(np.bincount(union // width, minlength=n_terms), out=indptr[1:])
+    nonoccurrence = None
+    if a.nonoccurrence is not None:
+        nonoccurrence = (a.nonoccurrence + scale * b.nonoccurrence).astype(_SCORE_DTYPE)
+    return _Matrix(data, (union % width).astype(np.int32), indptr, nonoccurrence)
+
+
+def _index_matrix(params: BM25Params, token_ids: Sequence[Sequence[int]], n_terms: int,
+                  context_ids: Optional[Sequence[Sequence[int]]] = None,
+                  statistics: Optional[tuple[_Statistics, _Statistics]] = None) -> _Matrix:
+    """The one build: BM25 of the documents, plus ``context_weight`` x BM25 of their context documents
+    (``context_ids``, neighbour-text expansion) when given. ``statistics``: (own, context) corpus
+    statistics to score against (the memory store's delta); None: the documents' own."""
+    own_stats, context_stats = (None, None) if statistics is None else statistics
+    matrix = _score_matrix(params, token_ids, n_terms, own_stats)
+    if context_ids is not None:
+        context = _score_matrix(params, context_ids, n_terms, context_stats)
+        matrix = _add_scaled(matrix, context, params.context_weight, len(token_ids))
+    return matrix
+
+
+def _matrix_scores(matrix: tuple[np.ndarray, np.ndarray, np.ndarray, bool], nonoccurrence: Optional[np.ndarray],
+                   n_docs: int, token_ids: Sequence[np.ndarray], begin: int = 0, end: Optional[int] = None,
+                   n_threads: int = 1) -> np.ndarray:
+    """The one scorer: (B, end - begin) float32 scores of documents ``begin .. end - 1`` for each
+    query's term ids (``matrix``: data, indices, indptr, postings sorted).
+
+    Native (``_core.bm25_scores_batch``: float32 sums of the query terms' entries in query order,
+    repeats counted, postings read in place, GIL released, one query per thread), bit for bit
+    ``bm25s.BM25.get_scores_from_ids``; a query without a known term scores 0 everywhere.
+    """
+    end = n_docs if end is None else end
+    if len(token_ids) == 1:
+        flat = token_ids[0].astype(np.int64)
+        offsets = np.array([0, flat.size], dtype=np.int64)
+    else:
+        offsets = np.fromiter(itertools.accumulate((ids.size for ids in token_ids), initial=0), dtype=np.int64,
+                              count=len(token_ids) + 1)
+        flat = np.concatenate(token_ids).astype(np.int64) if token_ids else np.empty(0, dtype=np.int64)
+    data, indices, indptr, ordered = matrix
+    scores = _core.bm25_scores_batch(data, indices, indptr, n_docs, offsets, flat, begin, end, ordered, n_threads)
+    if nonoccurrence is not None:
+        # BM25L / BM25+: bm25s adds the query's non-occurrence constant (a float32 sum) last.
+        for row, ids in enumerate(token_ids):
+            if ids.size:
+                scores[row] += nonoccurrence[ids].sum()
+    return scores
 
 
 class BM25Index:
@@ -551,16 +686,10 @@ class BM25Index:
             raise ValueError(msg)
         session_keys = _check_sessions(sessions, len(docs))
         self._params = params
-        self._stemmer = self._make_stemmer(params)
-        corpus_tokens = bm25s.tokenize(
-            docs,
-            lower=params.lowercase,
-            stopwords=params.stopwords,
-            stemmer=self._stemmer,
-            return_ids=True,
-            show_progress=False,
-        )
-        if not corpus_tokens.vocab:
+        self._tokenizer = Tokenizer.of(params)
+        vocab: dict[str, int] = {}
+        token_ids = self._tokenizer.ids(docs, vocab)
+        if not vocab:
             msg = (
                 f"texts ({len(docs)} documents) contain no token after tokenization "
                 f"(lowercase={params.lowercase}, stopwords={params.stopwords!r}); nothing to index"
@@ -568,8 +697,8 @@ class BM25Index:
             raise ValueError(msg)
         context_ids = None
         if params.context_window > 0:
-            context_ids = _context_token_ids(corpus_tokens.ids, session_keys, params.context_window)
-        self._retriever = self._index(params, corpus_tokens.ids, corpus_tokens.vocab, context_ids)
+            context_ids = _context_token_ids(token_ids, session_keys, params.context_window)
+        self._retriever = self._index(params, token_ids, vocab, context_ids)
         self._n_docs = len(docs)
 
     @classmethod
@@ -582,7 +711,7 @@ class BM25Index:
         ----------
         token_ids : sequence of sequences of int
             Each document's tokens as ids into ``vocab``, tokenized with ``params``'s tokenizer
-            (as ``bm25s.tokenize(..., return_ids=True)`` gives them); one document per entry.
+            (as :meth:`fieldrank._tokenizer.Tokenizer.ids` gives them); one document per entry.
         vocab : dict
             Token -> id; ids ``0 … len(vocab) − 1`` (it may hold tokens no document has).
         params : BM25Params
@@ -592,7 +721,7 @@ class BM25Index:
             since the neighbours are the caller's (the memory store's session order).
 
         Scores equal ``BM25Index(texts, params, sessions=...)`` over the same documents and
-        neighbours, bit for bit (the same bm25s build).
+        neighbours, bit for bit (the same build).
         """
         _v.instance_of(params, "params", BM25Params)
         if not token_ids or not vocab:
@@ -606,71 +735,36 @@ class BM25Index:
             raise ValueError(msg)
         obj = cls.__new__(cls)
         obj._params = params
-        obj._stemmer = cls._make_stemmer(params)
+        obj._tokenizer = Tokenizer.of(params)
         obj._retriever = cls._index(params, token_ids, vocab, context_token_ids)
         obj._n_docs = len(token_ids)
         return obj
 
-    @classmethod
-    def _index(cls, params: BM25Params, token_ids, vocab: dict[str, int], context_ids) -> bm25s.BM25:
-        """The bm25s matrix: BM25 of the documents, plus ``context_weight`` x BM25 of the context documents."""
-        retriever = cls._build(params, token_ids, vocab)
-        if context_ids is not None:
-            _add_scaled(retriever, cls._build(params, context_ids, vocab), params.context_weight)
-        return retriever
-
     @staticmethod
-    def _build(params: BM25Params, token_ids: list[list[int]], vocab: dict[str, int]) -> bm25s.BM25:
-        retriever = bm25s.BM25(
-            k1=params.k1,
-            b=params.b,
-            delta=params.delta,
-            method=params.method,
-            backend=_BM25S_BACKEND,
-        )
-        # bm25s adds its empty token to the vocabulary it is given: hand each build its own copy.
-        retriever.index(bm25s.tokenization.Tokenized(ids=token_ids, vocab=dict(vocab)), show_progress=False)
+    def _index(params: BM25Params, token_ids: Sequence[Sequence[int]], vocab: dict[str, int],
+               context_ids: Optional[Sequence[Sequence[int]]]) -> bm25s.BM25:
+        """The matrix of :func:`_index_matrix`, held by a ``bm25s.BM25`` (public attributes
+        ``scores``, ``vocab_dict``, ``nonoccurrence_array``) for its ``save``/``load`` file format."""
+        matrix = _index_matrix(params, token_ids, len(vocab), context_ids)
+        retriever = bm25s.BM25(k1=params.k1, b=params.b, delta=params.delta, method=params.method,
+                               backend=_BM25S_BACKEND)
+        retriever.scores = {"data": matrix.data, "indices": matrix.indices, "indptr": matrix.indptr,
+                            "num_docs": len(token_ids)}
+        # bm25s's vocabulary also holds the empty token, after the terms and without a column.
+        retriever.vocab_dict = {**vocab, "": len(vocab)} if "" not in vocab else dict(vocab)
+        retriever.unique_token_ids_set = set(retriever.vocab_dict.values())
+        retriever.nonoccurrence_array = matrix.nonoccurrence
         return retriever
 
     # ------------------------------------------------------------------ helpers
-    @staticmethod
-    def _make_stemmer(params: BM25Params) -> Stemmer.Stemmer | None:
-        if params.stemmer_language is None:
-            return None
-        return Stemmer.Stemmer(params.stemmer_language)
-
     def _tokenize(self, queries: list[str]) -> list[list[str]]:
-        """Tokenize queries exactly as the corpus was (``bm25s.tokenize``'s rules).
-
-        The same steps as ``bm25s.tokenize(..., return_ids=False)`` (lower-case, its token
-        pattern, stop words dropped, each token stemmed), without its per-call setup (three
-        progress bars, a vocabulary rebuilt per call): tokens are identical (tested).
-        """
-        if not queries:
-            return []
-        split, stopwords, stem = self._query_tokenizer()
-        lower = self._params.lowercase
-        out = []
-        for text in queries:
-            tokens = [t for t in split(text.lower() if lower else text) if t not in stopwords]
-            out.append(list(stem(tokens)) if stem is not None and tokens else tokens)
-        return out
-
-    def _query_tokenizer(self):
-        """(split, stop-word set, stem) of :meth:`_tokenize`, built once per index."""
-        cached = getattr(self, "_query_tokenizer_parts", None)
-        if cached is None:
-            split = re.compile(_BM25S_TOKEN_PATTERN).findall
-            stopwords = frozenset(bm25s.tokenization._infer_stopwords(self._params.stopwords))
-            stemmer = self._stemmer
-            stem = None if stemmer is None else getattr(stemmer, "stemWords", stemmer)
-            cached = self._query_tokenizer_parts = (split, stopwords, stem)
-        return cached
+        """Tokenize queries exactly as the corpus was (:class:`fieldrank._tokenizer.Tokenizer`)."""
+        return self._tokenizer.tokens(queries) if queries else []
 
     def _token_ids(self, tokens: list[str]) -> np.ndarray:
-        """Vocabulary ids of the known tokens (bm25s ``get_tokens_ids``)."""
-        ids = self._retriever.get_tokens_ids(tokens)
-        return np.asarray(ids, dtype=self._retriever.int_dtype)
+        """Vocabulary ids of the known tokens, in query order, repeats kept."""
+        vocab = self._retriever.vocab_dict
+        return np.asarray([vocab[t] for t in tokens if t in vocab], dtype=np.int32)
 
     def _scores_from_ids(self, token_ids: np.ndarray) -> np.ndarray:
         return self._scores_matrix([token_ids], 1)[0]
@@ -678,50 +772,23 @@ class BM25Index:
     def _scores_matrix(self, token_ids: Sequence[np.ndarray], n_threads: int = 1,
                        docs: tuple[int, int] | None = None) -> np.ndarray:
         """(B, N) float32 scores of every document for each query's token ids (``docs=(begin, end)``:
-        of the documents ``begin .. end - 1`` only, (B, end - begin)).
-
-        ``bm25s.BM25.get_scores_from_ids``, bit for bit, in native code (``_core.bm25_scores_batch``:
-        the same float32 additions in the same order, postings read in place, GIL released, one
-        query per thread); a query without a known token scores 0 everywhere. An index whose
-        arrays have other dtypes than bm25s's defaults (float32 data, int32 indices, int64
-        indptr) is scored by bm25s itself.
-        """
+        of the documents ``begin .. end - 1`` only, (B, end - begin)); :func:`_matrix_scores`."""
         begin, end = (0, self._n_docs) if docs is None else docs
-        arrays = self._native_arrays()
-        if arrays is None:
-            rows = [np.zeros(self._n_docs, dtype=_SCORE_DTYPE) if ids.size == 0
-                    else np.asarray(self._retriever.get_scores_from_ids(ids), dtype=_SCORE_DTYPE) for ids in token_ids]
-            full = np.stack(rows) if rows else np.zeros((0, self._n_docs), dtype=_SCORE_DTYPE)
-            return full[:, begin:end]
-        if len(token_ids) == 1:
-            flat = token_ids[0].astype(np.int64)
-            offsets = np.array([0, flat.size], dtype=np.int64)
-        else:
-            offsets = np.fromiter(itertools.accumulate((ids.size for ids in token_ids), initial=0), dtype=np.int64,
-                                  count=len(token_ids) + 1)
-            flat = np.concatenate(token_ids).astype(np.int64) if token_ids else np.empty(0, dtype=np.int64)
-        data, indices, indptr, ordered = arrays
-        scores = _core.bm25_scores_batch(data, indices, indptr, self._n_docs, offsets, flat, begin, end, ordered,
-                                         n_threads)
-        nonoccurrence = self._retriever.nonoccurrence_array
-        if nonoccurrence is not None:
-            # BM25L / BM25+: bm25s adds the query's non-occurrence constant (a float32 sum) last.
-            for b, ids in enumerate(token_ids):
-                if ids.size:
-                    scores[b] += nonoccurrence[ids].sum()
-        return scores
+        return _matrix_scores(self._native_arrays(), self._retriever.nonoccurrence_array, self._n_docs, token_ids,
+                              begin, end, n_threads)
 
-    def _native_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool] | None:
-        """(data, indices, indptr, postings sorted) of the bm25s matrix when the native scorer reads
-        them as they are; checked once per index (it is read-only)."""
+    def _native_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+        """(data, indices, indptr, postings sorted) of the matrix in the native scorer's dtypes
+        (float32, int32, int64: those of every build; a loaded index of other dtypes is converted
+        once); derived once per index (it is read-only)."""
         cached = getattr(self, "_native_arrays_cache", None)
         if cached is None:
             m = self._retriever.scores
-            data, indices, indptr = m["data"], m["indices"], m["indptr"]
-            fits = data.dtype == np.float32 and indices.dtype == np.int32 and indptr.dtype == np.int64
-            cached = self._native_arrays_cache = (
-                (data, indices, indptr, _postings_sorted(indices, indptr)) if fits else False,)
-        return cached[0] or None
+            data = np.asarray(m["data"]).astype(_SCORE_DTYPE, copy=False)
+            indices = np.asarray(m["indices"]).astype(np.int32, copy=False)
+            indptr = np.asarray(m["indptr"]).astype(np.int64, copy=False)
+            cached = self._native_arrays_cache = (data, indices, indptr, _postings_sorted(indices, indptr))
+        return cached
 
     def _overlap_mask(self, token_ids: np.ndarray) -> np.ndarray:
         """Boolean mask of documents containing at least one of ``token_ids``.
@@ -846,8 +913,8 @@ class BM25Index:
     ) -> list[IdsScores]:
         """Top ``k`` documents of each query; equal to ``[top(q, k, ...) for q in queries]``.
 
-        All queries are tokenized in one ``bm25s.tokenize`` call; each query is then scored
-        by bm25s and selected with the code of :meth:`top`, one query per thread.
+        All queries are tokenized in one call; each query is then scored and selected with the
+        code of :meth:`top`, one query per thread.
 
         Parameters
         ----------
@@ -996,7 +1063,7 @@ class BM25Index:
         _check_loaded(path, retriever, n_docs)
         obj = cls.__new__(cls)
         obj._params = params
-        obj._stemmer = cls._make_stemmer(params)
+        obj._tokenizer = Tokenizer.of(params)
         obj._retriever = retriever
         obj._n_docs = n_docs
         return obj

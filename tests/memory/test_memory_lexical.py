@@ -1,4 +1,4 @@
-"""The store's BM25 leg: bm25s main index + brute-force delta of recent additions."""
+"""The store's BM25 leg: main index + delta of recent changes, both held to bm25s."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 from fieldrank.bm25 import BM25Index
 from fieldrank.memory import DEFAULT_PARAMS, MemoryStore
 from fieldrank.memory._lexical import LexicalLeg
+from tests.retriever._bm25s_oracle import Bm25sOracle
 
 SEED = 7
 WORDS = (
@@ -30,13 +31,16 @@ def leg_scores(leg: LexicalLeg, texts: list[str], query: str) -> np.ndarray:
 
 @pytest.mark.parametrize("window", [0, 1, 2])
 def test_delta_scores_equal_bm25s_scores(window):
-    """With every row in the delta, its scores equal bm25s's bit for bit (with or without expansion)."""
+    """With every row in the delta (its own matrix, scored natively), its scores equal bm25s's bit for bit
+    (with or without expansion)."""
     texts = random_texts(np.random.default_rng(SEED), 97)
     bm25_params = dataclasses.replace(DEFAULT_PARAMS.bm25_params, context_window=window)
     leg = LexicalLeg(DEFAULT_PARAMS.replace(bm25_delta_min_docs=10_000, bm25_params=bm25_params))
     reference = BM25Index(texts, bm25_params)  # the store uses the default preset's BM25
+    oracle = Bm25sOracle(texts, bm25_params)
     for query in QUERIES:
         expected = reference.scores(query)
+        np.testing.assert_array_equal(expected, oracle.scores(query))
         got = leg_scores(leg, texts, query)
         assert leg.main_rows == 0 and leg.delta_rows == len(texts)
         overlap = np.zeros(len(texts), dtype=bool)

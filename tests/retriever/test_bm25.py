@@ -1,4 +1,4 @@
-"""Tests of the BM25 lexical leg (``fieldrank.bm25``) on bm25s."""
+"""Tests of the BM25 lexical leg (``fieldrank.bm25``), held to bm25s (``_bm25s_oracle``)."""
 
 from __future__ import annotations
 
@@ -604,8 +604,9 @@ def test_query_tokens_equal_bm25s_tokenize(params):
              "_under_", "CamelCase", "über", "ran", "and", "THE", "Went", "going", "e-mail", "x1", "  ", "\t", "!!"]
     queries = ["", "a", "the and of", *(" ".join(rng.choice(words, size=rng.integers(1, 12))) for _ in range(200))]
     index = BM25Index(["running the cafés in 2023", "going to the e-mail"], params)
+    stemmer = Stemmer.Stemmer(params.stemmer_language) if params.stemmer_language else None
     expected = bm25s.tokenize(queries, lower=params.lowercase, stopwords=params.stopwords,
-                              stemmer=index._stemmer, return_ids=False, show_progress=False)
+                              stemmer=stemmer, return_ids=False, show_progress=False)
     assert index._tokenize(queries) == expected
     for q, want in zip(queries[:20], expected):
         assert index.tokenize(q) == want
@@ -631,23 +632,94 @@ def test_from_token_ids_equals_the_text_index(corpus: list[str], queries: list[s
         BM25Index.from_token_ids(tokenized.ids, vocab, params, context_token_ids=None if window else tokenized.ids)
 
 
-@pytest.mark.parametrize("method", ["lucene", "robertson", "atire"])
-def test_entry_scores_are_the_matrix_entries(corpus: list[str], method: str) -> None:
-    """entry_scores reproduces bm25s's stored (document, term) scores bit for bit."""
-    from fieldrank.bm25 import entry_scores
+# ---------------------------------------------------------------- held to bm25s (the oracle)
+ORACLE_PARAMS = [
+    BM25Params(),
+    BM25Params(context_window=2),
+    BM25Params(context_window=1, context_weight=0.35, k1=0.9, b=0.4),
+    BM25Params(stopwords=None, stemmer_language=None, lowercase=False, context_window=2),
+    BM25Params(stopwords="en_plus", k1=2.0, b=1.0),
+    *(BM25Params(method=m, context_window=w) for m in BM25_METHODS if m != "lucene" for w in (0, 2)),
+]
 
-    params = BM25Params(method=method)
-    index = BM25Index(corpus, params)
-    tokenized = bm25s.tokenize(corpus, stopwords=params.stopwords, stemmer=Stemmer.Stemmer("english"),
-                               show_progress=False)
-    matrix = index._retriever.scores
-    n_terms = len(matrix["indptr"]) - 1
-    lengths = np.asarray([len(ids) for ids in tokenized.ids])
-    df = np.zeros(n_terms, dtype=np.int64)
-    for ids in tokenized.ids:
-        df[np.unique(np.asarray(ids, dtype=np.int64))] += 1
-    terms = np.repeat(np.arange(n_terms), np.diff(matrix["indptr"]))
-    docs = np.asarray(matrix["indices"])
-    tf = np.asarray([tokenized.ids[d].count(t) for d, t in zip(docs.tolist(), terms.tolist())])
-    got = entry_scores(params, tf, lengths[docs], float(lengths.mean()), df[terms], len(corpus))
-    np.testing.assert_array_equal(got, np.asarray(matrix["data"]))
+
+@pytest.mark.parametrize("params", ORACLE_PARAMS, ids=repr)
+def test_scores_and_matrix_equal_the_bm25s_oracle(corpus: list[str], queries: list[str], params: BM25Params) -> None:
+    """Tokenizer, build (expansion included) and scorer: every entry and every score is bm25s's."""
+    from tests.retriever._bm25s_oracle import Bm25sOracle, matrix_entries
+
+    sessions = np.repeat(np.arange(N_DOCS // 7 + 1), 7)[:N_DOCS]
+    ours = BM25Index(corpus, params, sessions=sessions)
+    oracle = Bm25sOracle(corpus, params, sessions)
+    m = ours._retriever.scores
+    vocab = {t: i for t, i in ours._retriever.vocab_dict.items() if t != ""}
+    assert matrix_entries(m["data"], m["indices"], m["indptr"], vocab) == oracle.entries()
+    if oracle.retriever.nonoccurrence_array is not None:
+        for term, i in vocab.items():
+            assert ours._retriever.nonoccurrence_array[i] == oracle.retriever.nonoccurrence_array[oracle.vocab[term]]
+    for query in [*queries, "cat cat dog cat", "Running GARDENS of the cats"]:
+        np.testing.assert_array_equal(ours.scores(query), oracle.scores(query))
+        assert ours.tokenize(query) == oracle.tokens([query])[0]
+
+
+def test_build_is_deterministic_and_numbers_terms_by_first_occurrence(corpus: list[str]) -> None:
+    """Term ids do not depend on the string hash seed (bm25s numbers stems by iterating a set)."""
+    index = BM25Index(["dogs run", "the cats ran", "dog painting"], DEFAULT_PARAMS)
+    assert {t: i for t, i in index._retriever.vocab_dict.items() if t} == {"dog": 0, "run": 1, "cat": 2, "ran": 3,
+                                                                            "paint": 4}
+    a, b = BM25Index(corpus, BM25Params(context_window=2)), BM25Index(corpus, BM25Params(context_window=2))
+    for key in ("data", "indices", "indptr"):
+        np.testing.assert_array_equal(a._retriever.scores[key], b._retriever.scores[key])
+
+
+def test_stop_word_lists_are_bm25s_lists() -> None:
+    """Every list name selects the words bm25s.tokenize drops for it; an unknown name is refused."""
+    from fieldrank._tokenizer import STOPWORD_LISTS, Tokenizer, stopword_list
+
+    for name in STOPWORD_LISTS:
+        words = sorted(stopword_list(name))
+        assert words, name
+        # bm25s drops exactly the list's words (those of two or more word characters; the split keeps no others)
+        kept = bm25s.tokenize([" ".join(words)], stopwords=name, return_ids=False, show_progress=False)[0]
+        assert kept == [], name
+        assert Tokenizer(True, name, None).tokens([" ".join(words)]) == [[]]
+    assert stopword_list(None) == frozenset()
+    with pytest.raises(ValueError, match="stop-word list 'klingon' is unknown"):
+        stopword_list("klingon")
+    with pytest.raises(ValueError, match="BM25Params.stopwords must be one of"):
+        BM25Params(stopwords="klingon")
+
+
+def test_tokenizer_ids_grow_one_vocabulary() -> None:
+    """The memory store's path: texts tokenized in several calls share one growing vocabulary."""
+    from fieldrank._tokenizer import Tokenizer
+
+    tokenizer = Tokenizer.of(DEFAULT_PARAMS)
+    vocab: dict[str, int] = {}
+    first = tokenizer.ids(["Dogs run", "the", ""], vocab)
+    second = tokenizer.ids(["running dogs PAINT"], vocab)
+    assert [a.tolist() for a in first] == [[0, 1], [], []]
+    assert [a.tolist() for a in second] == [[1, 0, 2]]
+    assert all(a.dtype == np.int64 for a in first + second)
+    assert vocab == {"dog": 0, "run": 1, "paint": 2}
+
+
+def test_no_scipy_at_run_time() -> None:
+    """The lexical leg, expansion included, imports no scipy (a base install has none): checked
+    in a fresh interpreter where importing scipy fails."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, importlib.abc\n"
+        "class Block(importlib.abc.MetaPathFinder):\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] == 'scipy':\n"
+        "            raise ImportError('scipy is blocked')\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "from fieldrank.bm25 import BM25Index, BM25Params\n"
+        "index = BM25Index(['a dog runs', 'cats paint', 'the dog paints'], BM25Params(context_window=2))\n"
+        "assert index.top('dog', 2)[0].tolist() == [0, 2]\n"
+        "assert not [m for m in sys.modules if m.split('.')[0] == 'scipy']\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

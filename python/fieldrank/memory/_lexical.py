@@ -1,4 +1,4 @@
-"""The store's BM25 leg: an immutable bm25s index plus a small delta of recent changes.
+"""The store's BM25 leg: an immutable BM25 index plus a small delta of recent changes.
 
 The leg scores exactly what :class:`fieldrank.bm25.BM25Index` would score over the store's live
 memories, with the ``default`` preset's parameters, neighbour-text expansion included
@@ -18,23 +18,24 @@ file, a compacted store and a store that got its memories one by one hold the sa
 
 Main and delta
 --------------
-* a **main** ``BM25Index`` (``BM25Index.from_token_ids``, the package's bm25s build) over the
+* a **main** ``BM25Index`` (``BM25Index.from_token_ids``, the package's one build) over the
   corpus at its last build, and
 * a **delta**: every live memory whose document differs from what the main index holds: memories
   added since the build, and main memories whose context document changed since (a new memory
   among its neighbours, a neighbour forgotten). Those main entries are ignored (stale) and the
   memory is scored from the delta.
 
-Changes are applied lazily, on the next lexical query (``catch_up``): new rows are tokenized once
-(their tokens are kept, so neither re-expansion nor a rebuild tokenizes again), the memories within
+Changes are applied lazily, on the next lexical query (``catch_up``): new rows are tokenized once,
+by the package's one tokenizer (:class:`fieldrank._tokenizer.Tokenizer`; their tokens are kept, so neither re-expansion nor a rebuild tokenizes again), the memories within
 ``context_window`` positions of each change are re-expanded, and the statistics of both document
 sets (document frequencies, total length, N) are updated by what changed. An addition re-expands
 at most ``context_window`` memories on each side of its position (appending: the ones before it).
 
-Scores. A delta entry is scored with bm25s's own formulas (:func:`fieldrank.bm25.entry_scores`:
-bm25s's idf and term-frequency functions, its float32 rounding) over the current statistics, and
-combined as the main index combines them (:func:`fieldrank.bm25.expanded_entry_scores`, summed
-over query terms in query order, in float32): with every memory in the delta (a store below
+Scores. A query scores the delta memories that share a term with it as a small BM25 matrix, made
+by the main index's own build (``fieldrank.bm25._index_matrix``, expansion included) against the
+current statistics of the whole corpus (an entry depends only on its document and those), and
+scored by the same native scorer (``fieldrank.bm25._matrix_scores``: float32 sums over query terms
+in query order): with every memory in the delta (a store below
 ``bm25_delta_min_docs``), or right after a rebuild, the leg's scores equal ``BM25Index.scores`` over
 the live memories bit for bit (tested). The main index keeps the statistics of its last build:
 its scores drift from the exact ones by at most the delta's share of the corpus
@@ -43,9 +44,10 @@ its scores drift from the exact ones by at most the delta's share of the corpus
 tokens and the delta emptied.
 
 Costs. Adding is O(1) (nothing happens until the next lexical query). A query costs one
-``BM25Index.scores`` plus O(delta postings) numpy work. Catching up costs one tokenization of the
+``BM25Index.scores`` plus O(delta tokens) to find the delta memories sharing a query term
+and the build and native scoring of those. Catching up costs one tokenization of the
 new rows and O(window) re-expansions per change (plus an O(n) insertion into the id order); a
-rebuild is a bm25s build, O(N), once per ``bm25_delta_fraction · N`` changes: O(1) amortised.
+rebuild is a full build, O(N), once per ``bm25_delta_fraction · N`` changes: O(1) amortised.
 
 Thread-safety: one lock serialises catch-up, rebuild and query of the leg. Forgets are noted
 under a second, tiny lock, so a writer never waits for a rebuild.
@@ -54,21 +56,18 @@ under a second, tiny lock, so a writer never waits for a rebuild.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 from itertools import chain
 from typing import Any, Optional, Sequence
 
-import bm25s
 import numpy as np
-import Stemmer
 
-from ..bm25 import BM25Index, _context_token_ids, entry_scores, expanded_entry_scores
+from .._tokenizer import Tokenizer
+from ..bm25 import BM25Index, _context_token_ids, _index_matrix, _matrix_scores, _Statistics
 from ._params import MemoryParams
 
 __all__ = ["LexicalLeg"]
 
 _SCORE_DTYPE = np.float32
-_EMPTY_TOKEN = ""
 _NO_DOC = -1
 _EMPTY_TOKENS = np.empty(0, dtype=np.int64)
 
@@ -102,21 +101,6 @@ class _ByPosition:
         return self._values[self._rows[position]]
 
 
-@dataclass(frozen=True)
-class _DeltaDocument:
-    """One memory scored by the delta: its terms, their counts in its own and its context document."""
-
-    terms: np.ndarray
-    own_tf: np.ndarray
-    context_tf: np.ndarray
-    own_length: int
-    context_length: int
-
-
-def _counts(tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    return np.unique(np.asarray(tokens, dtype=np.int64), return_counts=True)
-
-
 class LexicalLeg:
     """BM25 (with the preset's neighbour-text expansion) over the live rows of one generation.
 
@@ -134,8 +118,7 @@ class LexicalLeg:
         self._delta_min_docs = params.bm25_delta_min_docs
         self._delta_fraction = params.bm25_delta_fraction
         self._columns = (ids, sessions, live)
-        stemmer_language = self._bm25_params.stemmer_language
-        self._stemmer = Stemmer.Stemmer(stemmer_language) if stemmer_language else None
+        self._tokenizer = Tokenizer.of(self._bm25_params)
         self._lock = threading.Lock()
         self._pending_lock = threading.Lock()
         self._pending_forgets: list[int] = []
@@ -159,9 +142,11 @@ class LexicalLeg:
         self._main_version = 0
         self._main_kept: Optional[tuple[int, int, np.ndarray, bool]] = None
         self._main_doc = np.empty(0, dtype=np.int64)  # main document of each row (_NO_DOC: none)
-        self._delta: dict[int, _DeltaDocument] = {}
-        self._delta_flat: Optional[dict[str, np.ndarray]] = None
-        #: Number of bm25s builds so far (for tests and diagnostics).
+        #: Delta rows -> (own tokens, context tokens or None without expansion).
+        self._delta: dict[int, tuple[np.ndarray, Optional[np.ndarray]]] = {}
+        #: (row, term) of the delta's tokens (``_delta_postings``), made at the next query after a change.
+        self._delta_tokens: Optional[tuple[np.ndarray, np.ndarray]] = None
+        #: Number of main-index builds so far (for tests and diagnostics).
         self.rebuilds = 0
 
     # ------------------------------------------------------------------ columns
@@ -183,32 +168,11 @@ class LexicalLeg:
             self._pending_forgets.append(int(row))
 
     # ------------------------------------------------------------------ tokens and statistics
-    def _tokenize(self, texts: Sequence[str], return_ids: bool):
-        params = self._bm25_params
-        return bm25s.tokenize(
-            list(texts),
-            lower=params.lowercase,
-            stopwords=params.stopwords,
-            stemmer=self._stemmer,
-            return_ids=return_ids,
-            show_progress=False,
-        )
-
     def _tokenize_rows(self, texts: Sequence[str]) -> list[np.ndarray]:
         """Global term ids of each text (new terms join the vocabulary)."""
         if not texts:
             return []
-        tokenized = self._tokenize(texts, return_ids=True)
-        global_of_local = np.empty(len(tokenized.vocab), dtype=np.int64)
-        for token, local_id in tokenized.vocab.items():
-            if token == _EMPTY_TOKEN:
-                global_of_local[local_id] = -1
-                continue
-            global_id = self._vocabulary.get(token)
-            if global_id is None:
-                global_id = len(self._vocabulary)
-                self._vocabulary[token] = global_id
-            global_of_local[local_id] = global_id
+        out = self._tokenizer.ids(texts, self._vocabulary)
         size = len(self._vocabulary)
         if size > self._own_df.size:
             capacity = max(size, 2 * self._own_df.size)
@@ -217,10 +181,6 @@ class LexicalLeg:
                 old = getattr(self, name)
                 grown[: old.size] = old
                 setattr(self, name, grown)
-        out = []
-        for ids in tokenized.ids:
-            mapped = global_of_local[np.asarray(ids, dtype=np.int64)] if len(ids) else _EMPTY_TOKENS
-            out.append(mapped[mapped >= 0])
         return out
 
     def _count(self, documents: Sequence[Any], sign: int, context: bool) -> None:
@@ -253,23 +213,13 @@ class LexicalLeg:
         contexts = _context_token_ids(tokens, sessions, self._window, docs=positions)
         return [np.asarray(c, dtype=np.int64) for c in contexts]
 
-    def _delta_document(self, row: int, context: Optional[np.ndarray]) -> _DeltaDocument:
-        own = self._tokens[row]
-        if context is None:
-            terms, own_tf = _counts(own)
-            return _DeltaDocument(terms, own_tf.astype(np.float64), np.zeros(terms.size), int(own.size), 0)
-        terms, context_tf = _counts(context)
-        own_terms, own_counts = _counts(own)
-        own_tf = np.zeros(terms.size)
-        own_tf[np.searchsorted(terms, own_terms)] = own_counts
-        return _DeltaDocument(terms, own_tf, context_tf.astype(np.float64), int(own.size), int(context.size))
-
-    def _set_delta(self, row: int, document: Optional[_DeltaDocument]) -> None:
+    def _set_delta(self, row: int, document: Optional[tuple[np.ndarray, Optional[np.ndarray]]]) -> None:
+        """Score ``row`` from the delta with ``(own tokens, context tokens)`` (None: not in the delta)."""
         if document is None:
             self._delta.pop(row, None)
         else:
             self._delta[row] = document
-        self._delta_flat = None
+        self._delta_tokens = None
         if row < self._main_doc.size and self._main_doc[row] != _NO_DOC:
             self._main_fresh[self._main_doc[row]] = False
             self._main_version += 1
@@ -357,13 +307,13 @@ class LexicalLeg:
                     continue  # a change next to it that is not in its session
                 self._count([old], -1, context=True)
                 self._count([new], +1, context=True)
-                self._set_delta(r, self._delta_document(r, new))
+                self._set_delta(r, (self._tokens[r], new))
             self._count([after[r] for r in arriving.tolist()], +1, context=True)
             for r in arriving.tolist():
-                self._set_delta(r, self._delta_document(r, after[r]))
+                self._set_delta(r, (self._tokens[r], after[r]))
         else:
             for r in arriving.tolist():
-                self._set_delta(r, self._delta_document(r, None))
+                self._set_delta(r, (self._tokens[r], None))
 
     def _rebuild(self, texts: Sequence[str], n_rows: int) -> None:
         """Build the main index over the live rows of ``[0, n_rows)``; the delta empties."""
@@ -391,10 +341,10 @@ class LexicalLeg:
         self._count(own, +1, context=False)
         if contexts is not None:
             self._count(contexts, +1, context=True)
-        self._delta, self._delta_flat = {}, None
+        self._delta, self._delta_tokens = {}, None
         self._main_doc = np.full(n_rows, _NO_DOC, dtype=np.int64)
         if self._own_length == 0:
-            # No live row holds an indexable token: bm25s has nothing to index (no delta either).
+            # No live row holds an indexable token: there is nothing to index (no delta either).
             self._main, self._main_rows, self._main_fresh = None, np.empty(0, np.int64), np.empty(0, bool)
             self._main_version += 1
             self._main_is_prefix = False
@@ -408,48 +358,43 @@ class LexicalLeg:
         self.rebuilds += 1
 
     # ------------------------------------------------------------------ scoring
-    def _flat_delta(self) -> dict[str, np.ndarray]:
-        """The delta's entries as flat arrays (rebuilt after a change, at the next query)."""
-        if self._delta_flat is None:
+    def _delta_postings(self) -> tuple[np.ndarray, np.ndarray]:
+        """(row, term) of every token of the delta's documents (context documents with expansion: they
+        hold the own tokens too), to find the delta rows sharing a query term; made again after a change."""
+        if self._delta_tokens is None:
             rows = sorted(self._delta)
-            documents = [self._delta[r] for r in rows]
-            sizes = np.asarray([d.terms.size for d in documents], dtype=np.int64)
-            def stack(name: str, dtype) -> np.ndarray:
-                parts = [getattr(d, name) for d in documents]
-                return np.concatenate(parts).astype(dtype) if parts else np.empty(0, dtype=dtype)
-            self._delta_flat = {
-                "rows": np.repeat(np.asarray(rows, dtype=np.int64), sizes),
-                "terms": stack("terms", np.int64),
-                "own_tf": stack("own_tf", np.float64),
-                "context_tf": stack("context_tf", np.float64),
-                "own_length": np.repeat(np.asarray([d.own_length for d in documents], dtype=np.int64), sizes),
-                "context_length": np.repeat(np.asarray([d.context_length for d in documents], dtype=np.int64), sizes),
-            }
-        return self._delta_flat
+            documents = [self._delta[r][1] if self._window > 0 else self._delta[r][0] for r in rows]
+            sizes = np.fromiter((d.size for d in documents), dtype=np.int64, count=len(documents))
+            terms = np.concatenate(documents) if documents else np.empty(0, dtype=np.int64)
+            self._delta_tokens = (np.repeat(np.asarray(rows, dtype=np.int64), sizes), terms.astype(np.int64))
+        return self._delta_tokens
 
-    def _delta_scores(self, query_terms: list[int], n: int) -> tuple[np.ndarray, np.ndarray]:
-        """Scores of the delta rows below ``n`` sharing a term with the query (exact, current statistics)."""
-        if not self._delta or not query_terms:
+    def _delta_scores(self, query_terms: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """Scores of the delta rows below ``n`` sharing a term with the query (exact, current statistics).
+
+        Those rows' BM25 matrix, made by the main index's build against the current statistics of the
+        whole corpus (an entry depends only on its document and those statistics), scored natively.
+        """
+        if not self._delta or query_terms.size == 0:
             return _empty()
-        flat = self._flat_delta()
-        hit = np.flatnonzero(np.isin(flat["terms"], np.asarray(query_terms, dtype=np.int64)) & (flat["rows"] < n))
+        rows, terms = self._delta_postings()
+        hit = np.unique(rows[np.isin(terms, query_terms)])
+        hit = hit[hit < n]
         if hit.size == 0:
             return _empty()
-        params, n_docs = self._bm25_params, int(self._order_rows.size)
-        terms = flat["terms"][hit]
-        values = entry_scores(params, flat["own_tf"][hit], flat["own_length"][hit], self._own_length / n_docs,
-                              self._own_df[terms], n_docs)
+        n_terms, n_docs = len(self._vocabulary), int(self._order_rows.size)
+        own = _Statistics(self._own_df[:n_terms], n_docs, np.float64(self._own_length) / np.float64(n_docs))
+        documents = [self._delta[r] for r in hit.tolist()]
+        contexts, statistics = None, (own, own)
         if self._window > 0:
-            context = entry_scores(params, flat["context_tf"][hit], flat["context_length"][hit],
-                                   self._context_length / n_docs, self._context_df[terms], n_docs)
-            values = expanded_entry_scores(params, np.where(flat["own_tf"][hit] > 0, values, 0), context)
-        rows, inverse = np.unique(flat["rows"][hit], return_inverse=True)
-        scores = np.zeros(rows.size, dtype=_SCORE_DTYPE)
-        for term in query_terms:  # query order, float32, as bm25s sums its matrix entries
-            matching = terms == term
-            np.add.at(scores, inverse[matching], values[matching])
-        positive = scores > 0
-        return rows[positive], scores[positive]
+            contexts = [context for _, context in documents]
+            statistics = (own, _Statistics(self._context_df[:n_terms], n_docs,
+                                           np.float64(self._context_length) / np.float64(n_docs)))
+        matrix = _index_matrix(self._bm25_params, [tokens for tokens, _ in documents], n_terms, contexts, statistics)
+        # The build writes each term's postings in increasing document order.
+        scores = _matrix_scores((matrix.data, matrix.indices, matrix.indptr, True), None, hit.size, [query_terms])[0]
+        keep = scores > 0
+        return hit[keep], scores[keep]
 
     def _kept_main_rows(self, n: int) -> tuple[np.ndarray, bool]:
         """Which main documents a query over rows ``[0, n)`` reads (unchanged, below n), and whether
@@ -483,9 +428,9 @@ class LexicalLeg:
                     out[self._main_rows[keep]] = main[keep]
             delta_rows, delta_scores = _empty()
             if self._delta:
-                tokens = self._tokenize([query], return_ids=False)[0]
                 vocabulary = self._vocabulary
-                delta_rows, delta_scores = self._delta_scores([vocabulary[t] for t in tokens if t in vocabulary], n)
+                terms = [vocabulary[t] for t in self._tokenizer.tokens([query])[0] if t in vocabulary]
+                delta_rows, delta_scores = self._delta_scores(np.asarray(terms, dtype=np.int64), n)
         out[delta_rows] = delta_scores
         out[~eligible if outside is None else outside] = 0.0
         return out
@@ -508,7 +453,7 @@ class LexicalLeg:
 
     @property
     def main_rows(self) -> int:
-        """Rows (documents) covered by the bm25s main index, stale ones included."""
+        """Rows (documents) covered by the main index, stale ones included."""
         return int(self._main_rows.size)
 
     @property
