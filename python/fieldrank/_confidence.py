@@ -48,6 +48,10 @@ Numpy only; :func:`fit_logistic` is an L2-regularised logistic regression by New
 
 from __future__ import annotations
 
+import functools
+import math
+import threading
+import weakref
 from typing import TYPE_CHECKING, NamedTuple, Optional, Sequence
 
 import numpy as np
@@ -102,38 +106,85 @@ def query_terms(bm25, text: Optional[str]) -> QueryTerms:
     indptr, _ = _postings(bm25)
     idf = _idf((indptr[ids + 1] - indptr[ids]).astype(np.float64), n_docs)
     unknown = len(tokens) - int(ids.size)
-    total = float(idf.sum()) + unknown * float(_idf(np.zeros(1), n_docs)[0])
+    total = float(idf.sum()) + unknown * math.log1p((n_docs + 0.5) / 0.5)
     return QueryTerms(ids, idf, total)
+
+
+_KEYS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_KEYS_LOCK = threading.Lock()
+
+
+def _entry_keys(bm25) -> Optional[np.ndarray]:
+    """``term * N + document`` of every entry of the BM25 matrix, in storage order, when every posting
+    list is sorted (then the keys are globally sorted: one binary search answers every (term, document)
+    question of a query). Built once per index (int64, 8 bytes per entry); None for unsorted postings."""
+    keys = _KEYS.get(bm25)
+    if keys is None:
+        with _KEYS_LOCK:
+            keys = _KEYS.get(bm25)
+            if keys is None:
+                native = bm25._native_arrays()
+                if native is None or not native[3]:
+                    keys = np.empty(0, dtype=np.int64)
+                else:
+                    indptr, indices = _postings(bm25)
+                    terms = np.repeat(np.arange(indptr.size - 1, dtype=np.int64), np.diff(indptr))
+                    keys = terms * len(bm25) + indices
+                _KEYS[bm25] = keys
+    return keys if keys.size else None
 
 
 def _coverage(bm25, terms: QueryTerms, docs: np.ndarray, subset: Optional[np.ndarray]) -> tuple[np.ndarray, float]:
     """(coverage of each of ``docs``, coverage of the memory ``subset`` (sorted ids; None: all))."""
     if terms.total <= 0 or not terms.ids.size:
         return np.zeros(docs.shape[0]), 0.0
-    indptr, indices = _postings(bm25)
-    found = np.zeros((terms.ids.size, docs.shape[0]), dtype=bool)
-    anywhere = np.zeros(terms.ids.size, dtype=bool)
-    for j, t in enumerate(terms.ids.tolist()):
-        postings = indices[indptr[t]: indptr[t + 1]]
-        if not postings.size:
-            continue
-        found[j] = np.isin(docs, postings)
-        if subset is None or found[j].any():
-            anywhere[j] = True
+    keys = _entry_keys(bm25)
+    n = len(bm25)
+    if keys is not None:
+        wanted = (terms.ids[:, None] * n + docs[None, :]).ravel()
+        at = np.minimum(np.searchsorted(keys, wanted), keys.size - 1)
+        found = (keys[at] == wanted).reshape(terms.ids.size, docs.shape[0])
+        if subset is None:
+            indptr, _ = _postings(bm25)
+            anywhere = indptr[terms.ids + 1] > indptr[terms.ids]
+        elif subset[-1] - subset[0] + 1 == subset.size:  # a block of consecutive ids (a conversation, a tenant)
+            bounds = np.searchsorted(keys, (terms.ids[:, None] * n + np.array([subset[0], subset[-1] + 1])).ravel())
+            anywhere = bounds[1::2] > bounds[0::2]
         else:
-            at = np.searchsorted(subset, postings)
-            at[at == subset.size] = 0
-            anywhere[j] = bool(np.any(subset[at] == postings))
+            anywhere = _in_subset(bm25, terms.ids, subset, found)
+    else:
+        indptr, indices = _postings(bm25)
+        found = np.zeros((terms.ids.size, docs.shape[0]), dtype=bool)
+        for j, t in enumerate(terms.ids.tolist()):
+            found[j] = np.isin(docs, indices[indptr[t]: indptr[t + 1]])
+        anywhere = (indptr[terms.ids + 1] > indptr[terms.ids]) if subset is None else \
+            _in_subset(bm25, terms.ids, subset, found)
     return terms.idf @ found / terms.total, float(terms.idf @ anywhere) / terms.total
+
+
+def _in_subset(bm25, term_ids: np.ndarray, subset: np.ndarray, found: np.ndarray) -> np.ndarray:
+    """Whether some document of ``subset`` holds each term (True where a returned hit does)."""
+    indptr, indices = _postings(bm25)
+    anywhere = found.any(axis=1)
+    for j, t in enumerate(term_ids.tolist()):
+        if anywhere[j]:
+            continue
+        postings = indices[indptr[t]: indptr[t + 1]]
+        if postings.size:
+            at = np.minimum(np.searchsorted(subset, postings), subset.size - 1)
+            anywhere[j] = bool(np.any(subset[at] == postings))
+    return anywhere
 
 
 def _best_other(values: np.ndarray) -> np.ndarray:
     """For each entry, the largest of the other entries (the entry itself when it is alone)."""
     if values.shape[0] < 2:
         return values.copy()
-    top = int(np.argmax(values))
-    out = np.full(values.shape[0], values[top])
-    out[top] = np.max(np.delete(values, top))
+    listed = values.tolist()  # k is small: plain Python beats numpy's per-call cost
+    top = max(range(len(listed)), key=listed.__getitem__)
+    best = listed[top]
+    out = np.full(values.shape[0], best)
+    out[top] = max(listed[:top] + listed[top + 1:])
     return out
 
 
@@ -158,6 +209,12 @@ def features(E: np.ndarray, q: np.ndarray, bm25, terms: QueryTerms, hit_ids: np.
     return Features(memory, hits)
 
 
+@functools.lru_cache(maxsize=64)
+def _arrays(params: "ConfidenceParams") -> tuple[np.ndarray, np.ndarray]:
+    """The weight vectors of a (frozen, hashable) model as float64 arrays, once."""
+    return np.asarray(params.memory_weights, dtype=np.float64), np.asarray(params.hit_weights, dtype=np.float64)
+
+
 def _sigmoid(z: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-z))
 
@@ -180,14 +237,18 @@ def _calibrated(z: np.ndarray, top: np.ndarray, params: "ConfidenceParams") -> n
 
 
 def confidence(f: Features, params: "ConfidenceParams") -> np.ndarray:
-    """float64 (k,) confidences in [0, 1] of one result's hits, best first."""
+    """float64 (k,) confidences in [0, 1] of one result's hits, best first (the same numbers as
+    :func:`_product_logit` and :func:`_calibrated`, with the query's memory model evaluated once)."""
     k = f.hits.shape[0]
     if k == 0:
         return np.empty(0, dtype=np.float64)
-    z = _product_logit(np.broadcast_to(f.memory, (k, f.memory.shape[0])), f.hits, params)
-    top = np.zeros(k)
-    top[0] = 1.0
-    return _calibrated(z, top, params)
+    memory_weights, hit_weights = _arrays(params)
+    g = 1.0 / (1.0 + math.exp(-(params.memory_intercept + float(f.memory @ memory_weights))))
+    p = np.clip(g / (1.0 + np.exp(-(params.hit_intercept + f.hits @ hit_weights))), 1e-12, 1.0 - 1e-12)
+    c0, c1, c2 = params.calibration
+    z = c0 + c1 * (np.log(p) - np.log1p(-p))
+    z[0] += c2
+    return 1.0 / (1.0 + np.exp(-z))
 
 
 def fit_logistic(X: np.ndarray, y: np.ndarray, *, l2: float = 1e-3,
