@@ -37,7 +37,7 @@ expected calibration error on held-out conversations, ``docs/results/confidence.
 
 The coefficients are :class:`fieldrank.config.ConfidenceParams`: the package ships a fit on LoCoMo
 (the ``[confidence]`` table of the default configuration); ``fieldrank calibrate --confidence``
-refits them on a labelled split (:func:`fit_params`). Margins and the ``best_*`` features are taken
+refits them on a labelled split (:func:`fieldrank.evaluation._confidence.fit_params`). Margins and the ``best_*`` features are taken
 over the returned hits, so they are defined at the ``k`` the model was fitted at (the config's
 ``k``); another ``k`` gives close, not identical, values. The ``score`` coefficients are fitted
 for the fitted configuration's fused score: refit the model for a configuration whose fused score
@@ -60,7 +60,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .config import ConfidenceParams
 
 __all__ = ["HIT_FEATURES", "MEMORY_FEATURES", "Features", "QueryTerms", "confidence", "features", "fit_logistic",
-           "fit_params", "query_terms"]
+           "query_terms"]
 
 #: The per-query features of the memory model, in the order of ``ConfidenceParams.memory_weights``.
 MEMORY_FEATURES = ("best_cosine", "best_coverage", "memory_coverage")
@@ -274,29 +274,3 @@ def fit_logistic(X: np.ndarray, y: np.ndarray, *, l2: float = 1e-3,
         if float(np.max(np.abs(step))) < 1e-10:
             break
     return float(beta[0]), beta[1:]
-
-
-def fit_params(results: Sequence[tuple[Features, np.ndarray]],
-               absent: Sequence[Features]) -> "ConfidenceParams":
-    """Fit :class:`~fieldrank.config.ConfidenceParams` on labelled results.
-
-    ``results``: one ``(features, relevant)`` per query searched over a memory that holds its
-    answer, ``relevant`` a bool (k,) per hit. ``absent``: features of queries searched over a memory
-    that does not (another user's, another conversation's): every hit irrelevant. The memory model
-    is fitted on the first hits of both (holds / does not hold), the hit model and the
-    recalibration on the hits of ``results``.
-    """
-    from .config import ConfidenceParams
-
-    memory_rows = [f.memory for f, _ in results] + [f.memory for f in absent]
-    holds = np.r_[np.ones(len(results)), np.zeros(len(absent))]
-    mb, mw = fit_logistic(np.vstack(memory_rows), holds)
-    kept = [(f, np.asarray(y, dtype=np.float64)) for f, y in results if f.hits.shape[0]]
-    hits = np.vstack([f.hits for f, _ in kept])
-    memory = np.vstack([np.broadcast_to(f.memory, (f.hits.shape[0], f.memory.shape[0])) for f, _ in kept])
-    y = np.concatenate([labels for _, labels in kept])
-    top = np.concatenate([np.arange(f.hits.shape[0]) == 0 for f, _ in kept]).astype(np.float64)
-    hb, hw = fit_logistic(hits, y)
-    partial = ConfidenceParams(mb, tuple(mw), hb, tuple(hw), (0.0, 1.0, 0.0))
-    cb, cw = fit_logistic(np.column_stack([_product_logit(memory, hits, partial), top]), y)
-    return ConfidenceParams(mb, tuple(mw), hb, tuple(hw), (cb, float(cw[0]), float(cw[1])))

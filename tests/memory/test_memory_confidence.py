@@ -101,7 +101,7 @@ def test_shipped_store_model_separates_locomo_memories(locomo_dir):
     from fieldrank.evaluation import locomo
 
     data = locomo.load_locomo(locomo_dir, "minilm-l6-v2", checksums=False)
-    items = store_conf.collect_locomo(data)[::4]
+    items = ec.collect_store(data)[::4]
     params = store_conf.default_params()
     own = np.array([conf.confidence(i.own, params)[0] for i in items])
     away = np.array([conf.confidence(i.other, params)[0] for i in items])

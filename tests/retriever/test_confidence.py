@@ -203,7 +203,7 @@ def test_fit_params_gives_calibrated_probabilities_on_its_own_kind_of_data(rng):
 
     own = [result(True) for _ in range(600)]
     absent = [result(False)[0] for _ in range(600)]
-    params = conf.fit_params(own, absent)
+    params = ec.fit_params(own, absent)
     test = [result(True) for _ in range(600)]
     p = np.concatenate([conf.confidence(f, params) for f, _ in test])
     y = np.concatenate([labels for _, labels in test])
@@ -238,3 +238,38 @@ def test_shipped_model_separates_locomo_memories(locomo_dir):
     assert ec.auroc(np.r_[own, away], np.r_[np.ones(own.size), np.zeros(away.size)]) >= 0.9
     relevant = np.array([i.relevant[0] for i in items])
     assert ec.expected_calibration_error(own, relevant) <= 0.06
+
+
+def test_cli_min_confidence(corpus, tmp_path, capsys):
+    import json
+
+    from fieldrank import cli
+
+    texts, E = corpus
+    HybridRetriever(texts, E).save(tmp_path / "index")
+    np.save(tmp_path / "q.npy", E[7])
+    base = ["search", "--index", str(tmp_path / "index"), "--text", "apple river", "--vector-file", str(tmp_path / "q.npy")]
+    assert cli.main(base + ["--json"]) == 0
+    full = json.loads(capsys.readouterr().out)["hits"]
+    assert len(full) == 10 and all(0 <= hit["confidence"] <= 1 for hit in full)
+    threshold = sorted(hit["confidence"] for hit in full)[5]
+    assert cli.main(base + ["--json", "--min-confidence", str(threshold)]) == 0
+    kept = json.loads(capsys.readouterr().out)["hits"]
+    assert [hit["id"] for hit in kept] == [hit["id"] for hit in full if hit["confidence"] >= threshold]
+    assert cli.main(base + ["--min-confidence", "1"]) == 0
+    assert "0 hits" in capsys.readouterr().out
+    assert cli.main(base[:5] + ["--preset", "bm25", "--min-confidence", "0.5"]) == cli.EXIT_USER_ERROR
+    assert "--min-confidence needs --text and a query vector" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.main(base + ["--min-confidence", "1.5"])
+
+
+def test_calibrate_confidence_writes_a_config_with_the_model(locomo_dir, tmp_path):
+    from fieldrank.evaluation import calibrate
+
+    out = tmp_path / "fitted.toml"
+    assert calibrate.main(["--data", str(locomo_dir), "--embeddings", "minilm-l6-v2", "--split", "tune",
+                           "--confidence", "--out", str(out)]) == 0
+    config = RetrieverConfig.load_toml(out)
+    assert config.confidence is not None and config.legs == preset("default").legs
+    assert "# confidence: fitted on" in out.read_text(encoding="utf-8")

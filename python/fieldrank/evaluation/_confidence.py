@@ -19,9 +19,10 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from .. import _confidence as conf
+from ..config import ConfidenceParams
 
-__all__ = ["CONFIDENCE_SEED", "ECE_BINS", "Labelled", "auroc", "collect_retriever", "cross_validate",
-           "expected_calibration_error", "figures", "fit", "reliability_plot"]
+__all__ = ["CONFIDENCE_SEED", "ECE_BINS", "Labelled", "auroc", "collect_retriever", "collect_store", "cross_validate",
+           "expected_calibration_error", "figures", "fit", "fit_params", "reliability_plot", "write_store_defaults"]
 
 #: Seed of the draw of each question's other conversation.
 CONFIDENCE_SEED = 29
@@ -77,9 +78,9 @@ def collect_retriever(data, retriever, rows: Optional[np.ndarray] = None, seed: 
     return out
 
 
-def fit(items: Sequence[Labelled]):
-    """:func:`fieldrank._confidence.fit_params` on labelled searches."""
-    return conf.fit_params([(item.own, item.relevant) for item in items], [item.other for item in items])
+def fit(items: Sequence[Labelled]) -> ConfidenceParams:
+    """:func:`fit_params` on labelled searches."""
+    return fit_params([(item.own, item.relevant) for item in items], [item.other for item in items])
 
 
 def cross_validate(sets: dict[str, list[Labelled]], fitter: Callable[[Sequence[Labelled]], Any] = fit
@@ -197,3 +198,79 @@ def reliability_plot(panels: dict[str, tuple[np.ndarray, np.ndarray]], path, tit
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def fit_params(results: Sequence[tuple[conf.Features, np.ndarray]],
+               absent: Sequence[conf.Features]) -> ConfidenceParams:
+    """Fit :class:`~fieldrank.config.ConfidenceParams` on labelled results.
+
+    ``results``: one ``(features, relevant)`` per query searched over a memory that holds its
+    answer, ``relevant`` a bool (k,) per hit. ``absent``: features of queries searched over a memory
+    that does not (another user's, another conversation's): every hit irrelevant. The memory model
+    is fitted on the first hits of both (holds / does not hold), the hit model and the
+    recalibration on the hits of ``results``.
+    """
+    memory_rows = [f.memory for f, _ in results] + [f.memory for f in absent]
+    holds = np.r_[np.ones(len(results)), np.zeros(len(absent))]
+    mb, mw = conf.fit_logistic(np.vstack(memory_rows), holds)
+    kept = [(f, np.asarray(y, dtype=np.float64)) for f, y in results if f.hits.shape[0]]
+    hits = np.vstack([f.hits for f, _ in kept])
+    memory = np.vstack([np.broadcast_to(f.memory, (f.hits.shape[0], f.memory.shape[0])) for f, _ in kept])
+    y = np.concatenate([labels for _, labels in kept])
+    top = np.concatenate([np.arange(f.hits.shape[0]) == 0 for f, _ in kept]).astype(np.float64)
+    hb, hw = conf.fit_logistic(hits, y)
+    partial = ConfidenceParams(mb, tuple(mw), hb, tuple(hw), (0.0, 1.0, 0.0))
+    cb, cw = conf.fit_logistic(np.column_stack([conf._product_logit(memory, hits, partial), top]), y)
+    return ConfidenceParams(mb, tuple(mw), hb, tuple(hw), (cb, float(cw[0]), float(cw[1])))
+
+
+# ----------------------------------------------------------------------------- the store
+def collect_store(data, seed: Optional[int] = None) -> list:
+    """Labelled recalls of the scored LoCoMo questions through one store (a tenant per conversation,
+    as ``benchmarks/memory_locomo.py`` builds it): each question recalled in its own tenant and in
+    another conversation's (:func:`fieldrank.evaluation._confidence.other_conversations`)."""
+    from ..memory import MemoryStore
+    from ..memory._confidence import hit_features
+
+    day = 86400.0
+    turns, qs = data.turns, data.questions
+    texts = [str(t) for t in turns.embed_text]
+    store = MemoryStore(dim=data.turn_embeddings.shape[1])
+    created = turns.session_datetime.astype("datetime64[s]").astype(np.int64).astype(np.float64)
+    offset, when = {}, {}
+    for c, (start, stop) in sorted(data.conv_ranges.items()):
+        ids = store.add_many(texts[start:stop], data.turn_embeddings[start:stop], tenants=f"conv{c}",
+                             created_at=created[start:stop],
+                             sessions=[f"session {int(s)}" for s in turns.session[start:stop].tolist()])
+        offset[c] = int(ids[0]) - start
+        when[c] = float(created[start:stop].max()) + day
+    rows = np.flatnonzero(qs.is_scored)
+    other = other_conversations(qs.conv_index[rows], data.n_conversations, CONFIDENCE_SEED if seed is None else seed)
+    out = []
+    for row, memory in zip(rows.tolist(), other.tolist()):
+        own_conv = int(qs.conv_index[row])
+        text, q = str(qs.question[row]), data.question_embeddings[row]
+        own = store.recall(text, q, tenant=f"conv{own_conv}", reinforce=False, at_time=when[own_conv])
+        away = store.recall(text, q, tenant=f"conv{memory}", reinforce=False, at_time=when[memory])
+        gold = qs.gold_positions_absolute[row] + offset[own_conv]
+
+        def features(result):
+            return hit_features(text, [h.text for h in result.hits], [h.factors.cosine for h in result.hits],
+                                [h.fused_score for h in result.hits])
+
+        out.append(Labelled(own_conv, features(own), np.isin([h.id for h in own.hits], gold), features(away)))
+    store.close()
+    return out
+
+
+def write_store_defaults(path, params, command: str) -> None:
+    """Write ``params`` as the store's shipped model (``fieldrank/data/memory_confidence.toml``)."""
+    import datetime
+
+    import tomli_w
+
+    header = (f"# The MemoryStore's hit-confidence model (fieldrank.memory._confidence), fitted on all of LoCoMo\n"
+              f"# on {datetime.date.today().isoformat()} after conversation-level cross-validation "
+              f"(docs/results/confidence.md).\n# command: {command}\n\n")
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(header + tomli_w.dumps({"confidence": params.to_dict()}))

@@ -11,7 +11,8 @@ reading the store's index:
 * ``memory_coverage`` is the fraction of the cue's terms found in any returned hit.
 
 ``cosine`` is the hit's raw cosine (``factors.cosine``) and ``score`` its fused score. The
-coefficients are fitted through the store on LoCoMo (``benchmarks/confidence.py``) and shipped in
+coefficients are fitted through the store on LoCoMo (``benchmarks/confidence.py``,
+:func:`fieldrank.evaluation._confidence.collect_store`) and shipped in
 ``fieldrank/data/memory_confidence.toml``. The ranking never depends on them.
 """
 
@@ -101,56 +102,3 @@ def annotate(hits: Sequence, cue_text: Optional[str], has_vector: bool, min_conf
     if threshold is not None:
         out = [h for h in out if h.confidence >= threshold]
     return tuple(out)
-
-
-# ----------------------------------------------------------------------------- fitting (tooling)
-def collect_locomo(data, seed: Optional[int] = None) -> list:
-    """Labelled recalls of the scored LoCoMo questions through one store (a tenant per conversation,
-    as ``benchmarks/memory_locomo.py`` builds it): each question recalled in its own tenant and in
-    another conversation's (:func:`fieldrank.evaluation._confidence.other_conversations`)."""
-    from ..evaluation import _confidence as ec
-    from ._store import MemoryStore
-
-    day = 86400.0
-    turns, qs = data.turns, data.questions
-    texts = [str(t) for t in turns.embed_text]
-    store = MemoryStore(dim=data.turn_embeddings.shape[1])
-    created = turns.session_datetime.astype("datetime64[s]").astype(np.int64).astype(np.float64)
-    offset, when = {}, {}
-    for c, (start, stop) in sorted(data.conv_ranges.items()):
-        ids = store.add_many(texts[start:stop], data.turn_embeddings[start:stop], tenants=f"conv{c}",
-                             created_at=created[start:stop],
-                             sessions=[f"session {int(s)}" for s in turns.session[start:stop].tolist()])
-        offset[c] = int(ids[0]) - start
-        when[c] = float(created[start:stop].max()) + day
-    rows = np.flatnonzero(qs.is_scored)
-    other = ec.other_conversations(qs.conv_index[rows], data.n_conversations,
-                                   ec.CONFIDENCE_SEED if seed is None else seed)
-    out = []
-    for row, memory in zip(rows.tolist(), other.tolist()):
-        own_conv = int(qs.conv_index[row])
-        text, q = str(qs.question[row]), data.question_embeddings[row]
-        own = store.recall(text, q, tenant=f"conv{own_conv}", reinforce=False, at_time=when[own_conv])
-        away = store.recall(text, q, tenant=f"conv{memory}", reinforce=False, at_time=when[memory])
-        gold = qs.gold_positions_absolute[row] + offset[own_conv]
-
-        def features(result):
-            return hit_features(text, [h.text for h in result.hits], [h.factors.cosine for h in result.hits],
-                                [h.fused_score for h in result.hits])
-
-        out.append(ec.Labelled(own_conv, features(own), np.isin([h.id for h in own.hits], gold), features(away)))
-    store.close()
-    return out
-
-
-def write_defaults(path, params, command: str) -> None:
-    """Write ``params`` as the store's shipped model (``fieldrank/data/memory_confidence.toml``)."""
-    import datetime
-
-    import tomli_w
-
-    header = (f"# The MemoryStore's hit-confidence model (fieldrank.memory._confidence), fitted on all of LoCoMo\n"
-              f"# on {datetime.date.today().isoformat()} after conversation-level cross-validation "
-              f"(docs/results/confidence.md).\n# command: {command}\n\n")
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(header + tomli_w.dumps({"confidence": params.to_dict()}))
