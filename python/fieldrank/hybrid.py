@@ -182,14 +182,18 @@ def _result_confidence(ids: np.ndarray, scores: np.ndarray, config: RetrieverCon
     return _conf.confidence(f, config.confidence_model)
 
 
-def _cleared(results: list[SearchResult], min_confidence: Optional[float]) -> list[SearchResult]:
-    """Each result cut to its hits whose confidence is at least ``min_confidence`` (checked here).
+def _threshold(min_confidence: object) -> Optional[float]:
+    """``min_confidence`` checked: None, or a float in [0, 1]."""
+    return None if min_confidence is None else _v.real(min_confidence, "min_confidence", low=0.0, high=1.0)
+
+
+def _cleared(results: list[SearchResult], threshold: Optional[float]) -> list[SearchResult]:
+    """Each result cut to its hits whose confidence is at least ``threshold`` (checked already).
 
     Confidence need not fall with the rank: a result keeps its hits clearing the threshold, in
     rank order (so fewer than k, possibly none)."""
-    if min_confidence is None:
+    if threshold is None:
         return results
-    threshold = _v.real(min_confidence, "min_confidence", low=0.0, high=1.0)
     out = []
     for result in results:
         confidence = result.confidence
@@ -724,6 +728,7 @@ class HybridRetriever:
             On a missing text/vector the configuration needs, a vector of the wrong length,
             not unit-norm or not finite, or a bad ``k``/``subset``.
         """
+        threshold = _threshold(min_confidence)
         checked_text = None  # the text is checked once, also when the embedder needs it first
         if vector is None and text is not None and self._embedder is not None and self._config.needs_vector:
             checked_text = _check_text(text, "text")
@@ -739,7 +744,7 @@ class HybridRetriever:
         outputs = plan.run(self, texts, Q, 1, sub, 1)[0]
         ids, scores = plan.fuse_one(outputs, cfg.k0)
         result = SearchResult(ids, scores, outputs, cfg, self._texts, self._evidence(text, texts, Q, 0, sub))
-        return result if min_confidence is None else _cleared([result], min_confidence)[0]
+        return result if threshold is None else _cleared([result], threshold)[0]
 
     def _evidence(self, text: Optional[str], texts: Optional[list[str]], Q: Optional[np.ndarray], row: int,
                   sub: Optional[np.ndarray]) -> _QueryEvidence:
@@ -788,6 +793,7 @@ class HybridRetriever:
         cfg = self._config
         plan = self._plan_for(self._final_k(k))
         n_threads = _v.n_threads_value(n_threads)
+        threshold = _threshold(min_confidence)
         if vectors is None and texts is not None and self._embedder is not None and cfg.needs_vector:
             vectors = _embed.embed_queries(self._embedder, texts)
         self._check_query_inputs(texts is not None, vectors is not None, "vectors")
@@ -815,10 +821,14 @@ class HybridRetriever:
         if not n_queries:
             return []
         fused = plan.fuse(per_query, cfg.k0, n_threads)
+        evidence_texts = batch_texts
+        if (evidence_texts is None and isinstance(texts, Sequence) and not isinstance(texts, str)
+                and len(texts) == n_queries and all(isinstance(t, str) for t in texts)):
+            evidence_texts = list(texts)  # read by confidence only, as search reads a dense-only plan's text
         results = [SearchResult(f.ids, f.scores, outputs, cfg, self._texts,
-                                self._evidence(None, batch_texts, Q, row, query_subsets[row]))
+                                self._evidence(None, evidence_texts, Q, row, query_subsets[row]))
                    for row, (f, outputs) in enumerate(zip(fused, per_query))]
-        return _cleared(results, min_confidence)
+        return _cleared(results, threshold)
 
     def _subset_groups(self, n_queries: int, subset: SubsetLike,
                        subsets: Optional[Sequence[SubsetLike]]) -> list[tuple[list[int], Optional[np.ndarray]]]:

@@ -273,3 +273,13 @@ def test_calibrate_confidence_writes_a_config_with_the_model(locomo_dir, tmp_pat
     config = RetrieverConfig.load_toml(out)
     assert config.confidence is not None and config.legs == preset("default").legs
     assert "# confidence: fitted on" in out.read_text(encoding="utf-8")
+
+
+def test_a_dense_only_batch_reads_the_texts_for_confidence(corpus):
+    texts, E = corpus
+    r = HybridRetriever(texts, E, "cosine")
+    batch = r.search_batch(["apple", "river"], E[:2])
+    one = [r.search(t, q) for t, q in zip(["apple", "river"], E[:2])]
+    for b, o in zip(batch, one):
+        np.testing.assert_array_equal(b.confidence, o.confidence)
+    assert np.isnan(r.search_batch(None, E[:2])[0].confidence).all()
