@@ -273,6 +273,11 @@ def test_calibrate_confidence_writes_a_config_with_the_model(locomo_dir, tmp_pat
     config = RetrieverConfig.load_toml(out)
     assert config.confidence is not None and config.legs == preset("default").legs
     assert "# confidence: fitted on" in out.read_text(encoding="utf-8")
+    out.write_text("# kept\n" + out.read_text(encoding="utf-8"), encoding="utf-8")
+    assert calibrate.main(["--data", str(locomo_dir), "--embeddings", "minilm-l6-v2", "--split", "tune",
+                           "--confidence", "--config", str(out), "--out", str(out)]) == 0
+    text = out.read_text(encoding="utf-8")
+    assert text.startswith("# kept") and text.count("[confidence]") == 1  # same config: only the table replaced
 
 
 def test_a_dense_only_batch_reads_the_texts_for_confidence(corpus):
@@ -283,3 +288,13 @@ def test_a_dense_only_batch_reads_the_texts_for_confidence(corpus):
     for b, o in zip(batch, one):
         np.testing.assert_array_equal(b.confidence, o.confidence)
     assert np.isnan(r.search_batch(None, E[:2])[0].confidence).all()
+
+
+def test_calibrate_carries_the_package_confidence_model_over(locomo_dir, tmp_path):
+    from fieldrank.evaluation import calibrate
+
+    out = tmp_path / "cfg.toml"
+    assert calibrate.main(["--data", str(locomo_dir), "--embeddings", "minilm-l6-v2", "--split", "tune", "--quick",
+                           "--out", str(out)]) == 0
+    assert RetrieverConfig.load_toml(out).confidence == default_confidence()
+    assert "carried over from the package" in out.read_text(encoding="utf-8")

@@ -451,9 +451,10 @@ def calibrate_confidence(data_dir=None, embedding_sets: Sequence[str] = ("minilm
 _CONFIDENCE_MARK = "# confidence:"
 
 
-def write_confidence_table(path: Any, params: Any, command: str) -> None:
+def write_confidence_table(path: Any, params: Any, command: str, note: str = "") -> None:
     """Write ``params`` as the ``[confidence]`` table of the configuration file ``path`` (the table and
-    its comment line replaced if present; the rest of the file, its comments included, kept)."""
+    its comment line replaced if present; the rest of the file, its comments included, kept).
+    The comment line says when and by which ``command`` it was fitted, or ``note`` when given."""
     import tomli_w
 
     path = Path(path)
@@ -474,7 +475,8 @@ def write_confidence_table(path: Any, params: Any, command: str) -> None:
         kept.pop()
     table = tomli_w.dumps({"confidence": params.to_dict()})
     stamp = _dt.date.today().isoformat()
-    text = "\n".join(kept) + f"\n\n{_CONFIDENCE_MARK} fitted on {stamp} by `{command}`\n" + table
+    said = note or f"fitted on {stamp} by `{command}`"
+    text = "\n".join(kept) + f"\n\n{_CONFIDENCE_MARK} {said}\n" + table
     path.write_text(text, encoding="utf-8")
 
 
@@ -524,13 +526,19 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(result.header(command) + "\n" + result.config.to_toml(), encoding="utf-8")
-    print(f"wrote {out} (score {result.score:.4f}; {result.seconds:.0f}s)")
+    from ..config import default_confidence
+
+    # Every configuration needs a confidence model: the package's, said to be carried over until refitted.
+    refit = f"fieldrank calibrate --confidence --config {out} --out {out}"
+    write_confidence_table(out, default_confidence(), command,
+                           note=f"carried over from the package (fitted for its default); refit: `{refit}`")
+    print(f"wrote {out} (score {result.score:.4f}; {result.seconds:.0f}s); refit its confidence model: {refit}")
     return 0
 
 
 def _run_confidence(args: argparse.Namespace) -> int:
     from .._cli_errors import CommandError
-    from ..config import resolve_config
+    from ..config import RetrieverConfig, resolve_config
     from . import locomo
 
     try:
@@ -540,7 +548,12 @@ def _run_confidence(args: argparse.Namespace) -> int:
         raise CommandError(str(exc)) from None
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(config.replace(confidence=None).to_toml(), encoding="utf-8")
+    try:  # the same configuration there already (its calibration comments): only its table is replaced
+        same = out.is_file() and RetrieverConfig.load_toml(out).replace(confidence=None) == config.replace(confidence=None)
+    except (ValueError, TypeError):
+        same = False
+    if not same:
+        out.write_text(config.replace(confidence=None).to_toml(), encoding="utf-8")
     command = "fieldrank calibrate --confidence " + " ".join(
         [f"--embeddings {' '.join(args.embeddings)}", f"--split {args.split}", f"--out {args.out}"]
         + ([f"--config {args.config}"] if args.config else []))
