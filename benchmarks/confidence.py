@@ -181,10 +181,13 @@ def main(argv=None) -> int:
              "* **recalibration**: `sigmoid(c0 + c1 * logit(g * h) + c2 * [first hit])`, fitted on the same hits: "
              "monotone in `g * h` for the first hit and for the others, so it changes no AUROC; it makes the "
              "probabilities calibrated.", "",
-             "Eleven coefficients in all, fitted with numpy (Newton steps, L2 1e-3); scale-free features only "
+             "Twelve coefficients in all, fitted with numpy (Newton steps, L2 1e-3); scale-free features only "
              "(cosines, fractions, the temporal leg's z-blend score and its margin). No category, phrasing or "
-             "speaker-name rule. `fieldrank calibrate --confidence` refits the retriever's model on a labelled "
-             "split (LoCoMo layout).", "",
+             "speaker-name rule. The `default` preset's fused score is now its leg's own score (the z-blend), "
+             "no longer the rank-only 1/(60 + rank). The shipped model is fitted for `default`; a configuration "
+             "whose fused score has another scale (an RRF of several legs) uses it too, less well calibrated: "
+             "`fieldrank calibrate --confidence --config X --out X.toml` refits it (on a labelled split in the "
+             "LoCoMo layout).", "",
              "What the features can and cannot do. The evidence-in-memory question is answered well by absolute "
              "evidence (a memory that never names what the question names, and whose best cosine is low, rarely "
              "holds the answer). Whether the first hit is *the* evidence turn is harder: the best single signal is "

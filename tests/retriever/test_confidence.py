@@ -298,3 +298,28 @@ def test_calibrate_carries_the_package_confidence_model_over(locomo_dir, tmp_pat
                            "--out", str(out)]) == 0
     assert RetrieverConfig.load_toml(out).confidence == default_confidence()
     assert "carried over from the package" in out.read_text(encoding="utf-8")
+
+
+def test_confidence_properties():
+    """Any coefficients, any features: probabilities in [0, 1], and among the hits after the first
+    the confidence orders as the product g * h (the recalibration is monotone for c1 > 0)."""
+    pytest.importorskip("hypothesis")
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    finite = st.floats(-5, 5, allow_nan=False)
+
+    @settings(max_examples=60, deadline=None)
+    @given(st.lists(finite, min_size=12, max_size=12), st.floats(0.05, 3), st.integers(0, 2**32 - 1))
+    def check(values, scale, seed):
+        params = ConfidenceParams(values[0], tuple(values[1:4]), values[4], tuple(values[5:9]),
+                                  (values[9], scale, values[10]))
+        r = np.random.default_rng(seed)
+        f = conf.Features(r.normal(size=3), r.normal(size=(10, 4)))
+        c = conf.confidence(f, params)
+        assert np.all((c >= 0) & (c <= 1))
+        product = conf._product_logit(np.broadcast_to(f.memory, (10, 3)), f.hits, params)
+        rest = np.argsort(product[1:], kind="stable")
+        assert np.all(np.diff(c[1:][rest]) >= -1e-12)
+
+    check()
