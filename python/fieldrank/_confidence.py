@@ -37,9 +37,9 @@ expected calibration error on held-out conversations, ``docs/results/confidence.
 
 The coefficients are :class:`fieldrank.config.ConfidenceParams`: the package ships a fit on LoCoMo
 (the ``[confidence]`` table of the default configuration); ``fieldrank calibrate --confidence``
-refits them on a labelled split (:func:`fieldrank.evaluation._confidence.fit_params`). Margins and the ``best_*`` features are taken
-over the returned hits, so they are defined at the ``k`` the model was fitted at (the config's
-``k``); another ``k`` gives close, not identical, values. The ``score`` coefficients are fitted
+refits them on a labelled split (:func:`fieldrank.evaluation._confidence.fit_params`). Margins and
+the ``best_*`` features are taken over the returned hits, so they are defined at the ``k`` the
+model was fitted at (the config's ``k``); another ``k`` gives close, not identical, values. The ``score`` coefficients are fitted
 for the fitted configuration's fused score: refit the model for a configuration whose fused score
 has another scale (an RRF of several legs).
 

@@ -248,7 +248,8 @@ def test_cli_min_confidence(corpus, tmp_path, capsys):
     texts, E = corpus
     HybridRetriever(texts, E).save(tmp_path / "index")
     np.save(tmp_path / "q.npy", E[7])
-    base = ["search", "--index", str(tmp_path / "index"), "--text", "apple river", "--vector-file", str(tmp_path / "q.npy")]
+    base = ["search", "--index", str(tmp_path / "index"), "--text", "apple river", "--vector-file",
+            str(tmp_path / "q.npy")]
     assert cli.main(base + ["--json"]) == 0
     full = json.loads(capsys.readouterr().out)["hits"]
     assert len(full) == 10 and all(0 <= hit["confidence"] <= 1 for hit in full)

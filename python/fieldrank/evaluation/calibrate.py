@@ -549,7 +549,8 @@ def _run_confidence(args: argparse.Namespace) -> int:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     try:  # the same configuration there already (its calibration comments): only its table is replaced
-        same = out.is_file() and RetrieverConfig.load_toml(out).replace(confidence=None) == config.replace(confidence=None)
+        bare = config.replace(confidence=None)
+        same = out.is_file() and RetrieverConfig.load_toml(out).replace(confidence=None) == bare
     except (ValueError, TypeError):
         same = False
     if not same:
