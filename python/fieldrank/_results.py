@@ -45,10 +45,19 @@ class SearchHit(NamedTuple):
     """One hit of a :class:`~fieldrank.hybrid.SearchResult`: iterate or index a result to get them.
 
     ``id`` is the document's position in the retriever's corpus, ``score`` its fused score
-    (float), ``text`` its text and ``rank`` its place in the result (1 = best).
+    (float: the weighted RRF of the legs, or a one-leg plan's own leg score, e.g. the ``default``
+    preset's temporal blend), ``text`` its text and ``rank`` its place in the result (1 = best).
+
+    ``confidence`` is the calibrated probability (float in [0, 1]) that the hit is relevant to the
+    query (:mod:`fieldrank._confidence`; ``docs/results/confidence.md`` gives how well calibrated
+    on held-out data). It compares across queries and memories, unlike ``score``: an agent (or a
+    framework adapter, as its score threshold) keeps hits with ``confidence >= t``, or passes
+    ``min_confidence=t`` to ``search``/``search_batch``/``recall``. NaN when the query had no
+    vector or no text (the evidence it reads is then missing).
     """
 
     rank: int
     id: int
     score: float
     text: str
+    confidence: float = float("nan")

@@ -136,6 +136,18 @@ def _note(message: str) -> None:
     print(f"{PROG}: note: {message}", file=sys.stderr)
 
 
+def _probability(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        msg = f"expected a number in [0, 1], got {text!r}"
+        raise argparse.ArgumentTypeError(msg) from None
+    if not 0.0 <= value <= 1.0:
+        msg = f"expected a number in [0, 1], got {value}"
+        raise argparse.ArgumentTypeError(msg)
+    return value
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -356,6 +368,9 @@ def _search_arguments(parser: argparse.ArgumentParser) -> None:
                              "was built with by 'index --embed', if any)")
     _add_config_options(parser, "configuration to search with (default: the one saved with the index)")
     parser.add_argument("--k", type=_positive_int, help="hits to return (default: the configuration's k)")
+    parser.add_argument("--min-confidence", type=_probability, metavar="P",
+                        help="only hits whose confidence (calibrated probability of being relevant) is at least P: "
+                             "fewer than k, possibly none; needs --text and a query vector")
     parser.add_argument("--mmap", action="store_true", help="memory-map the embeddings instead of reading them")
     parser.add_argument("--json", action="store_true", help="print JSON (hits with per-leg provenance)")
 
@@ -487,7 +502,10 @@ def _search_run(args: argparse.Namespace) -> int:
         retriever = retriever.with_config(config)
         _note(f"no --text: running only the dense legs (config {config.name!r}); legs "
               f"{', '.join(lexical)} need the query text")
-    result = retriever.search(args.text, vector, args.k)
+    if args.min_confidence is not None and (args.text is None or vector is None):
+        msg = "--min-confidence needs --text and a query vector (--vector-file or --embed): confidence reads both"
+        raise CommandError(msg)
+    result = retriever.search(args.text, vector, args.k, min_confidence=args.min_confidence)
     if args.json:
         _print_json({"index": str(args.index), "n_docs": len(retriever), **result.to_dict()})
     else:
@@ -497,10 +515,12 @@ def _search_run(args: argparse.Namespace) -> int:
 
 def _format_hits(result, n_docs: int) -> str:
     legs = result.legs
-    header = ["#", "id", "rrf", *(leg.name for leg in legs), "text"]
+    header = ["#", "id", "score", "conf", *(leg.name for leg in legs), "text"]
     rows = []
+    confidence = result.confidence
     for j, doc_id in enumerate(result.ids.tolist()):
-        cells = [str(j + 1), str(doc_id), f"{result.scores[j]:.4f}"]
+        cells = [str(j + 1), str(doc_id), f"{result.scores[j]:.4f}",
+                 "-" if confidence[j] != confidence[j] else f"{confidence[j]:.2f}"]
         for leg in legs:
             rank = int(leg.hit_rank[j])
             cell = "-" if rank == 0 else str(rank)
@@ -510,7 +530,7 @@ def _format_hits(result, n_docs: int) -> str:
         cells.append(_shorten(result.texts[j]))
         rows.append(cells)
     widths = [max(len(row[c]) for row in [header, *rows]) for c in range(len(header) - 1)]
-    numeric = set(range(3))
+    numeric = set(range(4))
 
     def line(cells: Sequence[str]) -> str:
         parts = [cell.rjust(w) if c in numeric else cell.ljust(w) for c, (cell, w) in enumerate(zip(cells, widths))]

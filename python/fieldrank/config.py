@@ -78,6 +78,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Optional, Union
 
+from . import _confidence as _conf
 from . import _core
 from . import _validation as _v
 from ._api import public_dir
@@ -97,12 +98,14 @@ __all__ = [
     "BM25Leg",
     "CFSLeg",
     "CFSRLeg",
+    "ConfidenceParams",
     "CosineLeg",
     "Leg",
     "MMRLeg",
     "RetrieverConfig",
     "RingLeg",
     "TemporalLeg",
+    "default_confidence",
     "default_config",
     "leg_from_dict",
     "preset",
@@ -448,6 +451,73 @@ def _bm25_from_dict(data: object) -> BM25Params:
     return BM25Params.from_dict(values)
 
 
+def _weights_field(owner: str, name: str, value: object, names: tuple[str, ...]) -> tuple[float, ...]:
+    if isinstance(value, (str, bytes, Mapping)) or not hasattr(value, "__iter__"):
+        msg = f"{owner}.{name} must be a sequence of {len(names)} numbers ({', '.join(names)}), got {value!r}"
+        raise TypeError(msg)
+    values = tuple(value)
+    if len(values) != len(names):
+        msg = f"{owner}.{name} must hold {len(names)} numbers ({', '.join(names)}), got {len(values)}"
+        raise ValueError(msg)
+    return tuple(_v.real(v, f"{owner}.{name}[{i}] ({names[i]})") for i, v in enumerate(values))
+
+
+@dataclass(frozen=True)
+class ConfidenceParams:
+    """The confidence model of :mod:`fieldrank._confidence` (every hit's ``confidence``).
+
+    ``g = sigmoid(memory_intercept + memory_weights . m)``: whether the searched memory holds what
+    the query asks about (``m``: :data:`fieldrank._confidence.MEMORY_FEATURES`);
+    ``h = sigmoid(hit_intercept + hit_weights . x)``: whether the hit is the relevant one (``x``:
+    :data:`fieldrank._confidence.HIT_FEATURES`); the confidence is
+    ``sigmoid(c0 + c1 * logit(g * h) + c2 * [rank == 1])`` with ``calibration = (c0, c1, c2)``.
+    The package ships coefficients fitted on LoCoMo (the ``[confidence]`` table of
+    ``fieldrank/data/default_config.toml``, :func:`default_confidence`);
+    ``fieldrank calibrate --confidence`` refits them on a labelled split.
+
+    Raises
+    ------
+    ValueError, TypeError
+        If a coefficient is not a finite number or a weight vector has the wrong length.
+    """
+
+    memory_intercept: float
+    memory_weights: tuple[float, ...]
+    hit_intercept: float
+    hit_weights: tuple[float, ...]
+    calibration: tuple[float, ...] = (0.0, 1.0, 0.0)
+
+    _KEYS: ClassVar[tuple[str, ...]] = ("memory_intercept", "memory_weights", "hit_intercept", "hit_weights",
+                                        "calibration")
+    _CALIBRATION_TERMS: ClassVar[tuple[str, ...]] = ("intercept", "scale", "first_hit")
+
+    def __post_init__(self) -> None:
+        owner = "ConfidenceParams"
+        _set(self, "memory_intercept", _v.real(self.memory_intercept, f"{owner}.memory_intercept"))
+        _set(self, "hit_intercept", _v.real(self.hit_intercept, f"{owner}.hit_intercept"))
+        _set(self, "memory_weights", _weights_field(owner, "memory_weights", self.memory_weights,
+                                                    _conf.MEMORY_FEATURES))
+        _set(self, "hit_weights", _weights_field(owner, "hit_weights", self.hit_weights, _conf.HIT_FEATURES))
+        _set(self, "calibration", _weights_field(owner, "calibration", self.calibration, self._CALIBRATION_TERMS))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"memory_intercept": self.memory_intercept, "memory_weights": list(self.memory_weights),
+                "hit_intercept": self.hit_intercept, "hit_weights": list(self.hit_weights),
+                "calibration": list(self.calibration)}
+
+    @classmethod
+    def from_dict(cls, data: object) -> ConfidenceParams:
+        if not isinstance(data, Mapping):
+            msg = f"confidence must be a table/dict, got {type(data).__name__}"
+            raise ValueError(msg)
+        unknown = sorted(set(data) - set(cls._KEYS))
+        missing = [key for key in cls._KEYS if key not in data]
+        if unknown or missing:
+            msg = f"confidence: unknown key(s) {unknown}, missing key(s) {missing}; keys: {list(cls._KEYS)}"
+            raise ValueError(msg)
+        return cls(**{key: data[key] for key in cls._KEYS})
+
+
 @dataclass(frozen=True)
 class RetrieverConfig:
     """A weighted-RRF stack: the legs, the final ``k``, ``k0`` and the BM25 parameters.
@@ -465,6 +535,9 @@ class RetrieverConfig:
         Tokenizer and scoring of the BM25 index (used by BM25 legs and union pools).
     name : str, default "custom"
         A label (the preset name for presets); part of equality and of the file.
+    confidence : ConfidenceParams, optional
+        The model of every hit's ``confidence`` (:mod:`fieldrank._confidence`). None: the
+        package's fitted model (:func:`default_confidence`). The ranking never depends on it.
 
     Raises
     ------
@@ -479,8 +552,9 @@ class RetrieverConfig:
     k0: float = _D["k0"]
     bm25: BM25Params = DEFAULT_PARAMS
     name: str = CUSTOM_NAME
+    confidence: Optional[ConfidenceParams] = None
 
-    _TOP_LEVEL_KEYS: ClassVar[tuple[str, ...]] = ("name", "k", "k0", "bm25", "legs")
+    _TOP_LEVEL_KEYS: ClassVar[tuple[str, ...]] = ("name", "k", "k0", "bm25", "legs", "confidence")
 
     def __post_init__(self) -> None:
         owner = "RetrieverConfig"
@@ -512,6 +586,8 @@ class RetrieverConfig:
         _set(self, "k0", _v.real(self.k0, f"{owner}.k0", low=0.0))
         _v.instance_of(self.bm25, f"{owner}.bm25", BM25Params)
         _set(self, "name", _name_field(owner, self.name))
+        if self.confidence is not None:
+            _v.instance_of(self.confidence, f"{owner}.confidence", ConfidenceParams)
 
     # ---------------------------------------------------------------- derived views
     @property
@@ -533,6 +609,11 @@ class RetrieverConfig:
         """Whether a search needs the query text (a BM25 leg or a union pool)."""
         return any(leg.needs_text for leg in self.legs)
 
+    @property
+    def confidence_model(self) -> ConfidenceParams:
+        """:attr:`confidence`, or the package's fitted model when it is None."""
+        return self.confidence if self.confidence is not None else default_confidence()
+
     def replace(self, **changes: Any) -> RetrieverConfig:
         """A copy with some fields changed (validated again)."""
         return replace(self, **changes)
@@ -540,13 +621,16 @@ class RetrieverConfig:
     # ---------------------------------------------------------------- dict / TOML
     def to_dict(self) -> dict[str, Any]:
         """A TOML/JSON-ready dict; :meth:`from_dict` of it gives an equal config."""
-        return {
+        out = {
             "name": self.name,
             "k": self.k,
             "k0": self.k0,
             "bm25": _bm25_to_dict(self.bm25),
             "legs": [leg.to_dict() for leg in self.legs],
         }
+        if self.confidence is not None:
+            out["confidence"] = self.confidence.to_dict()
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RetrieverConfig:
@@ -583,6 +667,8 @@ class RetrieverConfig:
                 kwargs[key] = data[key]
         if "bm25" in data:
             kwargs["bm25"] = _bm25_from_dict(data["bm25"])
+        if "confidence" in data:
+            kwargs["confidence"] = ConfidenceParams.from_dict(data["confidence"])
         return cls(**kwargs)
 
     def to_toml(self) -> str:
@@ -689,6 +775,24 @@ def default_config() -> RetrieverConfig:
         config = _PRESET_BUILDERS[DEFAULT_FALLBACK_PRESET]()
     return config.replace(name=DEFAULT_PRESET)
 # ========================================================================= END CALIBRATION HOOK
+
+
+@functools.lru_cache(maxsize=1)
+def default_confidence() -> ConfidenceParams:
+    """The package's confidence model: the ``[confidence]`` table of the shipped default
+    configuration (fitted on LoCoMo, see ``docs/results/confidence.md``). Every configuration
+    without its own ``confidence`` uses it.
+
+    Raises
+    ------
+    ValueError
+        If the shipped file has no ``[confidence]`` table.
+    """
+    config = default_config()
+    if config.confidence is None:
+        msg = "the shipped default configuration has no [confidence] table; run `fieldrank calibrate --confidence`"
+        raise ValueError(msg)
+    return config.confidence
 
 
 def preset(name: str) -> RetrieverConfig:

@@ -51,6 +51,7 @@ from typing import Any, Iterator, NamedTuple, Optional, Union, overload
 
 import numpy as np
 
+from . import _confidence as _conf
 from . import _core
 from . import _validation as _v
 from . import embed as _embed
@@ -161,6 +162,56 @@ def _leg_hits(leg: Leg, output: _LegOutput, hits: np.ndarray, k0: float) -> LegH
                    rank, score, contribution, coef)
 
 
+class _QueryEvidence(NamedTuple):
+    """What a result's confidence reads of its query (see :mod:`fieldrank._confidence`)."""
+
+    retriever: "HybridRetriever"
+    text: Optional[str]
+    vector: Optional[np.ndarray]   # (d,) unit float32
+    subset: Optional[np.ndarray]   # sorted ids the query could see (None: every document)
+
+
+def _result_confidence(ids: np.ndarray, scores: np.ndarray, config: RetrieverConfig,
+                       query: Optional[_QueryEvidence]) -> np.ndarray:
+    """Every hit's confidence (NaN without the query's vector and text)."""
+    if query is None or query.vector is None or query.text is None:
+        return np.full(ids.shape[0], np.nan)
+    retriever = query.retriever
+    terms = _conf.query_terms(retriever._bm25, query.text)
+    f = _conf.features(retriever._E, query.vector, retriever._bm25, terms, ids, scores, query.subset)
+    return _conf.confidence(f, config.confidence_model)
+
+
+def _threshold(min_confidence: object) -> Optional[float]:
+    """``min_confidence`` checked: None, or a float in [0, 1]."""
+    return None if min_confidence is None else _v.real(min_confidence, "min_confidence", low=0.0, high=1.0)
+
+
+def _cleared(results: list[SearchResult], threshold: Optional[float]) -> list[SearchResult]:
+    """Each result cut to its hits whose confidence is at least ``threshold`` (checked already).
+
+    Confidence need not fall with the rank: a result keeps its hits clearing the threshold, in
+    rank order (so fewer than k, possibly none)."""
+    if threshold is None:
+        return results
+    out = []
+    for result in results:
+        confidence = result.confidence
+        if len(result) and np.isnan(confidence).any():
+            msg = ("min_confidence needs the query text and vector (confidence reads both); pass them, or give "
+                   "the retriever an embedder")
+            raise ValueError(msg)
+        keep = confidence >= threshold
+        if keep.all():
+            out.append(result)
+            continue
+        kept = SearchResult(result.ids[keep], result.scores[keep], result._outputs, result.config,
+                            result._corpus_texts, result._query)
+        kept._confidence = confidence[keep]
+        out.append(kept)
+    return out
+
+
 def _json_float(value: float) -> Optional[float]:
     return None if np.isnan(value) else float(value)
 
@@ -173,33 +224,47 @@ class SearchResult:
     ids : np.ndarray
         int64 document ids (positions in the retriever's corpus), best first.
     scores : np.ndarray
-        float64 fused RRF scores, non-increasing (ties: lower id first).
+        float64 fused scores in the ranking's order: the weighted RRF of the legs (non-increasing,
+        ties: lower id first), or for a plan of one leg (the ``default`` preset) that leg's own
+        scores, never a rank-only number.
     config : RetrieverConfig
         The configuration that produced the result.
 
     Notes
     -----
-    The per-leg provenance (:attr:`legs`) is computed on first access, so a search that only
-    needs ids pays nothing for it.
+    The per-leg provenance (:attr:`legs`) and the :attr:`confidence` are computed on first
+    access, so a search that only needs ids pays nothing for them.
     """
 
-    __slots__ = ("_corpus_texts", "_legs", "_outputs", "config", "ids", "scores")
+    __slots__ = ("_confidence", "_corpus_texts", "_legs", "_outputs", "_query", "config", "ids", "scores")
 
     def __init__(self, ids: np.ndarray, scores: np.ndarray, outputs: Sequence[_LegOutput],
-                 config: RetrieverConfig, corpus_texts: Sequence[str]) -> None:
+                 config: RetrieverConfig, corpus_texts: Sequence[str], query: Optional[_QueryEvidence] = None
+                 ) -> None:
         self.ids = ids
         self.scores = scores
         self.config = config
         self._outputs = tuple(outputs)
         self._corpus_texts = corpus_texts
         self._legs: Optional[tuple[LegHits, ...]] = None
+        self._query = query
+        self._confidence: Optional[np.ndarray] = None
 
     def __len__(self) -> int:
         return int(self.ids.shape[0])
 
+    @property
+    def confidence(self) -> np.ndarray:
+        """float64 (k,): each hit's calibrated probability of being relevant (see
+        :class:`SearchHit`), best hit first; NaN where the query had no vector or no text."""
+        if self._confidence is None:
+            self._confidence = _result_confidence(self.ids, self.scores, self.config, self._query)
+        return self._confidence
+
     def _hit(self, position: int) -> SearchHit:
         doc = int(self.ids[position])
-        return SearchHit(position + 1, doc, float(self.scores[position]), self._corpus_texts[doc])
+        return SearchHit(position + 1, doc, float(self.scores[position]), self._corpus_texts[doc],
+                         float(self.confidence[position]))
 
     def __iter__(self) -> Iterator[SearchHit]:
         """The hits best first, each a :class:`SearchHit` ``(rank, id, score, text)``."""
@@ -272,7 +337,8 @@ class SearchResult:
                 if leg.hit_coef is not None:
                     entry["coef"] = _json_float(leg.hit_coef[j])
                 per_leg[leg.name] = entry
-            hit: dict[str, Any] = {"rank": j + 1, "id": doc_id, "score": float(self.scores[j])}
+            hit: dict[str, Any] = {"rank": j + 1, "id": doc_id, "score": float(self.scores[j]),
+                                   "confidence": _json_float(self.confidence[j])}
             if include_text:
                 hit["text"] = self._corpus_texts[doc_id]
             hit["legs"] = per_leg
@@ -627,7 +693,7 @@ class HybridRetriever:
 
     # ---------------------------------------------------------------- single query
     def search(self, text: Optional[str] = None, vector: Optional[np.ndarray] = None, k: Optional[int] = None, *,
-               subset: SubsetLike = None) -> SearchResult:
+               subset: SubsetLike = None, min_confidence: Optional[float] = None) -> SearchResult:
         """Answer one query with the configured stack.
 
         Parameters
@@ -648,11 +714,17 @@ class HybridRetriever:
             allocated; the ranking is the unclamped one).
         subset : array of int ids or boolean mask (N,), optional
             Only these documents can be returned, by any leg.
+        min_confidence : float in [0, 1], optional
+            Return only the hits whose ``confidence`` (the calibrated probability that the hit is
+            relevant, :class:`SearchHit`) is at least this, in rank order: fewer than ``k`` hits,
+            possibly none, when the memory holds nothing relevant enough. None: ``k`` hits, as
+            without it. Needs the query text and vector (a ValueError otherwise). The ranking
+            itself never depends on it.
 
         Returns
         -------
         SearchResult
-            Fused ids and scores, and per-leg provenance.
+            Fused ids and scores, per-leg provenance and each hit's confidence.
 
         Raises
         ------
@@ -660,6 +732,7 @@ class HybridRetriever:
             On a missing text/vector the configuration needs, a vector of the wrong length,
             not unit-norm or not finite, or a bad ``k``/``subset``.
         """
+        threshold = _threshold(min_confidence)
         checked_text = None  # the text is checked once, also when the embedder needs it first
         if vector is None and text is not None and self._embedder is not None and self._config.needs_vector:
             checked_text = _check_text(text, "text")
@@ -671,14 +744,26 @@ class HybridRetriever:
             plan = self._plan_for(self._final_k(k))
         Q = self._query_vector(vector) if self._needs_vector else None
         texts = [checked_text if checked_text is not None else _check_text(text, "text")] if self._needs_text else None
-        outputs = plan.run(self, texts, Q, 1, None if subset is None else self._subset_ids(subset), 1)[0]
+        sub = None if subset is None else self._subset_ids(subset)
+        outputs = plan.run(self, texts, Q, 1, sub, 1)[0]
         ids, scores = plan.fuse_one(outputs, cfg.k0)
-        return SearchResult(ids, scores, outputs, cfg, self._texts)
+        result = SearchResult(ids, scores, outputs, cfg, self._texts, self._evidence(text, texts, Q, 0, sub))
+        return result if threshold is None else _cleared([result], threshold)[0]
+
+    def _evidence(self, text: Optional[str], texts: Optional[list[str]], Q: Optional[np.ndarray], row: int,
+                  sub: Optional[np.ndarray]) -> _QueryEvidence:
+        """What the confidence of query ``row`` reads (its text, vector and subset), checked once."""
+        if texts is not None:
+            text = texts[row]
+        elif text is not None and not isinstance(text, str):
+            text = None  # a configuration without lexical legs never reads the text; neither does confidence
+        return _QueryEvidence(self, text, None if Q is None else Q[row], sub)
 
     # ---------------------------------------------------------------- batches
     def search_batch(self, texts: Optional[Sequence[str]] = None, vectors: Optional[np.ndarray] = None,
                      k: Optional[int] = None, *, subset: SubsetLike = None,
-                     subsets: Optional[Sequence[SubsetLike]] = None, n_threads: int = 0) -> list[SearchResult]:
+                     subsets: Optional[Sequence[SubsetLike]] = None, n_threads: int = 0,
+                     min_confidence: Optional[float] = None) -> list[SearchResult]:
         """Answer many queries at once; equal to ``[search(t, v, k, subset=...) ...]``.
 
         The same leg plan as :meth:`search` runs once per group of queries sharing a subset:
@@ -701,6 +786,8 @@ class HybridRetriever:
             One subset per query (None: unrestricted); exclusive with ``subset``.
         n_threads : int, default 0
             Worker threads; ``<= 0`` means all cores. Results do not depend on it.
+        min_confidence : float in [0, 1], optional
+            Keep only the hits whose ``confidence`` is at least this (see :meth:`search`).
 
         Returns
         -------
@@ -710,6 +797,7 @@ class HybridRetriever:
         cfg = self._config
         plan = self._plan_for(self._final_k(k))
         n_threads = _v.n_threads_value(n_threads)
+        threshold = _threshold(min_confidence)
         if vectors is None and texts is not None and self._embedder is not None and cfg.needs_vector:
             vectors = _embed.embed_queries(self._embedder, texts)
         self._check_query_inputs(texts is not None, vectors is not None, "vectors")
@@ -727,15 +815,24 @@ class HybridRetriever:
         groups = self._subset_groups(n_queries, subset, subsets)
 
         per_query: list[Optional[list[_LegOutput]]] = [None] * n_queries
+        query_subsets: list[Optional[np.ndarray]] = [None] * n_queries
         for rows, sub in groups:
             group_Q = None if Q is None else (Q if len(rows) == n_queries else np.ascontiguousarray(Q[rows]))
             group_texts = None if batch_texts is None else [batch_texts[i] for i in rows]
             for row, outputs in zip(rows, plan.run(self, group_texts, group_Q, len(rows), sub, n_threads)):
                 per_query[row] = outputs
+                query_subsets[row] = sub
         if not n_queries:
             return []
         fused = plan.fuse(per_query, cfg.k0, n_threads)
-        return [SearchResult(f.ids, f.scores, outputs, cfg, self._texts) for f, outputs in zip(fused, per_query)]
+        evidence_texts = batch_texts
+        if (evidence_texts is None and isinstance(texts, Sequence) and not isinstance(texts, str)
+                and len(texts) == n_queries and all(isinstance(t, str) for t in texts)):
+            evidence_texts = list(texts)  # read by confidence only, as search reads a dense-only plan's text
+        results = [SearchResult(f.ids, f.scores, outputs, cfg, self._texts,
+                                self._evidence(None, evidence_texts, Q, row, query_subsets[row]))
+                   for row, (f, outputs) in enumerate(zip(fused, per_query))]
+        return _cleared(results, threshold)
 
     def _subset_groups(self, n_queries: int, subset: SubsetLike,
                        subsets: Optional[Sequence[SubsetLike]]) -> list[tuple[list[int], Optional[np.ndarray]]]:
@@ -1037,7 +1134,6 @@ class LegPlan:
         self.weights = list(config.weights)
         # One leg with a positive weight fuses to its own order (see fuse): its ranks 1..k, once.
         self._one_leg = len(self.weights) == 1 and self.weights[0] > 0
-        self._ranks = np.arange(1, self.k + 1, dtype=np.float64)
         pairs = self._legs_kinds = tuple(zip(self.legs, self.kinds))
         self.dense_depth_single = max((kind.dense_depth(leg, False) for leg, kind in pairs), default=0)
         self.dense_depth_batch = max((kind.dense_depth(leg, True) for leg, kind in pairs), default=0)
@@ -1097,9 +1193,8 @@ class LegPlan:
         """The weighted RRF of each query's leg outputs (:func:`fieldrank.rrf`), one ``Ranking`` per query.
 
         A plan of one leg with a positive weight (the ``default`` preset) fuses to the leg's own
-        order, since its contributions ``weight / (k0 + rank)`` fall strictly with the rank: the
-        scores are those float64 quotients, computed as the native ``rrf`` computes them (the
-        same two operations, added to 0), without converting every query's ids for it.
+        order, since its contributions ``weight / (k0 + rank)`` fall strictly with the rank; its
+        scores are the leg's own (float64), not those rank-only quotients (see :meth:`fuse_one`).
         """
         if self._one_leg or len(per_query) == 1:
             return [Ranking(*self.fuse_one(outputs, k0)) for outputs in per_query]
@@ -1112,10 +1207,14 @@ class LegPlan:
 
         The legs' outputs are what ``rrf`` checks for (int64 ids, none twice) and the plan's weights,
         ``k`` and ``k0`` were checked with the config, so the native fusion runs unchecked
-        (``_core.rrf_unchecked``: the same sums as ``rrf``, the id arrays read in place)."""
+        (``_core.rrf_unchecked``: the same sums as ``rrf``, the id arrays read in place).
+
+        A plan of one leg passes the leg's order and its own scores through (cosine, BM25, the
+        temporal blend, a reranker's score): ``weight / (k0 + rank)`` would be the same numbers for
+        every query."""
         if self._one_leg:
-            ids = outputs[0].ids
-            return ids[: self.k].astype(_ID_DTYPE), (self.weights[0] / (k0 + self._ranks[: min(self.k, ids.shape[0])]))
+            out = outputs[0]
+            return out.ids[: self.k].astype(_ID_DTYPE), out.scores[: self.k].astype(_SCORE_DTYPE)
         fused = _core.rrf_unchecked([out.ids for out in outputs], self.weights, self.k, k0)
         return fused.ids, fused.scores
 

@@ -228,8 +228,9 @@ def test_lexical_scores_of_the_subset_block_only_give_the_same_ranking(subset_ki
 
 @pytest.mark.parametrize("weight", [1.0, 0.37, 2.5])
 def test_a_one_leg_plan_fuses_as_the_native_rrf(weight):
-    """The one-leg shortcut of LegPlan.fuse (the default preset) equals fieldrank's native RRF bit
-    for bit (a config's only leg has a positive weight)."""
+    """The one-leg shortcut of LegPlan.fuse (the default preset) ranks as fieldrank's native RRF
+    (a config's only leg has a positive weight); its scores are the leg's own, not the rank-only
+    RRF quotients (issue 29)."""
     import dataclasses
 
     from fieldrank import _core
@@ -247,5 +248,5 @@ def test_a_one_leg_plan_fuses_as_the_native_rrf(weight):
         for fused, outputs in zip(plan.fuse(per_query, config.k0, 1), per_query):
             native = _core.rrf([out.ids for out in outputs], plan.weights, plan.k, config.k0)
             np.testing.assert_array_equal(fused.ids, native.ids)
-            np.testing.assert_array_equal(fused.scores, native.scores)
+            np.testing.assert_array_equal(fused.scores, outputs[0].scores[: plan.k].astype(np.float64))
             assert fused.ids.dtype == np.int64 and fused.scores.dtype == np.float64

@@ -33,6 +33,12 @@ retriever runs: every leg through the retriever's own leg plan (:class:`fieldran
 one batch per conversation, BM25 scores computed once per parameter set), and weighted RRF with
 the SPEC §6 rule; ``tests/evaluation/test_calibrate.py`` checks that the score reported for the winner equals
 what the retriever built from the written file scores.
+
+``--confidence`` fits the hit-confidence model instead (:mod:`fieldrank._confidence`) of a
+configuration (``--config``, default ``default``) on the split's labelled questions: each question
+searched over its own conversation (hits labelled by its evidence) and over another conversation
+(nothing relevant); it writes the configuration with that ``[confidence]`` table
+(:func:`calibrate_confidence`). A user's own labelled data in the LoCoMo layout refits it the same way.
 """
 
 from __future__ import annotations
@@ -60,7 +66,9 @@ __all__ = [
     "CalibrationResult",
     "SearchSpace",
     "calibrate",
+    "calibrate_confidence",
     "main",
+    "write_confidence_table",
 ]
 
 _D = DEFAULTS
@@ -420,6 +428,58 @@ def calibrate(data_dir=None, embedding_sets: Sequence[str] = ("minilm-l6-v2", "m
         seconds=time.time() - t0)
 
 
+# ----------------------------------------------------------------------------- confidence
+def calibrate_confidence(data_dir=None, embedding_sets: Sequence[str] = ("minilm-l6-v2", "mpnet-base-v2"),
+                         split: str = "tune", config: Any = None) -> Any:
+    """Fit :class:`fieldrank.config.ConfidenceParams` for ``config`` (default: the ``default`` preset)
+    on the questions of ``split``, pooled over ``embedding_sets`` (one model serves all of them)."""
+    from ..config import resolve_config
+    from ..hybrid import HybridRetriever
+    from . import _confidence as ec
+    from . import locomo
+
+    cfg = resolve_config(config)
+    items = []
+    for name in embedding_sets:
+        data = locomo.load_locomo(data_dir, name, checksums=False)
+        retriever = HybridRetriever([str(t) for t in data.turns.embed_text], data.turn_embeddings, cfg,
+                                    timeline=locomo_timeline(data))
+        items += ec.collect_retriever(data, retriever, data.split_question_indices(split))
+    return ec.fit(items)
+
+
+_CONFIDENCE_MARK = "# confidence:"
+
+
+def write_confidence_table(path: Any, params: Any, command: str, note: str = "") -> None:
+    """Write ``params`` as the ``[confidence]`` table of the configuration file ``path`` (the table and
+    its comment line replaced if present; the rest of the file, its comments included, kept).
+    The comment line says when and by which ``command`` it was fitted, or ``note`` when given."""
+    import tomli_w
+
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    kept = []
+    skipping = False
+    for line in text.splitlines():
+        if line.startswith(_CONFIDENCE_MARK):
+            continue
+        if line.strip() == "[confidence]":
+            skipping = True
+            continue
+        if skipping and line.startswith("["):
+            skipping = False
+        if not skipping:
+            kept.append(line)
+    while kept and not kept[-1].strip():
+        kept.pop()
+    table = tomli_w.dumps({"confidence": params.to_dict()})
+    stamp = _dt.date.today().isoformat()
+    said = note or f"fitted on {stamp} by `{command}`"
+    text = "\n".join(kept) + f"\n\n{_CONFIDENCE_MARK} {said}\n" + table
+    path.write_text(text, encoding="utf-8")
+
+
 # ----------------------------------------------------------------------------- command line
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", default=None, help="LoCoMo data folder (default: ../shared/data/locomo or "
@@ -431,6 +491,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="TOML file to write the calibrated configuration to")
     parser.add_argument("--quick", action="store_true", help="a 4-leg / 4-stack space (smoke test)")
     parser.add_argument("--top", type=int, default=10, help="candidates listed per stage (default 10)")
+    parser.add_argument("--confidence", action="store_true",
+                        help="fit the hit-confidence model of --config instead, and write that config with it")
+    parser.add_argument("--config", default=None,
+                        help="with --confidence: the configuration (preset name or TOML; default: default)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -440,6 +504,8 @@ def run(args: argparse.Namespace) -> int:
     if args.split != "tune":
         print(f"warning: fitting on split {args.split!r}; report only tune-fitted numbers on holdout",
               file=sys.stderr)
+    if args.confidence:
+        return _run_confidence(args)
     space = QUICK_SPACE if args.quick else DEFAULT_SPACE
     try:
         result = calibrate(args.data, args.embeddings, args.split, space, log=lambda m: print(m, file=sys.stderr))
@@ -460,7 +526,40 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(result.header(command) + "\n" + result.config.to_toml(), encoding="utf-8")
-    print(f"wrote {out} (score {result.score:.4f}; {result.seconds:.0f}s)")
+    from ..config import default_confidence
+
+    # Every configuration needs a confidence model: the package's, said to be carried over until refitted.
+    refit = f"fieldrank calibrate --confidence --config {out} --out {out}"
+    write_confidence_table(out, default_confidence(), command,
+                           note=f"carried over from the package (fitted for its default); refit: `{refit}`")
+    print(f"wrote {out} (score {result.score:.4f}; {result.seconds:.0f}s); refit its confidence model: {refit}")
+    return 0
+
+
+def _run_confidence(args: argparse.Namespace) -> int:
+    from .._cli_errors import CommandError
+    from ..config import RetrieverConfig, resolve_config
+    from . import locomo
+
+    try:
+        config = resolve_config(args.config)
+        params = calibrate_confidence(args.data, args.embeddings, args.split, config)
+    except (locomo.DataNotFoundError, locomo.LocomoFormatError, ValueError) as exc:
+        raise CommandError(str(exc)) from None
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    try:  # the same configuration there already (its calibration comments): only its table is replaced
+        bare = config.replace(confidence=None)
+        same = out.is_file() and RetrieverConfig.load_toml(out).replace(confidence=None) == bare
+    except (ValueError, TypeError):
+        same = False
+    if not same:
+        out.write_text(config.replace(confidence=None).to_toml(), encoding="utf-8")
+    command = "fieldrank calibrate --confidence " + " ".join(
+        [f"--embeddings {' '.join(args.embeddings)}", f"--split {args.split}", f"--out {args.out}"]
+        + ([f"--config {args.config}"] if args.config else []))
+    write_confidence_table(out, params, command)
+    print(f"wrote {out}: {params}")
     return 0
 
 

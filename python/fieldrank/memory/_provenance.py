@@ -139,6 +139,9 @@ class Hit:
         (at_time − created_at) in days.
     recall_count : int
         Recalls that returned it before this one.
+    confidence : float
+        The calibrated probability that the memory is relevant to the cue (issue 29,
+        :mod:`fieldrank.memory._confidence`); NaN without a cue text and vector.
     """
 
     id: int
@@ -158,6 +161,7 @@ class Hit:
     reserved_slot: bool = False
     #: Id of the memory that superseded this one (None: current).
     superseded_by: Optional[int] = None
+    confidence: float = float("nan")
 
     def explain(self) -> str:
         """A readable breakdown (the write-up's "Score Breakdown" and "Provenance")."""

@@ -57,6 +57,7 @@ from .. import _core
 from .. import _validation as _v
 from ..embed import Embedder, check_embedder, embed_documents, embed_queries
 from ..operators import cfs_pool, cfsr_pool
+from . import _confidence as _hit_confidence
 from ._file_check import check_embedding_values
 from ._columns import Generation, RowBatch, Snapshot
 from ._gates import Eligibility, GateSpec, eligible_rows, failed_gates, passes_union_gates
@@ -1354,6 +1355,7 @@ class MemoryStore:
         cue_valence: Optional[float] = None,
         cue_time: Optional[float] = None,
         reinforce: bool = True,
+        min_confidence: Optional[float] = None,
     ) -> RecallResult:
         """The ``k`` best memories of ``tenant`` for a cue, with provenance.
 
@@ -1396,6 +1398,9 @@ class MemoryStore:
             are returned, nothing changes in memory or in the file, ``reinforced`` is False on
             the result, a :class:`~fieldrank.memory.ReinforcementWarning` is issued and
             :attr:`reinforce_failures` counts it.
+        min_confidence : float in [0, 1], optional
+            Return only the hits whose ``confidence`` (calibrated probability of being relevant,
+            :class:`Hit`) is at least this: fewer than k, possibly none. Needs the cue text and vector.
 
         Returns
         -------
@@ -1424,6 +1429,7 @@ class MemoryStore:
             if hit.id not in seen:
                 seen.add(hit.id)
                 unique_hits.append(hit)
+        unique_hits = list(_hit_confidence.annotate(unique_hits, cue.text, cue.vector is not None, min_confidence))
         # The bookkeeping never fails the read: if it cannot be written, the hits come back unreinforced.
         reinforced = reinforce and (not unique_hits or self._reinforce([hit.id for hit in unique_hits], cue.at_time))
         generators = MODE_GENERATORS[mode]
