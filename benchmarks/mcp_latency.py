@@ -33,7 +33,7 @@ import numpy as np
 from mcp import Client, StdioServerParameters
 
 from fieldrank import MemoryStore
-from fieldrank.integrations.mcp_server import LEXICAL_DIM
+from fieldrank.integrations._common import LEXICAL_DIM
 
 WORDS = ("kitchen budget dog vet rabies booster march deploy friday production orion postgres mysql "
          "cabinet tile contractor invoice flight hotel passport birthday dinner gym knee doctor").split()

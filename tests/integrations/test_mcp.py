@@ -273,9 +273,10 @@ def test_with_an_embedder(tmp_path):
     pytest.importorskip("sentence_transformers", reason="needs fieldrank[embed]")
     from fieldrank.embed import SentenceTransformerEmbedder
 
-    store, lexical = mcp_server.open_store(str(tmp_path / "memory.db"), SentenceTransformerEmbedder(gt.get_model_path()))
-    assert not lexical
-    server = mcp_server.build_server(mcp_server.MemoryService(store, lexical=lexical), tenant="alice")
+    store = mcp_server.open_store(str(tmp_path / "memory.db"), SentenceTransformerEmbedder(gt.get_model_path()))
+    service = mcp_server.MemoryService(store)
+    assert not service.lexical
+    server = mcp_server.build_server(service, tenant="alice")
 
     async def main():
         async with Client(server) as client:

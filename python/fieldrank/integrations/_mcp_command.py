@@ -65,8 +65,9 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(msg)
     tokens = mcp_server.load_tokens(tokens_path) if tokens_path else None
     embedder = None if args.embed is None else _embedder(args.embed)
-    store, lexical = mcp_server.open_store(args.store, embedder)
-    service = mcp_server.MemoryService(store, lexical=lexical)
+    store = mcp_server.open_store(args.store, embedder)
+    service = mcp_server.MemoryService(store)
+    lexical = service.lexical
     tenant = args.tenant or DEFAULT_TENANT
     server = mcp_server.build_server(service, tenant=tenant, tokens=tokens)
     recall = ("BM25-only recall (no embedder: pass --embed MODEL for dense + BM25)" if lexical

@@ -21,19 +21,25 @@ See ``docs/mcp.md`` for the command line and client configurations.
 
 from __future__ import annotations
 
-import datetime as _dt
 import hashlib
 import hmac
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, Optional
 
-import numpy as np
-
 from ..memory import DEFAULT_TENANT, MemoryStore
-from ..memory import Hit as _Hit
-from ._common import missing_extra
+from ._common import (
+    LEXICAL_DIM,
+    check_store,
+    lexical_vector,
+    memory_add,
+    memory_fields,
+    memory_gates,
+    memory_record,
+    missing_extra,
+    recall_mode,
+)
 
 try:
     from mcp.server.mcpserver import Context, MCPServer
@@ -44,18 +50,11 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 __all__ = ["LEXICAL_DIM", "SERVER_NAME", "MemoryService", "TokenMap", "build_server", "load_tokens", "serve_http"]
 
 SERVER_NAME = "fieldrank-memory"
-#: Dimension of a lexical (BM25-only) store: every memory gets the same one-component vector,
-#: and recall runs in ``keyword`` mode. Such a store cannot later be opened with an embedder.
-LEXICAL_DIM = 1
 #: Recall size a client gets unless it asks, and the most it may ask for.
 DEFAULT_RECALL_K = 5
 MAX_RECALL_K = 100
 #: The environment variable naming a tokens file when ``--tokens`` is not given.
 TOKENS_ENV = "FIELDRANK_MCP_TOKENS"
-
-
-def _iso(seconds: float) -> str:
-    return _dt.datetime.fromtimestamp(seconds, tz=_dt.timezone.utc).isoformat(timespec="seconds")
 
 
 class TokenMap:
@@ -106,46 +105,38 @@ def load_tokens(path: str | os.PathLike[str]) -> TokenMap:
 
 
 class MemoryService:
-    """The tools' logic over one store, for one resolved tenant per call (no MCP here).
+    """The tools' logic over one store, for the tenant each call resolved (no MCP here).
 
     Parameters
     ----------
     store : MemoryStore
-    lexical : bool
-        True for a BM25-only store (dim :data:`LEXICAL_DIM`, no embedder): memories get the
-        constant vector and recall runs in ``keyword`` mode.
+        With an embedder, or lexical (dim :data:`LEXICAL_DIM`, no embedder: memories get one
+        constant vector and recall runs in ``keyword`` mode).
     """
 
-    def __init__(self, store: MemoryStore, *, lexical: bool) -> None:
-        self.store = store
-        self.lexical = lexical
-        self._unit = np.ones(LEXICAL_DIM, dtype=np.float32) if lexical else None
+    def __init__(self, store: MemoryStore) -> None:
+        self.store = check_store(store)
+        lexical_vector(store)  # a store with embeddings but no embedder is refused here
+        self.lexical = store.embedder is None
 
-    def remember(self, tenant: str, text: str, *, importance: float, tier: str, tags: Sequence[str],
-                 entities: Sequence[str], supersedes: Optional[int], session: Optional[str]) -> dict[str, Any]:
+    def remember(self, tenant: str, text: str, **metadata: Any) -> dict[str, Any]:
         if not isinstance(text, str) or not text.strip():
             msg = "text must be a non-empty string (the memory to store)"
             raise ValueError(msg)
-        memory_id = self.store.add(text, self._unit, tenant=tenant, importance=importance, tier=tier, tags=tags,
-                                   entities=entities, supersedes=supersedes, session=session)
-        return {"id": memory_id, **self._memory(tenant, memory_id)}
+        memory_id = memory_add(self.store, text, metadata, tenant=tenant, where="remember")
+        return {"id": memory_id, **memory_fields(self.store, tenant, memory_id)}
 
-    def _gates(self, query: str, k: int, mode: Optional[str], tiers: Optional[Sequence[str]],
-               required_tags: Optional[Sequence[str]], min_importance: Optional[float]) -> dict[str, Any]:
+    def _options(self, k: int, mode: Optional[str], filters: Mapping[str, Any]) -> dict[str, Any]:
         if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_RECALL_K:
             msg = f"k must be an integer in [1, {MAX_RECALL_K}], got {k!r}"
             raise ValueError(msg)
-        if self.lexical and mode not in (None, "keyword"):
-            msg = f"this server has no embedder (BM25 only): mode must be 'keyword', got {mode!r}"
-            raise ValueError(msg)
-        return {"k": k, "mode": "keyword" if self.lexical else (mode or "hybrid"), "tier_mask": tiers,
-                "required_tags": required_tags, "min_importance": min_importance}
+        return {"mode": recall_mode(self.store, mode), **memory_gates(filters, "recall")}
 
-    def recall(self, tenant: str, query: str, **gates: Any) -> dict[str, Any]:
-        options = self._gates(query, **gates)
-        k = options.pop("k")
+    def recall(self, tenant: str, query: str, *, k: int, mode: Optional[str] = None,
+               **filters: Any) -> dict[str, Any]:
+        options = self._options(k, mode, filters)
         result = self.store.recall(query, None, k, tenant=tenant, **options)
-        return {"mode": result.mode, "hits": [self._hit(tenant, hit) for hit in result.hits]}
+        return {"mode": result.mode, "hits": [memory_record(self.store, tenant, hit) for hit in result.hits]}
 
     def forget(self, tenant: str, memory_id: int) -> dict[str, Any]:
         try:
@@ -155,9 +146,9 @@ class MemoryService:
             raise KeyError(msg) from None
         return {"id": memory_id, "forgotten": True}
 
-    def why_not(self, tenant: str, memory_id: int, query: str, **gates: Any) -> dict[str, Any]:
-        options = self._gates(query, **gates)
-        k = options.pop("k")
+    def why_not(self, tenant: str, memory_id: int, query: str, *, k: int, mode: Optional[str] = None,
+                **filters: Any) -> dict[str, Any]:
+        options = self._options(k, mode, filters)
         answer = self.store.why_not(memory_id, query, None, k, tenant=tenant, **options)
         if answer.reason == "other_tenant":  # a client never learns that an id exists elsewhere
             return {"id": memory_id, "reason": "not_found", "detail": f"no memory with id {memory_id}"}
@@ -166,26 +157,8 @@ class MemoryService:
                                "generator_ranks": dict(answer.generator_ranks), "quotas": dict(answer.quotas),
                                "rank": answer.rank, "score": answer.score, "cutoff_score": answer.cutoff_score}
         if answer.hit is not None:
-            out["hit"] = self._hit(tenant, answer.hit)
+            out["hit"] = memory_record(self.store, tenant, answer.hit)
         return out
-
-    def _memory(self, tenant: str, memory_id: int) -> dict[str, Any]:
-        try:
-            memory = self.store.get(memory_id, tenant=tenant)
-        except KeyError:  # forgotten meanwhile by another client
-            return {}
-        return {"created_at": _iso(memory.created_at), "last_access": _iso(memory.last_access),
-                "tier": memory.tier, "importance": memory.importance, "tags": list(memory.tags),
-                "entities": list(memory.entities), "session": memory.session,
-                "supersedes": memory.supersedes, "superseded_by": memory.superseded_by}
-
-    def _hit(self, tenant: str, hit: _Hit) -> dict[str, Any]:
-        return {"id": hit.id, "rank": hit.rank, "text": hit.text, "score": hit.score,
-                **self._memory(tenant, hit.id),
-                "provenance": {"factors": hit.factors.as_dict(), "dominant_factor": hit.dominant_factor,
-                               "weakest_factor": hit.weakest_factor, "admitted_by": dict(hit.admitted_by),
-                               "reserved_slot": hit.reserved_slot, "age_days": hit.age_days,
-                               "recall_count": hit.recall_count}}
 
 
 def _tool_errors(call):
@@ -297,16 +270,16 @@ def serve_http(server: MCPServer, *, host: str, port: int, tokens: Optional[Toke
     uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning")).run()
 
 
-def open_store(path: str, embedder: Any) -> tuple[MemoryStore, bool]:
-    """The store file, with the embedder (hybrid) or lexical; a mismatch is a clear error."""
-    if embedder is None:
-        store = MemoryStore(path, None if os.path.exists(path) else LEXICAL_DIM)
-        if store.dim != LEXICAL_DIM:
-            dim = store.dim
-            store.close()
-            msg = (f"{path} holds {dim}-dimensional embeddings: start the server with the embedder that made "
-                   "them (--embed MODEL)")
-            raise ValueError(msg)
-        return store, True
-    return MemoryStore(path, embedder=embedder), False
-
+def open_store(path: str, embedder: Any) -> MemoryStore:
+    """The store file with the embedder, or lexical (a new file gets dim :data:`LEXICAL_DIM`); a
+    file with embeddings opened without its embedder is a clear error."""
+    if embedder is not None:
+        return MemoryStore(path, embedder=embedder)
+    store = MemoryStore(path, None if os.path.exists(path) else LEXICAL_DIM)
+    if store.dim != LEXICAL_DIM:
+        dim = store.dim
+        store.close()
+        msg = (f"{path} holds {dim}-dimensional embeddings: start the server with the embedder that made "
+               "them (--embed MODEL)")
+        raise ValueError(msg)
+    return store
