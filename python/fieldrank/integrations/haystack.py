@@ -12,7 +12,8 @@ Needs ``haystack-ai`` (``pip install "fieldrank[integrations]"``).
   the ranker's embedder); ``score_threshold`` and ``scale_score`` as Haystack's rankers.
 
 Every component round-trips through ``to_dict``/``from_dict`` (embedders by model name), so
-pipelines holding them ``dumps()`` and ``loads()``. Documents carry the provenance under
+pipelines holding them ``dumps()`` and ``loads()`` (Haystack deserializes only trusted modules:
+``Pipeline.loads(text, allowed_modules=["fieldrank.integrations.haystack"])``). Documents carry the provenance under
 ``meta["fieldrank"]`` and the fused score as ``score``; a retriever's document ids are
 Haystack's own content ids (so ``DocumentJoiner`` merges the same text found by two retrievers).
 """
@@ -243,7 +244,7 @@ class FieldrankMemoryRetriever(_MemoryComponent):
 
     def __init__(self, store_path: str, tenant: str = DEFAULT_TENANT, embedder: Optional[Embedder] = None,
                  top_k: int = 5, mode: Optional[str] = None) -> None:
-        super().__init__(store_path, tenant, embedder)
+        _MemoryComponent.__init__(self, store_path, tenant, embedder)
         self.top_k = top_k
         self.mode = mode
 
@@ -276,7 +277,7 @@ class FieldrankMemoryWriter(_MemoryComponent):
     """
 
     def __init__(self, store_path: str, tenant: str = DEFAULT_TENANT, embedder: Optional[Embedder] = None) -> None:
-        super().__init__(store_path, tenant, embedder)
+        _MemoryComponent.__init__(self, store_path, tenant, embedder)
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(self, **self._params())

@@ -41,7 +41,12 @@ from ._common import (
 )
 
 try:
-    from langchain_core.callbacks import CallbackManagerForRetrieverRun, Callbacks
+    from langchain_core.callbacks import (
+        AsyncCallbackManagerForRetrieverRun,
+        CallbackManagerForRetrieverRun,
+        Callbacks,
+    )
+    from langchain_core.runnables.config import run_in_executor
     from langchain_core.documents import BaseDocumentCompressor, Document
     from langchain_core.embeddings import Embeddings
     from langchain_core.retrievers import BaseRetriever
@@ -155,6 +160,12 @@ class FieldrankRetriever(BaseRetriever):
                          metadata={**(self.metadatas[prov["id"]] if self.metadatas else {}), PROVENANCE_KEY: prov})
                 for text, prov in zip(result.texts, hit_provenance(result))]
 
+    async def _aget_relevant_documents(self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun,
+                                       k: Optional[int] = None,
+                                       filter: Optional[dict[str, Any]] = None) -> list[Document]:  # noqa: A002
+        return await run_in_executor(None, self._get_relevant_documents, query,
+                                     run_manager=run_manager.get_sync(), k=k, filter=filter)
+
     def add_documents(self, documents: Sequence[Document], **kwargs: Any) -> list[str]:
         msg = ("FieldrankRetriever searches a fixed HybridRetriever corpus; for documents added as a chat "
                "grows use FieldrankMemoryRetriever (a MemoryStore) and its add_documents")
@@ -248,6 +259,12 @@ class FieldrankMemoryRetriever(BaseRetriever):
         records = memory_recall(self.store, query, tenant=self.tenant, k=k if k is not None else self.k,
                                 mode=self.mode, filters=filters, where="filter")
         return [_memory_document(record) for record in records]
+
+    async def _aget_relevant_documents(self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun,
+                                       k: Optional[int] = None,
+                                       filter: Optional[dict[str, Any]] = None) -> list[Document]:  # noqa: A002
+        return await run_in_executor(None, self._get_relevant_documents, query,
+                                     run_manager=run_manager.get_sync(), k=k, filter=filter)
 
     def add_documents(self, documents: Sequence[Document], **kwargs: Any) -> list[str]:
         if kwargs:
