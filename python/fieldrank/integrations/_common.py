@@ -22,7 +22,7 @@ DEFAULT_RERANK_CONFIG = "rrf_cfsr"
 
 def missing_extra(adapter: str, requirement: str, exc: ImportError, *, extra: str = "integrations") -> ImportError:
     """The error an adapter module raises when its framework is not installed: what to install."""
-    msg = f"fieldrank.integrations.{adapter} needs {requirement}: pip install \"fieldrank[{extra}]\" ({exc})"
+    msg = f"fieldrank.integrations.{adapter} needs {requirement}: pip install \".[{extra}]\" in a fieldrank checkout ({exc})"
     return ImportError(msg)
 
 

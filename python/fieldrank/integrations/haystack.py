@@ -1,6 +1,6 @@
 """Haystack components: retrievers over a saved index or a memory store, a memory writer and a ranker.
 
-Needs ``haystack-ai`` (``pip install "fieldrank[integrations]"``).
+Needs ``haystack-ai`` (``pip install ".[integrations]"`` in a fieldrank checkout).
 
 * :class:`FieldrankRetriever`: ``run(query, filters=None, top_k=None, query_embedding=None)``
   -> ``{"documents": [...]}`` over a :class:`~fieldrank.HybridRetriever` (saved with ``save``

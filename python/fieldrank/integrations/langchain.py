@@ -1,6 +1,6 @@
 """LangChain adapters: a retriever over a :class:`~fieldrank.HybridRetriever` and a reranker.
 
-Needs ``langchain-core`` (``pip install "fieldrank[integrations]"``).
+Needs ``langchain-core`` (``pip install ".[integrations]"`` in a fieldrank checkout).
 
 * :class:`FieldrankRetriever` is a ``BaseRetriever``: ``invoke("text")`` runs the retriever's
   stack (its embedder embeds the query) and returns ``Document``s.

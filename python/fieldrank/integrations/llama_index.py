@@ -1,6 +1,6 @@
 """LlamaIndex adapters: a retriever over a :class:`~fieldrank.HybridRetriever` and a node postprocessor.
 
-Needs ``llama-index-core`` (``pip install "fieldrank[integrations]"``).
+Needs ``llama-index-core`` (``pip install ".[integrations]"`` in a fieldrank checkout).
 
 * :class:`FieldrankLlamaRetriever` is a ``BaseRetriever``: it uses the ``QueryBundle``'s
   embedding when there is one, else the retriever's embedder.

@@ -1,6 +1,6 @@
 """``fieldrank mcp``: one :class:`~fieldrank.MemoryStore` file served over MCP (stdio or Streamable HTTP).
 
-Needs the official MCP Python SDK (``pip install "fieldrank[mcp]"``). Four tools:
+Needs the official MCP Python SDK (``pip install ".[mcp]"`` in a fieldrank checkout). Four tools:
 
 ==============  ===========================================================================
 ``remember``    store a memory (text, importance, tier, tags, entities, supersedes, session)

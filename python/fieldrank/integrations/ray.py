@@ -1,6 +1,6 @@
 """Batch search on Ray Data: a stateful actor per worker opens a saved index and runs ``search_batch``.
 
-Needs ``ray[data]`` (``pip install "fieldrank[ray]"``). The same code runs on a laptop
+Needs ``ray[data]`` (``pip install ".[ray]"`` in a fieldrank checkout). The same code runs on a laptop
 (``ray.init(num_cpus=2)``) and on a cluster (``ray.init("auto")`` or ``RAY_ADDRESS``): the
 index directory must be readable by every worker (a shared filesystem, or copied to each node
 at the same path), since each actor opens it itself with ``mmap=True`` -- the embeddings are
