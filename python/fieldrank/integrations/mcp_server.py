@@ -47,7 +47,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise missing_extra("mcp_server", "the MCP SDK (mcp)", exc, extra="mcp") from exc
 
-__all__ = ["LEXICAL_DIM", "SERVER_NAME", "MemoryService", "TokenMap", "build_server", "load_tokens", "serve_http"]
+__all__ = ["SERVER_NAME", "TOKENS_ENV", "MemoryService", "TokenMap", "build_server", "load_tokens", "open_store", "serve_http"]
 
 SERVER_NAME = "fieldrank-memory"
 #: Recall size a client gets unless it asks, and the most it may ask for.
