@@ -130,7 +130,7 @@ async def _round_trip(client: Client) -> None:
     hits = _data(await client.call_tool("recall", {"query": "deploy to production on Friday", "k": 3}))["hits"]
     assert rule["id"] not in [h["id"] for h in hits]
     why = _data(await client.call_tool("why_not", {"id": rule["id"], "query": "deploy on Friday"}))
-    assert why["reason"] == "tombstoned"
+    assert why["reason"] == "not_found" and "forgotten" in why["detail"]
 
 
 async def _bad_arguments(client: Client) -> None:
@@ -177,6 +177,9 @@ def test_stdio_tenant_is_fixed_by_the_server(tmp_path):
             assert _data(await bob.call_tool("recall", {"query": "locker code"}))["hits"] == []
             assert _data(await bob.call_tool("why_not", {"id": secret, "query": "locker code"}))["reason"] == "not_found"
             assert (await bob.call_tool("forget", {"id": secret})).is_error
+            refused = await bob.call_tool("remember", {"text": "mine now", "supersedes": secret})
+            assert refused.is_error and "alice" not in refused.content[0].text
+            assert f"no memory with id {secret}" in refused.content[0].text
             schema = {t.name: t.input_schema for t in (await bob.list_tools()).tools}
             assert all("tenant" not in s.get("properties", {}) for s in schema.values())
 

@@ -123,6 +123,13 @@ class MemoryService:
         if not isinstance(text, str) or not text.strip():
             msg = "text must be a non-empty string (the memory to store)"
             raise ValueError(msg)
+        supersedes = metadata.get("supersedes")
+        if supersedes is not None:
+            try:  # scoped to the tenant: another tenant's id reads as missing, never as "belongs to ..."
+                self.store.get(supersedes, tenant=tenant)
+            except KeyError:
+                msg = f"supersedes: no memory with id {supersedes}"
+                raise KeyError(msg) from None
         memory_id = memory_add(self.store, text, metadata, tenant=tenant, where="remember")
         return {"id": memory_id, **memory_fields(self.store, tenant, memory_id)}
 
@@ -150,8 +157,11 @@ class MemoryService:
                 **filters: Any) -> dict[str, Any]:
         options = self._options(k, mode, filters)
         answer = self.store.why_not(memory_id, query, None, k, tenant=tenant, **options)
-        if answer.reason == "other_tenant":  # a client never learns that an id exists elsewhere
-            return {"id": memory_id, "reason": "not_found", "detail": f"no memory with id {memory_id}"}
+        if answer.reason in ("other_tenant", "tombstoned", "not_found"):
+            # A client never learns whether an id exists (or existed) in another tenant; the
+            # store checks tombstones before tenants, so a forgotten id reads the same for everyone.
+            return {"id": memory_id, "reason": "not_found",
+                    "detail": f"no live memory with id {memory_id} (forgotten, or never stored for you)"}
         out: dict[str, Any] = {"id": memory_id, "reason": answer.reason, "detail": answer.detail,
                                "failed_gates": list(answer.failed_gates),
                                "generator_ranks": dict(answer.generator_ranks), "quotas": dict(answer.quotas),
@@ -232,9 +242,9 @@ def build_server(service: MemoryService, *, tenant: str = DEFAULT_TENANT,
     def why_not(id: int, query: str, ctx: Context, k: int = DEFAULT_RECALL_K,  # noqa: A002
                 tiers: Optional[list[str]] = None, required_tags: Optional[list[str]] = None,
                 min_importance: Optional[float] = None, mode: Optional[str] = None) -> dict[str, Any]:
-        """Why memory `id` is (not) among the hits of the same recall: returned, not_found,
-        tombstoned, gated (which gates), not_admitted (its rank per generator) or outranked
-        (its score, the k-th score)."""
+        """Why memory `id` is (not) among the hits of the same recall: returned, not_found
+        (also for a forgotten id), gated (which gates), not_admitted (its rank per generator)
+        or outranked (its score, the k-th score)."""
         who = tenant_of(ctx)
         return _tool_errors(lambda: service.why_not(who, id, query, k=k, mode=mode, tiers=tiers,
                                                     required_tags=required_tags, min_importance=min_importance))
