@@ -239,6 +239,8 @@ def test_token_map_and_store_checks(tmp_path):
     tokens = mcp_server.TokenMap(TOKENS)
     assert tokens.tenants == ("alice", "bob")
     assert tokens.tenant_of("Bearer alice-token-0123456789abcdef") == "alice"
+    assert tokens.tenant_of("bearer alice-token-0123456789abcdef") == "alice"
+    assert tokens.tenant_of("Bearer ") is None
     assert tokens.tenant_of("Bearer alice-token-0123456789abcdeX") is None
     assert tokens.tenant_of("alice-token-0123456789abcdef") is None
     assert tokens.tenant_of(None) is None

@@ -80,9 +80,10 @@ class TokenMap:
 
     def tenant_of(self, authorization: Optional[str]) -> Optional[str]:
         """The tenant of an ``Authorization: Bearer <token>`` header value, or None."""
-        if not authorization or not authorization.startswith("Bearer "):
+        scheme, _, token = (authorization or "").partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():  # the scheme is case-insensitive (RFC 9110)
             return None
-        digest = hashlib.sha256(authorization[len("Bearer "):].strip().encode()).digest()
+        digest = hashlib.sha256(token.strip().encode()).digest()
         found = None
         for known, tenant in self._entries:  # every entry is compared: the time says nothing
             if hmac.compare_digest(known, digest):
