@@ -97,7 +97,7 @@ def main() -> None:
 
         def on_ray(actors):
             def run():
-                search_dataset(dataset, index_dir, concurrency=actors, batch_size=args.batch_size).materialize()
+                search_dataset(dataset, index_dir, actors=actors, batch_size=args.batch_size).materialize()
             return run
 
         columns = {"search_batch n_threads=1": local(1), "search_batch n_threads=2": local(2),

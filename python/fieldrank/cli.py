@@ -5,6 +5,7 @@ Subcommands
 ``fieldrank demo``     a conversation and the kitchen scenarios through every method (data shipped, no network)
 ``fieldrank index``    build a hybrid index from texts + embeddings and save it
 ``fieldrank search``   query a saved index
+``fieldrank mcp``      serve a memory store to agents over MCP (``fieldrank[mcp]``)
 
 Output is a readable table by default and JSON with ``--json``. User mistakes (a missing
 file, a bad preset, a vector of the wrong length, ...) print one line to stderr and exit
@@ -118,6 +119,9 @@ def _register_harness() -> None:
         return
     for spec in (command.CLI_SUBCOMMAND, calibrate.CLI_SUBCOMMAND):
         register_subcommand(**spec)
+    from .integrations import _mcp_command  # the MCP SDK itself is imported when `fieldrank mcp` runs
+
+    register_subcommand(**_mcp_command.CLI_SUBCOMMAND)
 
 
 def _load_extensions() -> None:

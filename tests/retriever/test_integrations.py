@@ -148,7 +148,8 @@ def test_haystack_components_in_a_pipeline(retriever, embedder):
 
     out = FieldrankRetriever(retriever, top_k=3).run(QUERY)["documents"]
     want = retriever.search(QUERY, k=3)
-    assert [d.id for d in out] == [str(i) for i in want.ids.tolist()]
+    assert [d.meta[PROVENANCE_KEY]["id"] for d in out] == want.ids.tolist()
+    assert [d.id for d in out] == [Document(content=d.content).id for d in out]  # Haystack's own content id
     assert [d.meta[PROVENANCE_KEY] for d in out] == hit_provenance(want)
 
     store = InMemoryDocumentStore()

@@ -55,18 +55,42 @@ def test_search_actor_in_process_pads_and_matches(saved_index):
     assert lexical["ids"].shape == (2, 3)
 
 
-@pytest.mark.parametrize("concurrency", [1, 2])
-def test_map_batches_equals_search_batch(local_ray, saved_index, concurrency):
+@pytest.mark.parametrize("actors", [1, 2])
+def test_map_batches_equals_search_batch(local_ray, saved_index, actors):
     import ray.data
 
     from fieldrank.integrations.ray import search_dataset
 
     index_dir, retriever, queries, Q = saved_index
     dataset = ray.data.from_items([{"qid": i, "text": queries[i], "vector": Q[i]} for i in range(N_QUERIES)])
-    rows = search_dataset(dataset, index_dir, concurrency=concurrency, batch_size=16, k=K).take_all()
+    rows = search_dataset(dataset, index_dir, actors=actors, batch_size=16, k=K).take_all()
     rows.sort(key=lambda row: int(row["qid"]))
     assert [int(row["qid"]) for row in rows] == list(range(N_QUERIES))
     want = retriever.search_batch(queries, Q, K)
     for row, result in zip(rows, want):
         np.testing.assert_array_equal(np.asarray(row["ids"])[: len(result)], result.ids)
         np.testing.assert_array_equal(np.asarray(row["scores"])[: len(result)], result.scores)
+
+
+def test_rows_carry_provenance_and_text_only_queries_are_refused_clearly(local_ray, saved_index):
+    import json
+
+    import ray.data
+
+    from fieldrank.integrations.ray import search_dataset
+
+    index_dir, retriever, queries, Q = saved_index
+    out = SearchActor(index_dir, k=K)({"text": np.array(queries[:2]), "vector": Q[:2]})
+    provenance = [json.loads(p) for p in out["provenance"]]
+    assert [p["id"] for p in provenance[0]] == retriever.search(queries[0], Q[0], K).ids.tolist()
+    assert "provenance" not in SearchActor(index_dir, k=K, provenance=False)({"text": np.array(queries[:1]),
+                                                                              "vector": Q[:1]})
+    with pytest.raises(ValueError, match="no 'vector' column.*embed_model="):
+        SearchActor(index_dir, k=K)({"text": np.array(queries[:2])})
+    text_only = ray.data.from_items([{"qid": i, "text": queries[i]} for i in range(4)])
+    with pytest.raises(ValueError, match="no 'vector' column.*embed_model="):
+        search_dataset(text_only, index_dir, k=K)
+    rows = search_dataset(text_only, index_dir, k=3, config="bm25").take_all()
+    assert len(rows) == 4 and all(len(row["ids"]) == 3 for row in rows)
+    with pytest.raises(TypeError, match="actors="):
+        search_dataset(text_only, index_dir, concurrency=2)

@@ -74,21 +74,64 @@ def test_lancedb_embedded_first_stage(corpus, tmp_path):
                                                        "vector": vectors, "text": texts}))
     for q in queries:
         result = table.search(q).distance_type("cosine").limit(POOL).to_arrow()
-        candidates = lancedb_candidates(result)
+        candidates = lancedb_candidates(result, metric="cosine")
         # The Arrow vector column is viewed, not copied.
         assert not candidates.vectors.flags.owndata
         check_pool_reranking(candidates, E, texts, q, "dog vet")
     with pytest.raises(ValueError, match="metric"):
         lancedb_candidates(result, metric="hamming")
     with pytest.raises(KeyError, match="no column"):
-        lancedb_candidates(result, id_column="doc")
+        lancedb_candidates(result, id_column="doc", metric="cosine")
 
 
-def test_qdrant_candidates_rejects_uuid_ids():
-    class Point:
-        id = "0f8fad5b-d9cb-469f-a165-70867728950e"
-        score = 0.5
-        vector = None
+def test_lancedb_metric_is_read_or_required(corpus, tmp_path):
+    """LanceDB searches with L2 by default: the metric is read from the query builder, required
+    with an Arrow result, and L2 of unit vectors becomes the true cosine (issue #28)."""
+    lancedb = pytest.importorskip("lancedb", reason="needs the integrations extra (lancedb)")
+    import pyarrow as pa
 
-    with pytest.raises(ValueError, match="integers"):
-        qdrant_candidates([Point()])
+    E, texts, queries = corpus
+    db = lancedb.connect(tmp_path / "lance")
+    vectors = pa.FixedSizeListArray.from_arrays(pa.array(E.ravel(), type=pa.float32()), DIM)
+    table = db.create_table("memories", data=pa.table({"id": pa.array(np.arange(N_DOCS), type=pa.int64()),
+                                                       "vector": vectors}))
+    q = queries[0]
+    default = lancedb_candidates(table.search(q).limit(20))  # builder: L2, read from it
+    np.testing.assert_allclose(default.sims, E[default.ids] @ q, atol=1e-5)
+    with pytest.raises(ValueError, match="metric="):
+        lancedb_candidates(table.search(q).limit(20).to_arrow())
+    with pytest.raises(ValueError, match="searches with 'l2'"):
+        lancedb_candidates(table.search(q).limit(20), metric="cosine")
+    scaled = db.create_table("scaled", data=pa.table({"id": pa.array(np.arange(N_DOCS), type=pa.int64()),
+                                                      "vector": pa.FixedSizeListArray.from_arrays(
+                                                          pa.array((E * 3).ravel(), type=pa.float32()), DIM)}))
+    with pytest.raises(ValueError, match="not unit length"):
+        lancedb_candidates(scaled.search(q).limit(20))
+
+
+def test_qdrant_named_vectors_missing_vectors_and_uuid_ids(corpus):
+    pytest.importorskip("qdrant_client", reason="needs the integrations extra (qdrant-client)")
+    import uuid
+
+    from qdrant_client import QdrantClient
+    from qdrant_client.models import Distance, PointStruct, VectorParams
+
+    E, texts, queries = corpus
+    client = QdrantClient(":memory:")
+    client.create_collection("named", vectors_config={"dense": VectorParams(size=DIM, distance=Distance.COSINE),
+                                                      "other": VectorParams(size=DIM, distance=Distance.COSINE)})
+    keys = [str(uuid.UUID(int=i)) for i in range(N_DOCS)]
+    client.upsert("named", points=[PointStruct(id=keys[i], vector={"dense": E[i].tolist(), "other": E[i].tolist()})
+                                   for i in range(N_DOCS)])
+    q = queries[0]
+    response = client.query_points("named", query=q.tolist(), using="dense", limit=10, with_vectors=True)
+    with pytest.raises(ValueError, match="vector_name="):
+        qdrant_candidates(response)
+    c = qdrant_candidates(response, vector_name="dense")
+    assert c.ids.tolist() == list(range(10)) and c.keys == tuple(p.id for p in response.points)
+    np.testing.assert_allclose(c.vectors, E[[keys.index(k) for k in c.keys]], atol=1e-6)
+    bare = client.query_points("named", query=q.tolist(), using="dense", limit=10)
+    with pytest.raises(ValueError, match="with_vectors=True"):
+        qdrant_candidates(bare, require_vectors=True)
+    assert qdrant_candidates(bare).vectors is None
+    client.close()

@@ -5,12 +5,18 @@ Import the module of the framework you use; none is imported by ``import fieldra
 ========================  ==================================================  =====================
 module                    what                                                needs
 ========================  ==================================================  =====================
-``.langchain``            ``FieldrankRetriever`` (BaseRetriever),             ``langchain-core``
+``.mcp_server``           the ``fieldrank mcp`` server over a MemoryStore     ``mcp``
+``.langchain``            ``FieldrankMemoryRetriever`` (a MemoryStore),       ``langchain-core``
+                          ``FieldrankRetriever`` (BaseRetriever),
                           ``FieldrankCompressor`` (BaseDocumentCompressor)
-``.llama_index``          ``FieldrankLlamaRetriever`` (BaseRetriever),        ``llama-index-core``
+``.llama_index``          ``FieldrankMemoryRetriever``,                       ``llama-index-core``
+                          ``FieldrankMemoryBlock`` (a MemoryStore),
+                          ``FieldrankLlamaRetriever`` (BaseRetriever),
                           ``FieldrankNodePostprocessor``
-``.haystack``             ``FieldrankRetriever``, ``FieldrankRanker``         ``haystack-ai``
-                          (``@component``)
+``.haystack``             ``FieldrankMemoryRetriever``,                       ``haystack-ai``
+                          ``FieldrankMemoryWriter`` (a MemoryStore),
+                          ``FieldrankRetriever``, ``FieldrankRanker``
+                          (``@component``, serializable)
 ``.vectordb``             candidates from Qdrant / LanceDB as pool arrays     ``qdrant-client`` /
                                                                               ``lancedb``
 ``.ray``                  ``SearchActor`` and ``search_dataset`` for          ``ray[data]``
