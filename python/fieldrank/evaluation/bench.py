@@ -1010,14 +1010,13 @@ def write_outputs(report: Report, out_dir: Path, machine: Dict[str, str], comman
         "",
         f"## Targets ({met} of {len(report.targets)} met)",
         "",
-        "| area | target | measured | met |",
-        "|---|---|---|---|",
     ]
     missed = [t for t in report.targets if not t.met]
     if missed:
         lines += [f"**Missed ({len(missed)}):**", ""]
         lines += [f"- {t.area}: {t.claim} — {t.measured}: {_shortfall(t)}" for t in missed]
-        lines += [""]
+        lines += ["", "All targets, every round's:", ""]
+    lines += ["| area | target | measured | met |", "|---|---|---|---|"]
     for t in report.targets:
         note = f" ({t.note})" if t.note else ""
         relation = "<" if t.higher_is_better else ">"
