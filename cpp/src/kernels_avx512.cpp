@@ -128,50 +128,10 @@ struct Ops {
 
 #include "simd_generic.inl"
 
-// The single-query stream on 256-bit halves: the same per-lane FMAs and the same reduction tree as
-// the zmm tile (so bit-identical scores), but two 32-byte loads per cache line. Streaming E from
-// memory, this ran 10-20% faster than one 64-byte load per line on the development machine
-// (Zen 4), whose hardware prefetcher seems to ramp up on the access count.
-void score_f32_stream_ymm(const float* base, Index stride, Index n, Index d, const float* q, float* out, float* norms,
-                          Index prefetch_rows) {
-    for (Index r = 0; r < n; ++r) {
-        const float* row = base + r * stride;
-        const float* ahead = prefetch_rows > 0 && r + prefetch_rows < n ? base + (r + prefetch_rows) * stride : nullptr;
-        __m256 dot_lo = _mm256_setzero_ps(), dot_hi = _mm256_setzero_ps();
-        __m256 norm_lo = _mm256_setzero_ps(), norm_hi = _mm256_setzero_ps();
-        Index j = 0;
-        for (; j + kLanes <= d; j += kLanes) {
-            if (ahead != nullptr) _mm_prefetch(reinterpret_cast<const char*>(ahead + j), _MM_HINT_T0);
-            const __m256 x_lo = _mm256_loadu_ps(row + j);
-            const __m256 x_hi = _mm256_loadu_ps(row + j + 8);
-            dot_lo = _mm256_fmadd_ps(x_lo, _mm256_loadu_ps(q + j), dot_lo);
-            dot_hi = _mm256_fmadd_ps(x_hi, _mm256_loadu_ps(q + j + 8), dot_hi);
-            if (norms != nullptr) {
-                norm_lo = _mm256_fmadd_ps(x_lo, x_lo, norm_lo);
-                norm_hi = _mm256_fmadd_ps(x_hi, x_hi, norm_hi);
-            }
-        }
-        // Ops::reduce on the halves: lanes l + l+8, then l + l+4, l + l+2, 0 + 1.
-        auto reduce = [](__m256 lo, __m256 hi) {
-            const __m256 h8 = _mm256_add_ps(lo, hi);
-            const __m128 h4 = _mm_add_ps(_mm256_castps256_ps128(h8), _mm256_extractf128_ps(h8, 1));
-            const __m128 h2 = _mm_add_ps(h4, _mm_movehl_ps(h4, h4));
-            return _mm_cvtss_f32(_mm_add_ss(h2, _mm_shuffle_ps(h2, h2, 1)));
-        };
-        float dot_tail = 0.0f, norm_tail = 0.0f;
-        for (Index t = j; t < d; ++t) {
-            dot_tail += row[t] * q[t];
-            norm_tail += row[t] * row[t];
-        }
-        out[r] = reduce(dot_lo, dot_hi) + dot_tail;
-        if (norms != nullptr) norms[r] = reduce(norm_lo, norm_hi) + norm_tail;
-    }
-}
-
 }  // namespace
 
 extern const KernelTable avx512_kernels;
-const KernelTable avx512_kernels = generic_kernels("avx512", score_f32_stream_ymm, score_int8_tiled<>);
+const KernelTable avx512_kernels = generic_kernels("avx512", score_f32_stream, score_int8_tiled<>);
 
 }  // namespace simd
 }  // namespace fieldrank

@@ -39,7 +39,9 @@ struct Ops {
         double v[8];
     };
 #endif
-    static constexpr int kRowsSingle = 4;
+    // Rows per single-query tile: 2 rows with norms hold 16 xmm accumulators (baseline x86-64 has
+    // 16); 4 spilled and read 12.7 GB/s from L2 against 17.4 for 2 (docs/design.md, "The scan").
+    static constexpr int kRowsSingle = 2;
     static constexpr int kRowsMulti = 2;
     static constexpr int kAxpyBlocks = 2;  // 16-row blocks of G·a kept in registers
     static constexpr int kQueriesStream = 4;  // queries per row when several are scored

@@ -3,6 +3,8 @@
 #include <fieldrank/prefilter.hpp>
 
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "check.hpp"
 #include "helpers.hpp"
@@ -169,4 +171,35 @@ TEST_CASE("prefilter: bad arguments throw std::invalid_argument naming the argum
     CHECK_THROWS_WITH(prefilter_batch(E, Q, 2, std::nullopt, 2), std::invalid_argument, "Q row");
     const RowMatrixXf wide = rows({{1.0f, 0.0f, 0.0f}});
     CHECK_THROWS_WITH(prefilter_batch(E, wide, 2, std::nullopt, 2), std::invalid_argument, "Q must have 2 columns");
+}
+
+// The single-query stream (tiles of rows, a prefetch some rows ahead) computes each row with the
+// same arithmetic as score_f32 one row at a time: every variant, a partial last tile, a tail of
+// d % 16 columns, with and without norms and prefetch, gives the same bits.
+TEST_CASE("prefilter: the stream's row tiles score every row as score_f32 does, bit for bit") {
+    const std::string before = simd::kernel_variant();
+    for (const Index d : {Index{1}, Index{16}, Index{45}, Index{384}}) {
+        const Index n = 37;  // not a multiple of any variant's tile
+        const RowMatrixXf E = unit_rows(n, d, 11);
+        const RowMatrixXf Q = unit_rows(1, d, 12);
+        for (const std::string& variant : simd::supported_variants()) {
+            simd::set_kernel_variant(variant);
+            const simd::KernelTable& k = simd::kernels();
+            std::vector<float> want(static_cast<std::size_t>(n)), want_norms(want.size());
+            for (Index r = 0; r < n; ++r) {
+                const Index id = r;
+                k.score_f32(E.data(), d, &id, 1, d, Q.data(), d, 1, want.data() + r, 1, want_norms.data() + r);
+            }
+            for (const Index prefetch_rows : {Index{0}, Index{1}, Index{5}, Index{100}}) {
+                std::vector<float> got(want.size(), -7.0f), norms(want.size(), -7.0f);
+                k.score_f32_stream(E.data(), d, n, d, Q.data(), got.data(), norms.data(), prefetch_rows);
+                CHECK(got == want);
+                CHECK(norms == want_norms);
+                std::vector<float> no_norms(want.size(), -7.0f);
+                k.score_f32_stream(E.data(), d, n, d, Q.data(), no_norms.data(), nullptr, prefetch_rows);
+                CHECK(no_norms == want);
+            }
+        }
+    }
+    simd::set_kernel_variant(before);
 }

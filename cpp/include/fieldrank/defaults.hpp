@@ -66,6 +66,9 @@ inline constexpr std::int64_t int8_max_dim = 16384;  // int32 sums of d products
 // the fewest rows a thread's chunk gets when one pass over E is split across threads.
 inline constexpr std::int64_t scan_block_rows = 128;
 inline constexpr std::int64_t scan_stream_block_rows = 1024;  // one query over contiguous rows
+// One query over contiguous rows prefetches each row from about this many bytes ahead (a third
+// of a 48 KiB L1; 4 and 24 KiB ahead were slower: docs/design.md, "The scan").
+inline constexpr std::int64_t scan_prefetch_bytes = 12288;
 inline constexpr std::int64_t scan_query_group = 16;
 inline constexpr std::int64_t scan_min_chunk_rows = 8192;
 inline constexpr std::int64_t scan_chunks_per_thread = 2;

@@ -25,10 +25,10 @@ struct KernelTable {
                       Index nq, float* dots, Index ld_dots, float* norms);
 
     // out[r] = row_r · q (and norms[r] = row_r · row_r unless null) for n contiguous rows
-    // (row_r = base + r · stride), one row after the other: a single memory stream, which reads
-    // best from DRAM and from cache alike. prefetch_rows > 0 adds a software prefetch that many
-    // rows ahead (the scans pass 0: the hardware prefetchers follow a single stream better). Same per-row arithmetic as
-    // score_f32, hence bit-identical scores.
+    // (row_r = base + r · stride), in tiles of rows (several FMA chains in flight). prefetch_rows > 0
+    // prefetches each line of a tile's rows from the row that many rows further on (the scan passes
+    // defaults::scan_prefetch_bytes worth of rows). Same per-row arithmetic as score_f32, hence
+    // bit-identical scores.
     void (*score_f32_stream)(const float* base, Index stride, Index n, Index d, const float* q, float* out,
                              float* norms, Index prefetch_rows);
 

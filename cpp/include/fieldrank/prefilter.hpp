@@ -122,9 +122,10 @@ inline void scan_range(const simd::KernelTable& kernels, const MatrixRef& E, con
     const Index stride = E.outerStride();
     const bool stream = nq == 1 && ids == nullptr;
     const Index kBlock = stream ? defaults::scan_stream_block_rows : defaults::scan_block_rows;
-    // No software prefetch on a contiguous stream: the hardware prefetchers follow it, and an
-    // explicit prefetch cost 10-30% here (from L3, and from DRAM with huge pages).
-    const Index prefetch_rows = 0;
+    // A contiguous stream prefetches each row scan_prefetch_bytes ahead (tiles of rows, see
+    // score_f32_stream): with 8-row tiles this read at the probe's speed from L2 and L3.
+    const Index row_bytes = static_cast<Index>(sizeof(float)) * std::max<Index>(stride, 1);
+    const Index prefetch_rows = (defaults::scan_prefetch_bytes + row_bytes - 1) / row_bytes;
     for (Index b0 = begin; b0 < end; b0 += kBlock) {
         const Index count = std::min(kBlock, end - b0);
         const Index* block_ids = ids != nullptr ? ids + b0 : nullptr;
