@@ -76,10 +76,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Optional, Union
+from typing import Any, ClassVar, Optional, Union
 
 from . import _confidence as _conf
 from . import _core
+from . import _param_tables as _tables
 from . import _validation as _v
 from ._api import public_dir
 from .bm25 import DEFAULT_PARAMS, BM25Params
@@ -151,8 +152,8 @@ def _set(obj: object, name: str, value: object) -> None:
     object.__setattr__(obj, name, value)
 
 
-#: field -> (check from _validation, its keyword bounds)
-_FieldChecks = dict[str, tuple[Callable[..., Any], dict[str, Any]]]
+#: The kind's operator parameters: rows of its family's table in :mod:`fieldrank._param_tables`.
+_FieldChecks = tuple[_tables.Param, ...]
 
 
 class _LegBase:
@@ -163,9 +164,10 @@ class _LegBase:
     needs_vector: ClassVar[bool] = True
     needs_text: ClassVar[bool] = False
 
-    #: The kind's operator parameters and their checks, in order: field -> (check, its bounds). Every
-    #: leg also checks depth, weight and name, and ``p`` / ``pool`` / ``union_p`` where it has them.
-    field_checks: ClassVar[_FieldChecks] = {}
+    #: The kind's operator parameters, in order: its family's table rows (name, interval, default),
+    #: checked by the kernel's rules (:func:`fieldrank._validation.param`). Every leg also checks
+    #: depth, weight and name, and ``p`` / ``pool`` / ``union_p`` where it has them.
+    field_checks: ClassVar[_FieldChecks] = ()
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
@@ -174,13 +176,13 @@ class _LegBase:
         _set(self, "name", _name_field(owner, self.name))
         if hasattr(self, "p"):
             self._check_pool(owner)
-        for name, (check, bounds) in self.field_checks.items():
-            _set(self, name, check(getattr(self, name), f"{owner}.{name}", **bounds))
+        for spec in self.field_checks:
+            _set(self, spec.name, _v.param(spec, getattr(self, spec.name), f"{owner}.{spec.name}"))
 
     def operator_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of the leg's operator (``fieldrank.<kind>_pool`` / ``_batch``) besides
         ``k``: the fields of :attr:`field_checks`, which are the operator's parameters."""
-        return {name: getattr(self, name) for name in self.field_checks}
+        return {spec.name: getattr(self, spec.name) for spec in self.field_checks}
 
     def _check_pool(self, owner: str) -> None:
         """``p`` >= ``depth``, ``pool`` in :data:`POOL_MODES`, ``union_p`` only with a union pool."""
@@ -276,10 +278,7 @@ class CFSRLeg(_LegBase):
     union_p: Optional[int] = None
     name: str = "cfsr"
 
-    field_checks: ClassVar[_FieldChecks] = {
-        "w": (_v.real, {"low": 0.0, "high": 1.0}), "lam": (_v.real, {"low": 0.0}), "iters": (_v.integer, {"low": 1}),
-        "tol": (_v.real, {"low": 0.0}), "fista": (_v.flag, {}),
-    }
+    field_checks: ClassVar[_FieldChecks] = _tables.operator_params("cfsr")
 
     @property
     def needs_text(self) -> bool:  # type: ignore[override]
@@ -304,10 +303,7 @@ class CFSLeg(_LegBase):
     union_p: Optional[int] = None
     name: str = "cfs"
 
-    field_checks: ClassVar[_FieldChecks] = {
-        "sigma": (_v.real, {"low": 0.0, "low_open": True}), "beta": (_v.real, {"low": 0.0}),
-        "eps": (_v.real, {"low": 0.0, "low_open": True}),
-    }
+    field_checks: ClassVar[_FieldChecks] = _tables.operator_params("cfs")
 
     @property
     def needs_text(self) -> bool:  # type: ignore[override]
@@ -325,9 +321,7 @@ class MMRLeg(_LegBase):
     mu: float = _D["mu"]
     name: str = "mmr"
 
-    field_checks: ClassVar[_FieldChecks] = {
-        "mu": (_v.real, {"low": 0.0, "high": 1.0}),
-    }
+    field_checks: ClassVar[_FieldChecks] = _tables.operator_params("mmr")
 
 
 @dataclass(frozen=True)
@@ -343,10 +337,7 @@ class RingLeg(_LegBase):
     ablation: bool = False
     name: str = "ring"
 
-    field_checks: ClassVar[_FieldChecks] = {
-        "alpha": (_v.real, {"low": 0.0, "high": 1.0}), "laps": (_v.integer, {"low": 1}),
-        "seed": (_v.integer, {"low": 0}), "ablation": (_v.flag, {}),
-    }
+    field_checks: ClassVar[_FieldChecks] = _tables.operator_params("ring")
 
     @property
     def pool_depth(self) -> int:
