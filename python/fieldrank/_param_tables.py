@@ -136,3 +136,12 @@ TABLES: dict[str, tuple[Param, ...]] = {
 def operator_params(family: str) -> tuple[Param, ...]:
     """The family's parameters other than ``k`` (a leg's ``depth`` plays ``k``'s part)."""
     return tuple(p for p in TABLES[family] if p.name != "k")
+
+
+def lookup(family: str, name: str) -> Param:
+    """The row ``name`` of ``family``'s table."""
+    for spec in TABLES[family]:
+        if spec.name == name:
+            return spec
+    msg = f"no parameter {name!r} in the {family!r} table"
+    raise KeyError(msg)

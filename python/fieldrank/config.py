@@ -186,7 +186,7 @@ class _LegBase:
 
     def _check_pool(self, owner: str) -> None:
         """``p`` >= ``depth``, ``pool`` in :data:`POOL_MODES`, ``union_p`` only with a union pool."""
-        _set(self, "p", _v.integer(self.p, f"{owner}.p", low=1))
+        _set(self, "p", _v.param(_tables.lookup("prefilter", "p"), self.p, f"{owner}.p"))
         if self.p < self.depth:
             msg = f"{owner}.p (pool size {self.p}) must be >= depth ({self.depth})"
             raise ValueError(msg)
