@@ -30,7 +30,7 @@ def _reconstruction(native) -> Reconstruction:
 
 
 def prefilter(E: np.ndarray, q: np.ndarray, p: int = _D["p"], *, subset: Optional[np.ndarray] = None) -> Ranking:
-    """Cosine top-``p`` of the rows of ``E`` for ``q`` (SPEC §1).
+    """Cosine top-``p`` of the rows of ``E`` for ``q`` (docs/spec.md §1).
 
     Parameters
     ----------
@@ -60,7 +60,7 @@ def prefilter_pool(ids: np.ndarray, C: np.ndarray, q: np.ndarray, p: int = _D["p
 def cfsr(E: np.ndarray, q: np.ndarray, k: int = _D["cfsr_k"], *, p: int = _D["p"], w: float = _D["w"],
          lam: float = _D["lam"], iters: int = _D["iters"], tol: float = _D["tol"], fista: bool = False,
          subset: Optional[np.ndarray] = None) -> Reconstruction:
-    """CFS-R (SPEC §2): non-negative ridge reconstruction of ``q`` from its prefilter top-``p``.
+    """CFS-R (docs/spec.md §2): non-negative ridge reconstruction of ``q`` from its prefilter top-``p``.
 
     Returns the top ``k`` of the pool by ``w·ã + (1 − w)·r̃`` and each one's raw coefficient.
     ``tol > 0`` stops early once the projected-gradient norm falls under it; ``fista`` switches
@@ -91,7 +91,7 @@ def cfsr_pool(ids: np.ndarray, C: np.ndarray, q: np.ndarray, k: int = _D["cfsr_k
 
 def cfs(E: np.ndarray, q: np.ndarray, k: int = _D["cfs_k"], *, p: int = _D["p"], sigma: float = _D["sigma"],
         beta: float = _D["beta"], eps: float = _D["eps"], subset: Optional[np.ndarray] = None) -> Ranking:
-    """CFS (SPEC §3): greedy picks from the prefilter top-``p`` penalised by a summed Gaussian field.
+    """CFS (docs/spec.md §3): greedy picks from the prefilter top-``p`` penalised by a summed Gaussian field.
 
     Scores are the objective ``log(max(f, eps)) − beta·field`` at each pick (non-increasing).
     """
@@ -118,7 +118,7 @@ def cfs_pool(ids: np.ndarray, C: np.ndarray, q: np.ndarray, k: int = _D["cfs_k"]
 
 def mmr(E: np.ndarray, q: np.ndarray, k: int = _D["mmr_k"], *, p: int = _D["p"], mu: float = _D["mu"],
         subset: Optional[np.ndarray] = None) -> Ranking:
-    """MMR (SPEC §4) over the prefilter top-``p``; scores are the MMR objective at each pick."""
+    """MMR (docs/spec.md §4) over the prefilter top-``p``; scores are the MMR objective at each pick."""
     E, q, subset = _v.corpus_call(E, q, subset)
     k, mu = _v.mmr_params(k, mu)
     return _ranking(_core.mmr(E, q, k, _v.positive_int(p, "p"), mu, subset))
@@ -141,7 +141,7 @@ def mmr_pool(ids: np.ndarray, C: np.ndarray, q: np.ndarray, k: int = _D["mmr_k"]
 
 def ring(E: np.ndarray, q: np.ndarray, k: int = _D["ring_k"], *, alpha: float = _D["alpha"], laps: int = _D["laps"],
          seed: int = _D["seed"], ablation: bool = False, subset: Optional[np.ndarray] = None) -> Ranking:
-    """Ring survival laps (SPEC §5) over the prefilter top-(2k); returns exactly min(k, n) ids.
+    """Ring survival laps (docs/spec.md §5) over the prefilter top-(2k); returns exactly min(k, n) ids.
 
     Exact ties are broken by a seeded draw; ``ablation=True`` applies the archived constant
     bump instead of the neighbour term and returns cosine top-k in cosine order.
@@ -168,7 +168,7 @@ def ring_pool(ids: np.ndarray, C: np.ndarray, q: np.ndarray, k: int = _D["ring_k
 
 def rrf(rankings: Sequence[np.ndarray], weights: Optional[Sequence[float]] = None, k: int = _D["k"], *,
         k0: float = _D["k0"]) -> Ranking:
-    """Weighted reciprocal rank fusion (SPEC §6) of id rankings (best first).
+    """Weighted reciprocal rank fusion (docs/spec.md §6) of id rankings (best first).
 
     ``RRF(c) = Σ w_leg / (k0 + rank_leg(c))`` with 1-based ranks; ``weights=None`` weighs every
     leg 1. Returns up to ``k`` ids by fused score (float64), ties to the lower id.

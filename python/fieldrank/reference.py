@@ -87,7 +87,7 @@ def _candidates(E: np.ndarray, subset: Optional[np.ndarray]) -> int:
 # --------------------------------------------------------------------------- prefilter
 
 def prefilter(E: np.ndarray, q: np.ndarray, p: int = _D["p"], *, subset: Optional[np.ndarray] = None) -> Ranking:
-    """Cosine top-``p`` of the rows of ``E`` for ``q`` (SPEC §1)."""
+    """Cosine top-``p`` of the rows of ``E`` for ``q`` (docs/spec.md §1)."""
     E, q, subset = _v.corpus_call(E, q, subset)
     p = _v.positive_int(p, "p")
     _v.check_unit_rows(E, rows=subset)
@@ -170,7 +170,7 @@ def _lambda_max(G: np.ndarray) -> float:
 
 
 def _cfsr_on_pool(ids, C, r, k, w, lam, iters, tol, fista) -> Reconstruction:
-    """Projected gradient on ½‖q − Cᵀa‖² + ½λ‖a‖², a ≥ 0, in Gram form (SPEC §2)."""
+    """Projected gradient on ½‖q − Cᵀa‖² + ½λ‖a‖², a ≥ 0, in Gram form (docs/spec.md §2)."""
     G = _gram(C)
     step = 1.0 / (_lambda_max(G) + lam)
     a = np.zeros(len(ids))
@@ -207,7 +207,7 @@ def _cfsr_on_pool(ids, C, r, k, w, lam, iters, tol, fista) -> Reconstruction:
 def cfsr(E: np.ndarray, q: np.ndarray, k: int = _D["cfsr_k"], *, p: int = _D["p"], w: float = _D["w"],
          lam: float = _D["lam"], iters: int = _D["iters"], tol: float = _D["tol"], fista: bool = False,
          subset: Optional[np.ndarray] = None) -> Reconstruction:
-    """CFS-R (SPEC §2) with the exact λ_max of the Gram matrix."""
+    """CFS-R (docs/spec.md §2) with the exact λ_max of the Gram matrix."""
     E, q, subset = _v.corpus_call(E, q, subset)
     k, w, lam, iters, tol, fista = _v.cfsr_params(k, w, lam, iters, tol, fista)
     p = _v.positive_int(p, "p")
@@ -244,7 +244,7 @@ def _best_unpicked(value: np.ndarray, picked: np.ndarray, ids: np.ndarray) -> in
 
 
 def _cfs_on_pool(ids, C, f, k, sigma, beta, eps) -> Ranking:
-    """Greedy argmax of log(max(f, ε)) − β Σ_s K_σ(c, s), the field kept as a running sum (SPEC §3)."""
+    """Greedy argmax of log(max(f, ε)) − β Σ_s K_σ(c, s), the field kept as a running sum (docs/spec.md §3)."""
     m = min(k, len(ids))
     base = np.log(np.maximum(f, eps))
     field = np.zeros(len(ids))
@@ -266,7 +266,7 @@ def _cfs_on_pool(ids, C, f, k, sigma, beta, eps) -> Ranking:
 
 def cfs(E: np.ndarray, q: np.ndarray, k: int = _D["cfs_k"], *, p: int = _D["p"], sigma: float = _D["sigma"],
         beta: float = _D["beta"], eps: float = _D["eps"], subset: Optional[np.ndarray] = None) -> Ranking:
-    """CFS (SPEC §3) over the prefilter top-``p``."""
+    """CFS (docs/spec.md §3) over the prefilter top-``p``."""
     E, q, subset = _v.corpus_call(E, q, subset)
     k, sigma, beta, eps = _v.cfs_params(k, sigma, beta, eps)
     p = _v.positive_int(p, "p")
@@ -312,7 +312,7 @@ def _mmr_on_pool(ids, C, sims, k, mu) -> Ranking:
 
 def mmr(E: np.ndarray, q: np.ndarray, k: int = _D["mmr_k"], *, p: int = _D["p"], mu: float = _D["mu"],
         subset: Optional[np.ndarray] = None) -> Ranking:
-    """MMR (SPEC §4) over the prefilter top-``p``."""
+    """MMR (docs/spec.md §4) over the prefilter top-``p``."""
     E, q, subset = _v.corpus_call(E, q, subset)
     k, mu = _v.mmr_params(k, mu)
     p = _v.positive_int(p, "p")
@@ -360,7 +360,7 @@ def tie_key(seed: int, lap: int, ids: np.ndarray) -> np.ndarray:
 
 
 def _ring_on_pool(ids, C, sims, k, alpha, laps, seed, ablation) -> Ranking:
-    """Survival laps (SPEC §5): re-score, drop the lowest ceil((n − k)/(L − ℓ)), until k remain."""
+    """Survival laps (docs/spec.md §5): re-score, drop the lowest ceil((n − k)/(L − ℓ)), until k remain."""
     keep = min(k, len(ids))
     cosines = _gram(C)
     live = np.arange(len(ids))
@@ -387,7 +387,7 @@ def _ring_on_pool(ids, C, sims, k, alpha, laps, seed, ablation) -> Ranking:
 
 def ring(E: np.ndarray, q: np.ndarray, k: int = _D["ring_k"], *, alpha: float = _D["alpha"], laps: int = _D["laps"],
          seed: int = _D["seed"], ablation: bool = False, subset: Optional[np.ndarray] = None) -> Ranking:
-    """Ring survival laps (SPEC §5) over the prefilter top-(2k)."""
+    """Ring survival laps (docs/spec.md §5) over the prefilter top-(2k)."""
     E, q, subset = _v.corpus_call(E, q, subset)
     k, alpha, laps, seed, ablation = _v.ring_params(k, alpha, laps, seed, ablation)
     _v.check_unit_rows(E, rows=subset)
@@ -429,7 +429,7 @@ def _rrf(legs, weight_values, k, k0) -> Ranking:
 
 def rrf(rankings: Sequence[np.ndarray], weights: Optional[Sequence[float]] = None, k: int = _D["k"], *,
         k0: float = _D["k0"]) -> Ranking:
-    """Weighted reciprocal rank fusion (SPEC §6)."""
+    """Weighted reciprocal rank fusion (docs/spec.md §6)."""
     return _rrf(*_v.rrf_args(rankings, weights, k, k0))
 
 
