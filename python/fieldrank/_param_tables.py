@@ -62,7 +62,7 @@ class Interval:
     def text(self) -> str:
         """The interval as written in the docs, e.g. ``[0, 1]`` or ``[1, 2**63-1]``."""
         if self.type == "bool":
-            return "bool"
+            return "{False, True}"
         return f"{'(' if self.low_open else '['}{_bound(self.low)}, {_bound(self.high)}{')' if self.high_open else ']'}"
 
 
