@@ -98,7 +98,7 @@ def private_uses() -> set[tuple[str, str]]:
 def test_no_module_uses_another_modules_private_names():
     found = private_uses()
     new = sorted(found - set(EXCEPTIONS))
-    assert not new, f"modules using another module's private names (make the name public, or list it with a reason): {new}"
+    assert not new, f"modules using another module's private names (make it public, or list it with a reason): {new}"
     gone = sorted(set(EXCEPTIONS) - found)
     assert not gone, f"listed exceptions no longer used (remove them from EXCEPTIONS): {gone}"
 

@@ -664,6 +664,10 @@ def _family(family: str, *values: object) -> tuple:
     return tuple(param(spec, value) for spec, value in zip(_tables.TABLES[family], values))
 
 
+def prefilter_params(p):
+    return _family("prefilter", p)[0]
+
+
 def cfsr_params(k, w, lam, iters, tol, fista):
     return _family("cfsr", k, w, lam, iters, tol, fista)
 

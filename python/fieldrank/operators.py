@@ -41,20 +41,20 @@ def prefilter(E: np.ndarray, q: np.ndarray, p: int = _D["p"], *, subset: Optiona
         (an empty subset is a ValueError).
     """
     E, q, subset = _v.corpus_call(E, q, subset)
-    return _ranking(_core.prefilter(E, q, _v.positive_int(p, "p"), subset))
+    return _ranking(_core.prefilter(E, q, _v.prefilter_params(p), subset))
 
 
 def prefilter_batch(E: np.ndarray, Q: np.ndarray, p: int = _D["p"], *, subset: Optional[np.ndarray] = None,
                     n_threads: int = 0) -> Ranking:
     """:func:`prefilter` for every row of ``Q`` (B, d); returns (B, min(p, n)) arrays."""
     E, Q, subset, n_threads = _v.batch_call(E, Q, subset, n_threads)
-    return _ranking(_core.prefilter_batch(E, Q, _v.positive_int(p, "p"), subset, n_threads))
+    return _ranking(_core.prefilter_batch(E, Q, _v.prefilter_params(p), subset, n_threads))
 
 
 def prefilter_pool(ids: np.ndarray, C: np.ndarray, q: np.ndarray, p: int = _D["p"]) -> Ranking:
     """Cosine top-``p`` of a caller's pool: ``ids`` (P,) unique int64, ``C`` (P, d) float32."""
     ids, C, q, _ = _v.pool(ids, C, q)
-    return _ranking(_core.prefilter_pool(ids, C, q, _v.positive_int(p, "p")))
+    return _ranking(_core.prefilter_pool(ids, C, q, _v.prefilter_params(p)))
 
 
 def cfsr(E: np.ndarray, q: np.ndarray, k: int = _D["cfsr_k"], *, p: int = _D["p"], w: float = _D["w"],
@@ -68,7 +68,7 @@ def cfsr(E: np.ndarray, q: np.ndarray, k: int = _D["cfsr_k"], *, p: int = _D["p"
     """
     E, q, subset = _v.corpus_call(E, q, subset)
     k, w, lam, iters, tol, fista = _v.cfsr_params(k, w, lam, iters, tol, fista)
-    return _reconstruction(_core.cfsr(E, q, k, _v.positive_int(p, "p"), w, lam, iters, tol, fista, subset))
+    return _reconstruction(_core.cfsr(E, q, k, _v.prefilter_params(p), w, lam, iters, tol, fista, subset))
 
 
 def cfsr_batch(E: np.ndarray, Q: np.ndarray, k: int = _D["cfsr_k"], *, p: int = _D["p"], w: float = _D["w"],
@@ -77,7 +77,7 @@ def cfsr_batch(E: np.ndarray, Q: np.ndarray, k: int = _D["cfsr_k"], *, p: int = 
     """:func:`cfsr` for every row of ``Q`` (B, d); returns (B, m) arrays."""
     E, Q, subset, n_threads = _v.batch_call(E, Q, subset, n_threads)
     k, w, lam, iters, tol, fista = _v.cfsr_params(k, w, lam, iters, tol, fista)
-    return _reconstruction(_core.cfsr_batch(E, Q, k, _v.positive_int(p, "p"), w, lam, iters, tol, fista, subset,
+    return _reconstruction(_core.cfsr_batch(E, Q, k, _v.prefilter_params(p), w, lam, iters, tol, fista, subset,
                                             n_threads))
 
 
@@ -97,7 +97,7 @@ def cfs(E: np.ndarray, q: np.ndarray, k: int = _D["cfs_k"], *, p: int = _D["p"],
     """
     E, q, subset = _v.corpus_call(E, q, subset)
     k, sigma, beta, eps = _v.cfs_params(k, sigma, beta, eps)
-    return _ranking(_core.cfs(E, q, k, _v.positive_int(p, "p"), sigma, beta, eps, subset))
+    return _ranking(_core.cfs(E, q, k, _v.prefilter_params(p), sigma, beta, eps, subset))
 
 
 def cfs_batch(E: np.ndarray, Q: np.ndarray, k: int = _D["cfs_k"], *, p: int = _D["p"], sigma: float = _D["sigma"],
@@ -106,7 +106,7 @@ def cfs_batch(E: np.ndarray, Q: np.ndarray, k: int = _D["cfs_k"], *, p: int = _D
     """:func:`cfs` for every row of ``Q`` (B, d); returns (B, m) arrays."""
     E, Q, subset, n_threads = _v.batch_call(E, Q, subset, n_threads)
     k, sigma, beta, eps = _v.cfs_params(k, sigma, beta, eps)
-    return _ranking(_core.cfs_batch(E, Q, k, _v.positive_int(p, "p"), sigma, beta, eps, subset, n_threads))
+    return _ranking(_core.cfs_batch(E, Q, k, _v.prefilter_params(p), sigma, beta, eps, subset, n_threads))
 
 
 def cfs_pool(ids: np.ndarray, C: np.ndarray, q: np.ndarray, k: int = _D["cfs_k"], *, sigma: float = _D["sigma"],
@@ -121,7 +121,7 @@ def mmr(E: np.ndarray, q: np.ndarray, k: int = _D["mmr_k"], *, p: int = _D["p"],
     """MMR (docs/spec.md §4) over the prefilter top-``p``; scores are the MMR objective at each pick."""
     E, q, subset = _v.corpus_call(E, q, subset)
     k, mu = _v.mmr_params(k, mu)
-    return _ranking(_core.mmr(E, q, k, _v.positive_int(p, "p"), mu, subset))
+    return _ranking(_core.mmr(E, q, k, _v.prefilter_params(p), mu, subset))
 
 
 def mmr_batch(E: np.ndarray, Q: np.ndarray, k: int = _D["mmr_k"], *, p: int = _D["p"], mu: float = _D["mu"],
@@ -129,7 +129,7 @@ def mmr_batch(E: np.ndarray, Q: np.ndarray, k: int = _D["mmr_k"], *, p: int = _D
     """:func:`mmr` for every row of ``Q`` (B, d); returns (B, m) arrays."""
     E, Q, subset, n_threads = _v.batch_call(E, Q, subset, n_threads)
     k, mu = _v.mmr_params(k, mu)
-    return _ranking(_core.mmr_batch(E, Q, k, _v.positive_int(p, "p"), mu, subset, n_threads))
+    return _ranking(_core.mmr_batch(E, Q, k, _v.prefilter_params(p), mu, subset, n_threads))
 
 
 def mmr_pool(ids: np.ndarray, C: np.ndarray, q: np.ndarray, k: int = _D["mmr_k"], *, mu: float = _D["mu"],
