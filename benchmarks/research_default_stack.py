@@ -2,8 +2,8 @@
 
 Composes legs directly from the operators (``fieldrank.cfsr_batch`` / ``cfsr_pool`` ...) and
 ``BM25Index`` over the LoCoMo loader, fuses them with a vectorised weighted RRF that follows
-SPEC §6 exactly (checked against ``fieldrank.rrf`` by ``--check-rrf``), and scores them with
-NDCG@10 / Recall@10 (binary relevance, SPEC §9).
+docs/spec.md §6 exactly (checked against ``fieldrank.rrf`` by ``--check-rrf``), and scores them with
+NDCG@10 / Recall@10 (binary relevance, docs/spec.md §9).
 
 Everything is per conversation: a question only ranks its own conversation's turns. Legs are
 stored as ``(B, depth)`` arrays of turn positions *relative to the conversation start*, padded
@@ -106,7 +106,7 @@ def top_from_scores(S: np.ndarray, depth: int, eligible: np.ndarray | None = Non
 
 
 def rrf(legs: list[np.ndarray], weights: list[float], nmax: int, k: int = K, k0: float = K0) -> np.ndarray:
-    """Weighted RRF (SPEC §6) of (B, depth_i) legs; returns (B, k) positions (-1 padded)."""
+    """Weighted RRF (docs/spec.md §6) of (B, depth_i) legs; returns (B, k) positions (-1 padded)."""
     B = legs[0].shape[0]
     F = np.zeros((B, nmax + 1))
     present = np.zeros((B, nmax + 1), bool)

@@ -1,6 +1,6 @@
 """Research script for issue 18 (quality round two): levers on top of the calibrated ``default``.
 
-Reuses the vectorised helpers of ``research_default_stack.py`` (per-conversation blocks, SPEC §6
+Reuses the vectorised helpers of ``research_default_stack.py`` (per-conversation blocks, docs/spec.md §6
 RRF, NDCG@10 / Recall@10 / NDCG@5) and scores the time-aware leg through
 ``fieldrank.reference.temporal_scores``, exactly what the retriever runs.
 

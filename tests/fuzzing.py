@@ -518,7 +518,7 @@ def _domain(E, subset) -> set:
     return set(range(E.shape[0])) if subset is None else _id_set(_subset_ids(subset))
 
 
-# Which order each operator promises for its scores (docs/design.md, SPEC).
+# Which order each operator promises for its scores (docs/design.md, docs/spec.md).
 ORDER = {"prefilter": "tie_rule", "cfsr": "tie_rule", "cfs": "tie_rule", "mmr": None, "ring": "sorted"}
 FAMILIES = list(ORDER)
 MODULE_IDS = list(MODULES)

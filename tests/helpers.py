@@ -14,7 +14,7 @@ import numpy as np
 from fieldrank import _core
 
 SEED = 20261130
-# SPEC §0 parity: scores within 1e-4 relative; order identical wherever consecutive scores
+# docs/spec.md §0 parity: scores within 1e-4 relative; order identical wherever consecutive scores
 # differ by more than 1e-5.
 SCORE_RTOL = 1e-4
 ORDER_GAP = 1e-5

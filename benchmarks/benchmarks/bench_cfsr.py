@@ -28,7 +28,7 @@ class CfsrPool:
         fieldrank.cfsr_pool(self.ids, self.C, self.q, k)
 
     def track_max_rel_score_error(self, pool, d, k):
-        """Largest relative score difference native vs reference (SPEC §0 allows 1e-4)."""
+        """Largest relative score difference native vs reference (docs/spec.md §0 allows 1e-4)."""
         a = fieldrank.cfsr_pool(self.ids, self.C, self.q, k)
         b = ref.cfsr_pool(self.ids, self.C, self.q, k)
         return float(np.max(np.abs(a.scores - b.scores) / np.maximum(np.abs(b.scores), 1e-6)))

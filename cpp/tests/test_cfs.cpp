@@ -1,4 +1,4 @@
-// CFS (SPEC §3): hand-worked greedy picks with the summed Gaussian field, β = 0 reduces to
+// CFS (docs/spec.md §3): hand-worked greedy picks with the summed Gaussian field, β = 0 reduces to
 // cosine order, the ε floor, the tie rule, batches and argument errors.
 #include <fieldrank/cfs.hpp>
 

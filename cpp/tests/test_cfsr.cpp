@@ -1,4 +1,4 @@
-// CFS-R (SPEC §2): hand-worked reconstruction on an orthonormal pool, the tie rule, early stop,
+// CFS-R (docs/spec.md §2): hand-worked reconstruction on an orthonormal pool, the tie rule, early stop,
 // FISTA, edge sizes, batches and argument errors.
 #include <fieldrank/cfsr.hpp>
 

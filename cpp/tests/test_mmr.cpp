@@ -1,4 +1,4 @@
-// MMR (SPEC §4): hand-worked picks with an exact tie, μ = 1 is cosine order, μ = 0 is pure
+// MMR (docs/spec.md §4): hand-worked picks with an exact tie, μ = 1 is cosine order, μ = 0 is pure
 // novelty, edge sizes, batches and argument errors.
 #include <fieldrank/mmr.hpp>
 

@@ -1,4 +1,4 @@
-// Prefilter (SPEC §1): hand-worked top-P, edge sizes, the tie rule, subsets, pools, batches
+// Prefilter (docs/spec.md §1): hand-worked top-P, edge sizes, the tie rule, subsets, pools, batches
 // and the argument errors.
 #include <fieldrank/prefilter.hpp>
 

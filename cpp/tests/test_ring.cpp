@@ -1,4 +1,4 @@
-// Ring (SPEC §5): a hand-worked lap, the ablation rule equals cosine top-k in cosine order,
+// Ring (docs/spec.md §5): a hand-worked lap, the ablation rule equals cosine top-k in cosine order,
 // seeded tie draws, lap counts past the pool size, batches and argument errors.
 #include <fieldrank/prefilter.hpp>
 #include <fieldrank/ring.hpp>

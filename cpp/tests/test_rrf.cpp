@@ -1,4 +1,4 @@
-// Weighted RRF (SPEC §6): the hand example, weights, exact ties, absent candidates, batches and
+// Weighted RRF (docs/spec.md §6): the hand example, weights, exact ties, absent candidates, batches and
 // argument errors.
 #include <fieldrank/rrf.hpp>
 

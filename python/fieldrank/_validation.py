@@ -39,6 +39,7 @@ from typing import Any, Mapping, Optional, Sequence
 import numpy as np
 
 from . import _core
+from . import _param_tables as _tables
 
 DEFAULTS = _core.DEFAULTS
 _MIN_ROW_NORM_SQ = DEFAULTS["min_row_norm_sq"]
@@ -48,10 +49,9 @@ UNIT_NORM_ATOL = DEFAULTS["unit_norm_atol"]
 # The bounds on the squared norm, rounded to float32 exactly as the native scans round them.
 _UNIT_NORM_SQ_LO = np.float32((1.0 - UNIT_NORM_ATOL) * (1.0 - UNIT_NORM_ATOL))
 _UNIT_NORM_SQ_HI = np.float32((1.0 + UNIT_NORM_ATOL) * (1.0 + UNIT_NORM_ATOL))
-#: Largest finite float32: the native kernels compute in float32 and cast every real parameter to float.
-FLOAT32_MAX = float(np.finfo(np.float32).max)
-#: Smallest positive float32 (subnormal): a positive parameter below it would become 0 in the kernels.
-FLOAT32_TRUE_MIN = float(np.finfo(np.float32).smallest_subnormal)
+# The float32 and int64 limits of the kernels are stated once, in the parameter tables.
+FLOAT32_MAX = _tables.FLOAT32_MAX
+FLOAT32_TRUE_MIN = _tables.FLOAT32_TRUE_MIN
 
 
 def _describe(x: object) -> str:
@@ -250,7 +250,7 @@ def _check_vectors_finite_nonzero(X: np.ndarray, name: str) -> None:
 
 
 #: Counts are int64 in the kernels; the reference refuses the same values (a Python int is unbounded).
-INT64_MAX = int(np.iinfo(np.int64).max)
+INT64_MAX = _tables.INT64_MAX
 
 
 def _integer(value: object, name: str) -> int:
@@ -556,13 +556,18 @@ def weights(x: object, n_rankings: int) -> list:
     return values.tolist()
 
 
-def seed(value: object) -> int:
-    """Ring's seed: an integer in [0, 2**64) (the native seed is a uint64)."""
-    v = _non_negative_integer(value, "seed")
-    if v >= 2**64:
-        msg = f"seed must be an integer below 2**64 (a uint64), got {value}"
+def uint64(value: object, name: str) -> int:
+    """An integer in [0, 2**64) (a native ``std::uint64_t``, e.g. Ring's seed)."""
+    v = _non_negative_integer(value, name)
+    if v > _tables.UINT64_MAX:
+        msg = f"{name} must be an integer below 2**64 (a uint64), got {value}"
         raise ValueError(msg)
     return v
+
+
+def seed(value: object) -> int:
+    """Ring's seed: an integer in [0, 2**64) (the native seed is a uint64)."""
+    return uint64(value, "seed")
 
 
 def tie_key_args(seed_value: object, lap: object) -> tuple:
@@ -638,43 +643,50 @@ def n_threads_value(value: object) -> int:
     return int(value)
 
 
+#: The check of each interval of :mod:`fieldrank._param_tables` (the kernel's rules).
+_INTERVAL_CHECKS = {
+    _tables.POSITIVE_INT: positive_int,
+    _tables.UINT64: uint64,
+    _tables.UNIT: unit_interval,
+    _tables.POSITIVE_REAL: positive_real,
+    _tables.NON_NEGATIVE_REAL: non_negative_real,
+    _tables.FLAG: flag,
+}
+
+
+def param(spec: _tables.Param, value: object, name: Optional[str] = None) -> Any:
+    """``value`` checked against the table row ``spec`` (its interval: the kernel's rule); the
+    message calls it ``name`` (default ``spec.name``)."""
+    return _INTERVAL_CHECKS[spec.interval](value, spec.name if name is None else name)
+
+
+def _family(family: str, *values: object) -> tuple:
+    return tuple(param(spec, value) for spec, value in zip(_tables.TABLES[family], values))
+
+
+def prefilter_params(p):
+    return _family("prefilter", p)[0]
+
+
 def cfsr_params(k, w, lam, iters, tol, fista):
-    return (
-        positive_int(k, "k"),
-        unit_interval(w, "w"),
-        non_negative_real(lam, "lam"),
-        positive_int(iters, "iters"),
-        non_negative_real(tol, "tol"),
-        flag(fista, "fista"),
-    )
+    return _family("cfsr", k, w, lam, iters, tol, fista)
 
 
 def cfs_params(k, sigma, beta, eps):
-    return (
-        positive_int(k, "k"),
-        positive_real(sigma, "sigma"),
-        non_negative_real(beta, "beta"),
-        positive_real(eps, "eps"),
-    )
+    return _family("cfs", k, sigma, beta, eps)
 
 
 def mmr_params(k, mu):
-    return positive_int(k, "k"), unit_interval(mu, "mu")
+    return _family("mmr", k, mu)
 
 
 def ring_params(k, alpha, laps, seed_value, ablation):
-    return (
-        positive_int(k, "k"),
-        unit_interval(alpha, "alpha"),
-        positive_int(laps, "laps"),
-        seed(seed_value),
-        flag(ablation, "ablation"),
-    )
+    return _family("ring", k, alpha, laps, seed_value, ablation)
 
 
 def rrf_args(ranking_lists, weight_values, k, k0):
     legs = rankings(ranking_lists)
-    return legs, weights(weight_values, len(legs)), positive_int(k, "k"), non_negative_real(k0, "k0")
+    return (legs, weights(weight_values, len(legs)), *_family("rrf", k, k0))
 
 
 def unit_or_normalised(X: np.ndarray, normalize: bool, name: str, remedy: str,

@@ -98,7 +98,7 @@ __dir__ = public_dir(__all__)
 #: Scoring variants of ``bm25s`` (``method``); the single list used for validation.
 BM25_METHODS: tuple[str, ...] = ("robertson", "atire", "bm25l", "bm25+", "lucene")
 
-# The BM25 numbers of the package live here (SPEC.md section 7), not in the native core.
+# The BM25 numbers of the package live here (docs/spec.md §7), not in the native core.
 DEFAULT_K1 = 1.5
 DEFAULT_B = 0.75
 #: Additive ``delta`` of the BM25L / BM25+ variants (ignored by the others); bm25s's default.

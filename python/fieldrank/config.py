@@ -1,6 +1,6 @@
 """Configuration of the hybrid retriever: typed legs, presets, and TOML round trips.
 
-A :class:`RetrieverConfig` is a frozen description of a weighted-RRF stack (SPEC §6): an
+A :class:`RetrieverConfig` is a frozen description of a weighted-RRF stack (docs/spec.md §6): an
 ordered tuple of *legs*, each a frozen dataclass naming its operator, how many ids it
 contributes (``depth``), its RRF ``weight`` and its operator parameters, plus the final
 ``k``, the RRF offset ``k0`` and the BM25 tokenizer/scoring parameters. Every default is
@@ -10,12 +10,12 @@ read from :data:`fieldrank.DEFAULTS` (the native core's table) or from
 
 Leg kinds (:data:`LEG_KINDS`)
 -----------------------------
-``cosine``  prefilter top-``depth`` (SPEC §1)
-``bm25``    BM25 top-``depth`` on bm25s (SPEC §7)
-``cfsr``    CFS-R top-``depth`` of a pool of ``p`` candidates (SPEC §2)
-``cfs``     CFS top-``depth`` of a pool of ``p`` candidates (SPEC §3)
-``mmr``     MMR top-``depth`` of the prefilter top-``p`` (SPEC §4)
-``ring``    Ring survivors, ``depth`` of the prefilter top-(2 ``depth``) (SPEC §5)
+``cosine``  prefilter top-``depth`` (docs/spec.md §1)
+``bm25``    BM25 top-``depth`` on bm25s (docs/spec.md §7)
+``cfsr``    CFS-R top-``depth`` of a pool of ``p`` candidates (docs/spec.md §2)
+``cfs``     CFS top-``depth`` of a pool of ``p`` candidates (docs/spec.md §3)
+``mmr``     MMR top-``depth`` of the prefilter top-``p`` (docs/spec.md §4)
+``ring``    Ring survivors, ``depth`` of the prefilter top-(2 ``depth``) (docs/spec.md §5)
 ``temporal`` the time-aware leg (:mod:`fieldrank.temporal`): z-scored BM25 + cosine blend,
             session-neighbour support and time priors, top-``depth`` of the subset
 
@@ -76,10 +76,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Optional, Union
+from typing import Any, ClassVar, Optional, Union
 
 from . import _confidence as _conf
 from . import _core
+from . import _param_tables as _tables
 from . import _validation as _v
 from ._api import public_dir
 from .bm25 import DEFAULT_PARAMS, BM25Params
@@ -151,8 +152,8 @@ def _set(obj: object, name: str, value: object) -> None:
     object.__setattr__(obj, name, value)
 
 
-#: field -> (check from _validation, its keyword bounds)
-_FieldChecks = dict[str, tuple[Callable[..., Any], dict[str, Any]]]
+#: The kind's operator parameters: rows of its family's table in :mod:`fieldrank._param_tables`.
+_FieldChecks = tuple[_tables.Param, ...]
 
 
 class _LegBase:
@@ -163,9 +164,10 @@ class _LegBase:
     needs_vector: ClassVar[bool] = True
     needs_text: ClassVar[bool] = False
 
-    #: The kind's operator parameters and their checks, in order: field -> (check, its bounds). Every
-    #: leg also checks depth, weight and name, and ``p`` / ``pool`` / ``union_p`` where it has them.
-    field_checks: ClassVar[_FieldChecks] = {}
+    #: The kind's operator parameters, in order: its family's table rows (name, interval, default),
+    #: checked by the kernel's rules (:func:`fieldrank._validation.param`). Every leg also checks
+    #: depth, weight and name, and ``p`` / ``pool`` / ``union_p`` where it has them.
+    field_checks: ClassVar[_FieldChecks] = ()
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
@@ -174,17 +176,17 @@ class _LegBase:
         _set(self, "name", _name_field(owner, self.name))
         if hasattr(self, "p"):
             self._check_pool(owner)
-        for name, (check, bounds) in self.field_checks.items():
-            _set(self, name, check(getattr(self, name), f"{owner}.{name}", **bounds))
+        for spec in self.field_checks:
+            _set(self, spec.name, _v.param(spec, getattr(self, spec.name), f"{owner}.{spec.name}"))
 
     def operator_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of the leg's operator (``fieldrank.<kind>_pool`` / ``_batch``) besides
         ``k``: the fields of :attr:`field_checks`, which are the operator's parameters."""
-        return {name: getattr(self, name) for name in self.field_checks}
+        return {spec.name: getattr(self, spec.name) for spec in self.field_checks}
 
     def _check_pool(self, owner: str) -> None:
         """``p`` >= ``depth``, ``pool`` in :data:`POOL_MODES`, ``union_p`` only with a union pool."""
-        _set(self, "p", _v.integer(self.p, f"{owner}.p", low=1))
+        _set(self, "p", _v.param(_tables.lookup("prefilter", "p"), self.p, f"{owner}.p"))
         if self.p < self.depth:
             msg = f"{owner}.p (pool size {self.p}) must be >= depth ({self.depth})"
             raise ValueError(msg)
@@ -244,7 +246,7 @@ class BM25Leg(_LegBase):
 
 @dataclass(frozen=True)
 class CFSRLeg(_LegBase):
-    """CFS-R leg (SPEC §2): non-negative ridge reconstruction of the query from ``p`` candidates.
+    """CFS-R leg (docs/spec.md §2): non-negative ridge reconstruction of the query from ``p`` candidates.
 
     Parameters
     ----------
@@ -276,10 +278,7 @@ class CFSRLeg(_LegBase):
     union_p: Optional[int] = None
     name: str = "cfsr"
 
-    field_checks: ClassVar[_FieldChecks] = {
-        "w": (_v.real, {"low": 0.0, "high": 1.0}), "lam": (_v.real, {"low": 0.0}), "iters": (_v.integer, {"low": 1}),
-        "tol": (_v.real, {"low": 0.0}), "fista": (_v.flag, {}),
-    }
+    field_checks: ClassVar[_FieldChecks] = _tables.operator_params("cfsr")
 
     @property
     def needs_text(self) -> bool:  # type: ignore[override]
@@ -288,7 +287,7 @@ class CFSRLeg(_LegBase):
 
 @dataclass(frozen=True)
 class CFSLeg(_LegBase):
-    """CFS leg (SPEC §3): greedy coverage-field picks from ``p`` candidates ("CFS-long": 50).
+    """CFS leg (docs/spec.md §3): greedy coverage-field picks from ``p`` candidates ("CFS-long": 50).
 
     ``sigma``, ``beta``, ``eps`` default to ``DEFAULTS``; ``pool``/``union_p`` as in :class:`CFSRLeg`.
     """
@@ -304,10 +303,7 @@ class CFSLeg(_LegBase):
     union_p: Optional[int] = None
     name: str = "cfs"
 
-    field_checks: ClassVar[_FieldChecks] = {
-        "sigma": (_v.real, {"low": 0.0, "low_open": True}), "beta": (_v.real, {"low": 0.0}),
-        "eps": (_v.real, {"low": 0.0, "low_open": True}),
-    }
+    field_checks: ClassVar[_FieldChecks] = _tables.operator_params("cfs")
 
     @property
     def needs_text(self) -> bool:  # type: ignore[override]
@@ -316,7 +312,7 @@ class CFSLeg(_LegBase):
 
 @dataclass(frozen=True)
 class MMRLeg(_LegBase):
-    """MMR leg (SPEC §4) over the prefilter top-``p``; ``mu`` defaults to ``DEFAULTS["mu"]``."""
+    """MMR leg (docs/spec.md §4) over the prefilter top-``p``; ``mu`` defaults to ``DEFAULTS["mu"]``."""
 
     kind: ClassVar[str] = "mmr"
     depth: int = _D["mmr_k"]
@@ -325,14 +321,12 @@ class MMRLeg(_LegBase):
     mu: float = _D["mu"]
     name: str = "mmr"
 
-    field_checks: ClassVar[_FieldChecks] = {
-        "mu": (_v.real, {"low": 0.0, "high": 1.0}),
-    }
+    field_checks: ClassVar[_FieldChecks] = _tables.operator_params("mmr")
 
 
 @dataclass(frozen=True)
 class RingLeg(_LegBase):
-    """Ring leg (SPEC §5): survival laps over the prefilter top-(``ring_pool_factor`` x ``depth``)."""
+    """Ring leg (docs/spec.md §5): survival laps over the prefilter top-(``ring_pool_factor`` x ``depth``)."""
 
     kind: ClassVar[str] = "ring"
     depth: int = _D["ring_k"]
@@ -343,10 +337,7 @@ class RingLeg(_LegBase):
     ablation: bool = False
     name: str = "ring"
 
-    field_checks: ClassVar[_FieldChecks] = {
-        "alpha": (_v.real, {"low": 0.0, "high": 1.0}), "laps": (_v.integer, {"low": 1}),
-        "seed": (_v.integer, {"low": 0}), "ablation": (_v.flag, {}),
-    }
+    field_checks: ClassVar[_FieldChecks] = _tables.operator_params("ring")
 
     @property
     def pool_depth(self) -> int:
@@ -399,7 +390,7 @@ Leg = Union[CosineLeg, BM25Leg, CFSRLeg, CFSLeg, MMRLeg, RingLeg, TemporalLeg]
 _LEG_TYPES: dict[str, type] = {
     cls.kind: cls for cls in (CosineLeg, BM25Leg, CFSRLeg, CFSLeg, MMRLeg, RingLeg, TemporalLeg)
 }
-#: Every leg kind, in the order of SPEC §1–§7; the single list used in messages.
+#: Every leg kind, in the order of docs/spec.md §1–§7; the single list used in messages.
 LEG_KINDS: tuple[str, ...] = tuple(_LEG_TYPES)
 
 
@@ -530,7 +521,7 @@ class RetrieverConfig:
     k : int, default DEFAULTS["k"]
         Ids returned by a search (the final top-k), >= 1.
     k0 : float, default DEFAULTS["k0"]
-        RRF rank offset (SPEC §6), finite and >= 0.
+        RRF rank offset (docs/spec.md §6), finite and >= 0.
     bm25 : BM25Params, default fieldrank.bm25.DEFAULT_PARAMS
         Tokenizer and scoring of the BM25 index (used by BM25 legs and union pools).
     name : str, default "custom"
@@ -733,7 +724,7 @@ def _hybrid(third: Optional[Leg], name: str) -> RetrieverConfig:
     return RetrieverConfig(legs=legs + ((third,) if third is not None else ()), name=name)
 
 
-# SPEC §6 table. Depths and operator parameters are the legs' defaults (from DEFAULTS).
+# docs/spec.md §6 table. Depths and operator parameters are the legs' defaults (from DEFAULTS).
 _PRESET_BUILDERS = {
     "cosine": lambda: _single(CosineLeg(), "cosine"),
     "bm25": lambda: _single(BM25Leg(), "bm25"),
@@ -752,12 +743,13 @@ PRESET_NAMES: tuple[str, ...] = (*_PRESET_BUILDERS, DEFAULT_PRESET)
 
 
 # ============================================================================ CALIBRATION HOOK
-# The `default` preset is, for now, `rrf2`. The calibration issue replaces it by writing a
-# measured configuration to python/fieldrank/data/default_config.toml (RetrieverConfig.save_toml);
-# once that file exists in the package, `default` is loaded from it and nothing else changes.
+# The `default` preset is the calibrated configuration shipped in
+# python/fieldrank/data/default_config.toml (written by `fieldrank calibrate`, RetrieverConfig.save_toml;
+# its header records the split, the search space and the command): at present one temporal leg.
+# `rrf2` is only the fallback of a build without that file.
 @functools.lru_cache(maxsize=1)
 def default_config() -> RetrieverConfig:
-    """The ``default`` preset: the package's calibrated config file if shipped, else ``rrf2``.
+    """The ``default`` preset: the package's calibrated config file (shipped), else ``rrf2``.
 
     Reads :data:`DEFAULT_CONFIG_RESOURCE` (``fieldrank/data/default_config.toml``) when it is
     present; otherwise returns the ``rrf2`` preset. Either way the result is named
@@ -796,7 +788,7 @@ def default_confidence() -> ConfidenceParams:
 
 
 def preset(name: str) -> RetrieverConfig:
-    """The configuration of a named preset (SPEC §6).
+    """The configuration of a named preset (docs/spec.md §6).
 
     Parameters
     ----------

@@ -62,7 +62,7 @@ __all__ = [
 __dir__ = public_dir(__all__)
 
 
-#: Methods shown, in column order: single operators, then the hybrid presets (SPEC §6).
+#: Methods shown, in column order: single operators, then the hybrid presets (docs/spec.md §6).
 DEMO_METHODS: tuple[str, ...] = (
     "cosine", "bm25", "cfs", "cfsr", "rrf2", "rrf_mmr", "rrf_cfs", "rrf_cfsr", "rrf_ring", "default",
 )

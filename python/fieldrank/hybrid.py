@@ -1,6 +1,10 @@
-"""The hybrid retriever: weighted RRF of cosine, BM25 and a reranking leg (SPEC §6–§7).
+"""The hybrid retriever: the weighted RRF (docs/spec.md §6) of a configuration's legs.
 
-:class:`HybridRetriever` holds a corpus (texts and an (N, d) float32 embedding matrix with
+A configuration is any tuple of legs (cosine, BM25, CFS-R, CFS, MMR, Ring, temporal; see
+:mod:`fieldrank.config`); the ``default`` preset is the calibrated configuration shipped with the
+package (at present a single temporal leg: BM25 + cosine blend with session and time priors),
+and the ``rrf_*`` presets are the write-ups' stacks of cosine, BM25 (docs/spec.md §7) and a
+reranking leg. :class:`HybridRetriever` holds a corpus (texts and an (N, d) float32 embedding matrix with
 L2-normalised rows) and a :class:`~fieldrank.config.RetrieverConfig`, and answers a query
 (its text and its embedding) with the fused top-k and, for every hit, where it came from:
 its rank, raw score and RRF contribution in every leg and, for CFS-R, its coefficient.

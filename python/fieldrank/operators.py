@@ -30,7 +30,7 @@ def _reconstruction(native) -> Reconstruction:
 
 
 def prefilter(E: np.ndarray, q: np.ndarray, p: int = _D["p"], *, subset: Optional[np.ndarray] = None) -> Ranking:
-    """Cosine top-``p`` of the rows of ``E`` for ``q`` (SPEC §1).
+    """Cosine top-``p`` of the rows of ``E`` for ``q`` (docs/spec.md §1).
 
     Parameters
     ----------
@@ -41,26 +41,26 @@ def prefilter(E: np.ndarray, q: np.ndarray, p: int = _D["p"], *, subset: Optiona
         (an empty subset is a ValueError).
     """
     E, q, subset = _v.corpus_call(E, q, subset)
-    return _ranking(_core.prefilter(E, q, _v.positive_int(p, "p"), subset))
+    return _ranking(_core.prefilter(E, q, _v.prefilter_params(p), subset))
 
 
 def prefilter_batch(E: np.ndarray, Q: np.ndarray, p: int = _D["p"], *, subset: Optional[np.ndarray] = None,
                     n_threads: int = 0) -> Ranking:
     """:func:`prefilter` for every row of ``Q`` (B, d); returns (B, min(p, n)) arrays."""
     E, Q, subset, n_threads = _v.batch_call(E, Q, subset, n_threads)
-    return _ranking(_core.prefilter_batch(E, Q, _v.positive_int(p, "p"), subset, n_threads))
+    return _ranking(_core.prefilter_batch(E, Q, _v.prefilter_params(p), subset, n_threads))
 
 
 def prefilter_pool(ids: np.ndarray, C: np.ndarray, q: np.ndarray, p: int = _D["p"]) -> Ranking:
     """Cosine top-``p`` of a caller's pool: ``ids`` (P,) unique int64, ``C`` (P, d) float32."""
     ids, C, q, _ = _v.pool(ids, C, q)
-    return _ranking(_core.prefilter_pool(ids, C, q, _v.positive_int(p, "p")))
+    return _ranking(_core.prefilter_pool(ids, C, q, _v.prefilter_params(p)))
 
 
 def cfsr(E: np.ndarray, q: np.ndarray, k: int = _D["cfsr_k"], *, p: int = _D["p"], w: float = _D["w"],
          lam: float = _D["lam"], iters: int = _D["iters"], tol: float = _D["tol"], fista: bool = False,
          subset: Optional[np.ndarray] = None) -> Reconstruction:
-    """CFS-R (SPEC §2): non-negative ridge reconstruction of ``q`` from its prefilter top-``p``.
+    """CFS-R (docs/spec.md §2): non-negative ridge reconstruction of ``q`` from its prefilter top-``p``.
 
     Returns the top ``k`` of the pool by ``w·ã + (1 − w)·r̃`` and each one's raw coefficient.
     ``tol > 0`` stops early once the projected-gradient norm falls under it; ``fista`` switches
@@ -68,7 +68,7 @@ def cfsr(E: np.ndarray, q: np.ndarray, k: int = _D["cfsr_k"], *, p: int = _D["p"
     """
     E, q, subset = _v.corpus_call(E, q, subset)
     k, w, lam, iters, tol, fista = _v.cfsr_params(k, w, lam, iters, tol, fista)
-    return _reconstruction(_core.cfsr(E, q, k, _v.positive_int(p, "p"), w, lam, iters, tol, fista, subset))
+    return _reconstruction(_core.cfsr(E, q, k, _v.prefilter_params(p), w, lam, iters, tol, fista, subset))
 
 
 def cfsr_batch(E: np.ndarray, Q: np.ndarray, k: int = _D["cfsr_k"], *, p: int = _D["p"], w: float = _D["w"],
@@ -77,7 +77,7 @@ def cfsr_batch(E: np.ndarray, Q: np.ndarray, k: int = _D["cfsr_k"], *, p: int = 
     """:func:`cfsr` for every row of ``Q`` (B, d); returns (B, m) arrays."""
     E, Q, subset, n_threads = _v.batch_call(E, Q, subset, n_threads)
     k, w, lam, iters, tol, fista = _v.cfsr_params(k, w, lam, iters, tol, fista)
-    return _reconstruction(_core.cfsr_batch(E, Q, k, _v.positive_int(p, "p"), w, lam, iters, tol, fista, subset,
+    return _reconstruction(_core.cfsr_batch(E, Q, k, _v.prefilter_params(p), w, lam, iters, tol, fista, subset,
                                             n_threads))
 
 
@@ -91,13 +91,13 @@ def cfsr_pool(ids: np.ndarray, C: np.ndarray, q: np.ndarray, k: int = _D["cfsr_k
 
 def cfs(E: np.ndarray, q: np.ndarray, k: int = _D["cfs_k"], *, p: int = _D["p"], sigma: float = _D["sigma"],
         beta: float = _D["beta"], eps: float = _D["eps"], subset: Optional[np.ndarray] = None) -> Ranking:
-    """CFS (SPEC §3): greedy picks from the prefilter top-``p`` penalised by a summed Gaussian field.
+    """CFS (docs/spec.md §3): greedy picks from the prefilter top-``p`` penalised by a summed Gaussian field.
 
     Scores are the objective ``log(max(f, eps)) − beta·field`` at each pick (non-increasing).
     """
     E, q, subset = _v.corpus_call(E, q, subset)
     k, sigma, beta, eps = _v.cfs_params(k, sigma, beta, eps)
-    return _ranking(_core.cfs(E, q, k, _v.positive_int(p, "p"), sigma, beta, eps, subset))
+    return _ranking(_core.cfs(E, q, k, _v.prefilter_params(p), sigma, beta, eps, subset))
 
 
 def cfs_batch(E: np.ndarray, Q: np.ndarray, k: int = _D["cfs_k"], *, p: int = _D["p"], sigma: float = _D["sigma"],
@@ -106,7 +106,7 @@ def cfs_batch(E: np.ndarray, Q: np.ndarray, k: int = _D["cfs_k"], *, p: int = _D
     """:func:`cfs` for every row of ``Q`` (B, d); returns (B, m) arrays."""
     E, Q, subset, n_threads = _v.batch_call(E, Q, subset, n_threads)
     k, sigma, beta, eps = _v.cfs_params(k, sigma, beta, eps)
-    return _ranking(_core.cfs_batch(E, Q, k, _v.positive_int(p, "p"), sigma, beta, eps, subset, n_threads))
+    return _ranking(_core.cfs_batch(E, Q, k, _v.prefilter_params(p), sigma, beta, eps, subset, n_threads))
 
 
 def cfs_pool(ids: np.ndarray, C: np.ndarray, q: np.ndarray, k: int = _D["cfs_k"], *, sigma: float = _D["sigma"],
@@ -118,10 +118,10 @@ def cfs_pool(ids: np.ndarray, C: np.ndarray, q: np.ndarray, k: int = _D["cfs_k"]
 
 def mmr(E: np.ndarray, q: np.ndarray, k: int = _D["mmr_k"], *, p: int = _D["p"], mu: float = _D["mu"],
         subset: Optional[np.ndarray] = None) -> Ranking:
-    """MMR (SPEC §4) over the prefilter top-``p``; scores are the MMR objective at each pick."""
+    """MMR (docs/spec.md §4) over the prefilter top-``p``; scores are the MMR objective at each pick."""
     E, q, subset = _v.corpus_call(E, q, subset)
     k, mu = _v.mmr_params(k, mu)
-    return _ranking(_core.mmr(E, q, k, _v.positive_int(p, "p"), mu, subset))
+    return _ranking(_core.mmr(E, q, k, _v.prefilter_params(p), mu, subset))
 
 
 def mmr_batch(E: np.ndarray, Q: np.ndarray, k: int = _D["mmr_k"], *, p: int = _D["p"], mu: float = _D["mu"],
@@ -129,7 +129,7 @@ def mmr_batch(E: np.ndarray, Q: np.ndarray, k: int = _D["mmr_k"], *, p: int = _D
     """:func:`mmr` for every row of ``Q`` (B, d); returns (B, m) arrays."""
     E, Q, subset, n_threads = _v.batch_call(E, Q, subset, n_threads)
     k, mu = _v.mmr_params(k, mu)
-    return _ranking(_core.mmr_batch(E, Q, k, _v.positive_int(p, "p"), mu, subset, n_threads))
+    return _ranking(_core.mmr_batch(E, Q, k, _v.prefilter_params(p), mu, subset, n_threads))
 
 
 def mmr_pool(ids: np.ndarray, C: np.ndarray, q: np.ndarray, k: int = _D["mmr_k"], *, mu: float = _D["mu"],
@@ -141,7 +141,7 @@ def mmr_pool(ids: np.ndarray, C: np.ndarray, q: np.ndarray, k: int = _D["mmr_k"]
 
 def ring(E: np.ndarray, q: np.ndarray, k: int = _D["ring_k"], *, alpha: float = _D["alpha"], laps: int = _D["laps"],
          seed: int = _D["seed"], ablation: bool = False, subset: Optional[np.ndarray] = None) -> Ranking:
-    """Ring survival laps (SPEC §5) over the prefilter top-(2k); returns exactly min(k, n) ids.
+    """Ring survival laps (docs/spec.md §5) over the prefilter top-(2k); returns exactly min(k, n) ids.
 
     Exact ties are broken by a seeded draw; ``ablation=True`` applies the archived constant
     bump instead of the neighbour term and returns cosine top-k in cosine order.
@@ -168,7 +168,7 @@ def ring_pool(ids: np.ndarray, C: np.ndarray, q: np.ndarray, k: int = _D["ring_k
 
 def rrf(rankings: Sequence[np.ndarray], weights: Optional[Sequence[float]] = None, k: int = _D["k"], *,
         k0: float = _D["k0"]) -> Ranking:
-    """Weighted reciprocal rank fusion (SPEC §6) of id rankings (best first).
+    """Weighted reciprocal rank fusion (docs/spec.md §6) of id rankings (best first).
 
     ``RRF(c) = Σ w_leg / (k0 + rank_leg(c))`` with 1-based ranks; ``weights=None`` weighs every
     leg 1. Returns up to ``k`` ids by fused score (float64), ties to the lower id.

@@ -87,9 +87,9 @@ def _candidates(E: np.ndarray, subset: Optional[np.ndarray]) -> int:
 # --------------------------------------------------------------------------- prefilter
 
 def prefilter(E: np.ndarray, q: np.ndarray, p: int = _D["p"], *, subset: Optional[np.ndarray] = None) -> Ranking:
-    """Cosine top-``p`` of the rows of ``E`` for ``q`` (SPEC §1)."""
+    """Cosine top-``p`` of the rows of ``E`` for ``q`` (docs/spec.md §1)."""
     E, q, subset = _v.corpus_call(E, q, subset)
-    p = _v.positive_int(p, "p")
+    p = _v.prefilter_params(p)
     _v.check_unit_rows(E, rows=subset)
     ids, _, sims = _corpus_pool(E, q, p, subset)
     return Ranking(ids, sims)
@@ -99,7 +99,7 @@ def prefilter_batch(E: np.ndarray, Q: np.ndarray, p: int = _D["p"], *, subset: O
                     n_threads: int = 0) -> Ranking:
     """:func:`prefilter` for every row of ``Q``."""
     E, Q, subset, _ = _v.batch_call(E, Q, subset, n_threads)
-    p = _v.positive_int(p, "p")
+    p = _v.prefilter_params(p)
     # Rows of E are checked per query (as the native batch does), so an empty batch reads none.
     return _batch(lambda q: prefilter(E, q, p, subset=subset), Q, min(p, _candidates(E, subset)))
 
@@ -107,7 +107,7 @@ def prefilter_batch(E: np.ndarray, Q: np.ndarray, p: int = _D["p"], *, subset: O
 def prefilter_pool(ids: np.ndarray, C: np.ndarray, q: np.ndarray, p: int = _D["p"]) -> Ranking:
     """Cosine top-``p`` of a caller's pool."""
     ids, vectors, sims = _caller_pool(ids, C, q, None)
-    top = _order(sims, ids, _v.positive_int(p, "p"))
+    top = _order(sims, ids, _v.prefilter_params(p))
     return Ranking(ids[top], sims[top])
 
 
@@ -142,7 +142,7 @@ def prefilter_quantized(QC: QuantizedCorpus, E: np.ndarray, q: np.ndarray, p: in
     QC = _q._corpus(QC)
     E, q, subset = _v.corpus_call(E, q, subset)
     _q.check_matches(QC, E)
-    p, factor = _v.positive_int(p, "p"), _q._factor(rescore_factor)
+    p, factor = _v.prefilter_params(p), _q._factor(rescore_factor)
     rows = np.arange(E.shape[0], dtype=np.int64) if subset is None else subset
     candidates = rows[_order(_quantized_scores(QC, rows, q), rows, factor * p)]
     _v.check_unit_rows(E, rows=candidates)
@@ -158,7 +158,7 @@ def prefilter_quantized_batch(QC: QuantizedCorpus, E: np.ndarray, Q: np.ndarray,
     QC = _q._corpus(QC)
     E, Q, subset, _ = _v.batch_call(E, Q, subset, n_threads)
     _q.check_matches(QC, E)  # in the native order, and even for an empty batch
-    p, _factor = _v.positive_int(p, "p"), _q._factor(rescore_factor)
+    p, _factor = _v.prefilter_params(p), _q._factor(rescore_factor)
     return _batch(lambda q: prefilter_quantized(QC, E, q, p, rescore_factor=rescore_factor, subset=subset), Q,
                   min(p, _candidates(E, subset)))
 
@@ -170,7 +170,7 @@ def _lambda_max(G: np.ndarray) -> float:
 
 
 def _cfsr_on_pool(ids, C, r, k, w, lam, iters, tol, fista) -> Reconstruction:
-    """Projected gradient on ½‖q − Cᵀa‖² + ½λ‖a‖², a ≥ 0, in Gram form (SPEC §2)."""
+    """Projected gradient on ½‖q − Cᵀa‖² + ½λ‖a‖², a ≥ 0, in Gram form (docs/spec.md §2)."""
     G = _gram(C)
     step = 1.0 / (_lambda_max(G) + lam)
     a = np.zeros(len(ids))
@@ -207,10 +207,10 @@ def _cfsr_on_pool(ids, C, r, k, w, lam, iters, tol, fista) -> Reconstruction:
 def cfsr(E: np.ndarray, q: np.ndarray, k: int = _D["cfsr_k"], *, p: int = _D["p"], w: float = _D["w"],
          lam: float = _D["lam"], iters: int = _D["iters"], tol: float = _D["tol"], fista: bool = False,
          subset: Optional[np.ndarray] = None) -> Reconstruction:
-    """CFS-R (SPEC §2) with the exact λ_max of the Gram matrix."""
+    """CFS-R (docs/spec.md §2) with the exact λ_max of the Gram matrix."""
     E, q, subset = _v.corpus_call(E, q, subset)
     k, w, lam, iters, tol, fista = _v.cfsr_params(k, w, lam, iters, tol, fista)
-    p = _v.positive_int(p, "p")
+    p = _v.prefilter_params(p)
     _v.check_unit_rows(E, rows=subset)
     ids, C, r = _corpus_pool(E, q, p, subset)
     return _cfsr_on_pool(ids, C, r, k, w, lam, iters, tol, fista)
@@ -222,7 +222,7 @@ def cfsr_batch(E: np.ndarray, Q: np.ndarray, k: int = _D["cfsr_k"], *, p: int = 
     """:func:`cfsr` for every row of ``Q``."""
     E, Q, subset, _ = _v.batch_call(E, Q, subset, n_threads)
     k, w, lam, iters, tol, fista = _v.cfsr_params(k, w, lam, iters, tol, fista)
-    p = _v.positive_int(p, "p")
+    p = _v.prefilter_params(p)
     width = min(k, p, _candidates(E, subset))
     return _batch(lambda q: cfsr(E, q, k, p=p, w=w, lam=lam, iters=iters, tol=tol, fista=fista, subset=subset),
                   Q, width, with_coef=True)
@@ -244,7 +244,7 @@ def _best_unpicked(value: np.ndarray, picked: np.ndarray, ids: np.ndarray) -> in
 
 
 def _cfs_on_pool(ids, C, f, k, sigma, beta, eps) -> Ranking:
-    """Greedy argmax of log(max(f, ε)) − β Σ_s K_σ(c, s), the field kept as a running sum (SPEC §3)."""
+    """Greedy argmax of log(max(f, ε)) − β Σ_s K_σ(c, s), the field kept as a running sum (docs/spec.md §3)."""
     m = min(k, len(ids))
     base = np.log(np.maximum(f, eps))
     field = np.zeros(len(ids))
@@ -266,10 +266,10 @@ def _cfs_on_pool(ids, C, f, k, sigma, beta, eps) -> Ranking:
 
 def cfs(E: np.ndarray, q: np.ndarray, k: int = _D["cfs_k"], *, p: int = _D["p"], sigma: float = _D["sigma"],
         beta: float = _D["beta"], eps: float = _D["eps"], subset: Optional[np.ndarray] = None) -> Ranking:
-    """CFS (SPEC §3) over the prefilter top-``p``."""
+    """CFS (docs/spec.md §3) over the prefilter top-``p``."""
     E, q, subset = _v.corpus_call(E, q, subset)
     k, sigma, beta, eps = _v.cfs_params(k, sigma, beta, eps)
-    p = _v.positive_int(p, "p")
+    p = _v.prefilter_params(p)
     _v.check_unit_rows(E, rows=subset)
     ids, C, f = _corpus_pool(E, q, p, subset)
     return _cfs_on_pool(ids, C, f, k, sigma, beta, eps)
@@ -281,7 +281,7 @@ def cfs_batch(E: np.ndarray, Q: np.ndarray, k: int = _D["cfs_k"], *, p: int = _D
     """:func:`cfs` for every row of ``Q``."""
     E, Q, subset, _ = _v.batch_call(E, Q, subset, n_threads)
     k, sigma, beta, eps = _v.cfs_params(k, sigma, beta, eps)
-    p = _v.positive_int(p, "p")
+    p = _v.prefilter_params(p)
     width = min(k, p, _candidates(E, subset))
     return _batch(lambda q: cfs(E, q, k, p=p, sigma=sigma, beta=beta, eps=eps, subset=subset), Q, width)
 
@@ -312,10 +312,10 @@ def _mmr_on_pool(ids, C, sims, k, mu) -> Ranking:
 
 def mmr(E: np.ndarray, q: np.ndarray, k: int = _D["mmr_k"], *, p: int = _D["p"], mu: float = _D["mu"],
         subset: Optional[np.ndarray] = None) -> Ranking:
-    """MMR (SPEC §4) over the prefilter top-``p``."""
+    """MMR (docs/spec.md §4) over the prefilter top-``p``."""
     E, q, subset = _v.corpus_call(E, q, subset)
     k, mu = _v.mmr_params(k, mu)
-    p = _v.positive_int(p, "p")
+    p = _v.prefilter_params(p)
     _v.check_unit_rows(E, rows=subset)
     ids, C, sims = _corpus_pool(E, q, p, subset)
     return _mmr_on_pool(ids, C, sims, k, mu)
@@ -326,7 +326,7 @@ def mmr_batch(E: np.ndarray, Q: np.ndarray, k: int = _D["mmr_k"], *, p: int = _D
     """:func:`mmr` for every row of ``Q``."""
     E, Q, subset, _ = _v.batch_call(E, Q, subset, n_threads)
     k, mu = _v.mmr_params(k, mu)
-    p = _v.positive_int(p, "p")
+    p = _v.prefilter_params(p)
     width = min(k, p, _candidates(E, subset))
     return _batch(lambda q: mmr(E, q, k, p=p, mu=mu, subset=subset), Q, width)
 
@@ -360,7 +360,7 @@ def tie_key(seed: int, lap: int, ids: np.ndarray) -> np.ndarray:
 
 
 def _ring_on_pool(ids, C, sims, k, alpha, laps, seed, ablation) -> Ranking:
-    """Survival laps (SPEC §5): re-score, drop the lowest ceil((n − k)/(L − ℓ)), until k remain."""
+    """Survival laps (docs/spec.md §5): re-score, drop the lowest ceil((n − k)/(L − ℓ)), until k remain."""
     keep = min(k, len(ids))
     cosines = _gram(C)
     live = np.arange(len(ids))
@@ -387,7 +387,7 @@ def _ring_on_pool(ids, C, sims, k, alpha, laps, seed, ablation) -> Ranking:
 
 def ring(E: np.ndarray, q: np.ndarray, k: int = _D["ring_k"], *, alpha: float = _D["alpha"], laps: int = _D["laps"],
          seed: int = _D["seed"], ablation: bool = False, subset: Optional[np.ndarray] = None) -> Ranking:
-    """Ring survival laps (SPEC §5) over the prefilter top-(2k)."""
+    """Ring survival laps (docs/spec.md §5) over the prefilter top-(2k)."""
     E, q, subset = _v.corpus_call(E, q, subset)
     k, alpha, laps, seed, ablation = _v.ring_params(k, alpha, laps, seed, ablation)
     _v.check_unit_rows(E, rows=subset)
@@ -429,7 +429,7 @@ def _rrf(legs, weight_values, k, k0) -> Ranking:
 
 def rrf(rankings: Sequence[np.ndarray], weights: Optional[Sequence[float]] = None, k: int = _D["k"], *,
         k0: float = _D["k0"]) -> Ranking:
-    """Weighted reciprocal rank fusion (SPEC §6)."""
+    """Weighted reciprocal rank fusion (docs/spec.md §6)."""
     return _rrf(*_v.rrf_args(rankings, weights, k, k0))
 
 

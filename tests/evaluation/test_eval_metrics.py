@@ -97,7 +97,7 @@ class TestHandWorked:
         assert metrics.recall_at_k(ranking, {15}, 20) == 1.0
 
     def test_ties_in_scores_follow_the_tie_rule(self) -> None:
-        # Equal scores: lower index first (SPEC §0).
+        # Equal scores: lower index first (docs/spec.md §0).
         scores = np.array([0.5, 0.9, 0.5, 0.9, 0.1])
         ranking = metrics.ranking_from_scores(scores, k=10)
         assert ranking.tolist() == [1, 3, 0, 2, 4]

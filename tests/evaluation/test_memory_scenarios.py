@@ -207,7 +207,7 @@ def scaled(request, suite):
 
 
 def test_invariant_protected_constraint_survives_at_scale(suite, scaled):
-    """SPEC §8: at every corpus size the old, important, lexically distant constraint survives
+    """docs/spec.md §8: at every corpus size the old, important, lexically distant constraint survives
     candidate generation against recent, semantically close distractors (default quotas)."""
     store, key_to_id, cue = scaled
     rule = key_to_id["a1_rule"]

@@ -20,7 +20,7 @@ from tests.helpers import ORDER_GAP, SCORE_RTOL, unit_rows
 
 
 def assert_parity(got, want, *, rtol=SCORE_RTOL, gap=ORDER_GAP):
-    """SPEC §0: scores within rtol; identical order wherever consecutive scores differ by more than gap.
+    """docs/spec.md §0: scores within rtol; identical order wherever consecutive scores differ by more than gap.
 
     Groups of reference scores closer than ``gap`` may come in any order; every group but the
     last (which may be cut by k) must hold the same ids.

@@ -1,6 +1,6 @@
-"""Native operators against the numpy reference (SPEC §0 parity).
+"""Native operators against the numpy reference (docs/spec.md §0 parity).
 
-Parity, as SPEC §0 defines it and as every check here applies it:
+Parity, as docs/spec.md §0 defines it and as every check here applies it:
 
 * scores agree within ``SCORE_RTOL`` relative. The error is measured against the scale of the
   ranking's scores (``atol = SCORE_RTOL · max|reference score|``) because several operators
@@ -15,7 +15,7 @@ Parity, as SPEC §0 defines it and as every check here applies it:
   with the reference on the native pool (the same computation on the same candidates).
 * The greedy pickers (CFS, MMR) carry each pick into every later step, so a near-tie pick that
   goes the other way changes the rest of the list. When the two lists part, every native pick is
-  replayed against the reference objective (float64, SPEC §3/§4) given the *same* earlier picks:
+  replayed against the reference objective (float64, docs/spec.md §3/§4) given the *same* earlier picks:
   it must be within ``ORDER_GAP`` of that step's best value, and its score within tolerance.
 
 RRF is integer-rank arithmetic in float64 in both modules: it must be bit-identical.
@@ -86,7 +86,7 @@ def _extended(ref, extend):
 
 
 def assert_order(native_ids: np.ndarray, ref, extend=None) -> None:
-    """SPEC §0 order rule; ``extend(k)`` gives the reference with a larger k/p (prefix-stable)."""
+    """docs/spec.md §0 order rule; ``extend(k)`` gives the reference with a larger k/p (prefix-stable)."""
     native_ids = np.asarray(native_ids)
     m = len(ref.ids)
     assert native_ids.shape == (m,), f"native returned {native_ids.shape[0]} ids, reference {m}"
@@ -122,7 +122,7 @@ def assert_parity(native, ref, extend=None, full_ref=None) -> None:
 
 
 def assert_greedy_replay(op: str, native, ids, C, sims, kwargs: dict, score_scale: float) -> None:
-    """Each native pick is a best pick (within ORDER_GAP) of the SPEC objective given its own earlier picks."""
+    """Each native pick is a best pick (within ORDER_GAP) of the docs/spec.md objective given its own earlier picks."""
     C = np.asarray(C, dtype=np.float64)
     sims = np.asarray(sims, dtype=np.float64)
     position = {int(i): j for j, i in enumerate(ids.tolist())}

@@ -51,7 +51,7 @@ ALL_CONFIGS = [preset(name) for name in PRESET_NAMES] + _custom_configs()
 CONFIG_IDS = [c.name for c in ALL_CONFIGS]
 
 
-# ------------------------------------------------------------------ presets (SPEC §6)
+# ------------------------------------------------------------------ presets (docs/spec.md §6)
 def _shape(config: RetrieverConfig) -> list[tuple[str, int, float]]:
     return [(leg.kind, leg.depth, leg.weight) for leg in config.legs]
 

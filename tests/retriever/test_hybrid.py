@@ -450,7 +450,7 @@ def test_locomo_presets_equal_direct_composition(locomo_dir: Path) -> None:
     subset = np.flatnonzero(conversation == LOCOMO_CONVERSATION)
     allowed = conversation == LOCOMO_CONVERSATION
 
-    # bm25s directly, with the tokenizer SPEC §7 asks for.
+    # bm25s directly, with the tokenizer docs/spec.md §7 asks for.
     stemmer = Stemmer.Stemmer("english")
 
     def tokenize(text):

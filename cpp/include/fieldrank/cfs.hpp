@@ -1,4 +1,4 @@
-// CFS, Conditional Field Subtraction (SPEC §3): greedy picks penalised by a running summed
+// CFS, Conditional Field Subtraction (docs/spec.md §3): greedy picks penalised by a running summed
 // Gaussian coverage field, so paraphrases of a picked memory lose ground.
 #pragma once
 

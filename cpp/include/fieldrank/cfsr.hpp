@@ -1,4 +1,4 @@
-// CFS-R, Conditional Field Reconstruction (SPEC §2): non-negative ridge reconstruction of the
+// CFS-R, Conditional Field Reconstruction (docs/spec.md §2): non-negative ridge reconstruction of the
 // query from its candidates by projected gradient in Gram form, blended with cosine.
 #pragma once
 

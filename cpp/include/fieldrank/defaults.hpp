@@ -11,7 +11,7 @@
 namespace fieldrank {
 namespace defaults {
 
-// Locked values from the write-ups (SPEC §2, §3, §6).
+// Locked values from the write-ups (docs/spec.md §2, §3, §6).
 inline constexpr double cfsr_w = 0.90;       // blend weight of the reconstruction coefficient
 inline constexpr double cfsr_lam = 0.005;    // ridge weight λ
 inline constexpr std::int64_t pool_p = 150;  // prefilter depth P

@@ -1,4 +1,4 @@
-// MMR, Maximal Marginal Relevance (Carbonell & Goldstein 1998; SPEC §4): the diversity
+// MMR, Maximal Marginal Relevance (Carbonell & Goldstein 1998; docs/spec.md §4): the diversity
 // baseline the field operators are compared with.
 #pragma once
 

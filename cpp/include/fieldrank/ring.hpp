@@ -1,4 +1,4 @@
-// Ring (SPEC §5): survival laps. Every live candidate is re-scored against the query and the
+// Ring (docs/spec.md §5): survival laps. Every live candidate is re-scored against the query and the
 // mean of its live neighbours; the weakest are dropped until exactly k remain.
 #pragma once
 
@@ -55,7 +55,7 @@ inline Ranking ring_on_pool(const Pool& pool, Index k, const RingParams& params)
     std::vector<Index> live(static_cast<std::size_t>(n));
     std::iota(live.begin(), live.end(), Index{0});
     // Lap scores are double: the ablation's uniform bump added in float can round two cosines one
-    // ulp apart onto the same value, and the tie draw would then break cosine order (SPEC §5);
+    // ulp apart onto the same value, and the tie draw would then break cosine order (docs/spec.md §5);
     // and a float sum of neighbours overflows for rows of norm near 1e19 (each product near 1e38).
     std::vector<double> score(static_cast<std::size_t>(n), 0.0);
     std::vector<std::uint64_t> key(static_cast<std::size_t>(n), 0);

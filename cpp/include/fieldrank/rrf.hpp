@@ -1,4 +1,4 @@
-// Weighted Reciprocal Rank Fusion (SPEC §6): RRF(c) = Σ_legs w_leg / (k₀ + rank_leg(c)).
+// Weighted Reciprocal Rank Fusion (docs/spec.md §6): RRF(c) = Σ_legs w_leg / (k₀ + rank_leg(c)).
 #pragma once
 
 #include <cmath>

@@ -1,4 +1,4 @@
-"""Evaluation harness for fieldrank on LoCoMo (SPEC §9).
+"""Evaluation harness for fieldrank on LoCoMo (docs/spec.md §9).
 
 Public submodules (pure numpy/scipy/stdlib; none needs the native core):
 

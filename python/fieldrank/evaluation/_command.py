@@ -83,7 +83,7 @@ sets from the repository root with
 fieldrank eval locomo --data ../shared/data/locomo --embeddings mpnet-base-v2 minilm-l6-v2 --out docs/results
 ```
 
-Protocol (SPEC §9): turn-level retrieval, each question ranked only against its own
+Protocol (docs/spec.md §9): turn-level retrieval, each question ranked only against its own
 conversation's turns; scored questions are those with at least one resolvable evidence turn;
 binary relevance; NDCG@10 with ideal DCG over min(|gold|, 10); Recall@10 = share of gold
 turns in the top 10; every method returns at most 10 ids (asserted). Categories: 1 multi-hop,

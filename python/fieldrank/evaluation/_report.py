@@ -57,7 +57,7 @@ PUBLISHED_ANCHORS: Final[Mapping[str, tuple[str, str]]] = {
     "rrf_cfs": ("0.5311–0.5362", "0.7168–0.7295"),
     "rrf_cfsr": ("0.5447", "0.7303"),
 }
-"""SPEC §9 published (NDCG@10, Recall@10), text-embedding-3-small, 1,982 questions."""
+"""docs/spec.md §9 published (NDCG@10, Recall@10), text-embedding-3-small, 1,982 questions."""
 
 PUBLISHED_EMBEDDER: Final[str] = "OpenAI text-embedding-3-small"
 
@@ -589,7 +589,7 @@ def _ring_lines(ring: Mapping[str, Any]) -> list[str]:
         lines.append(
             f"   The other {len(tie_only)} (question, seed) pair(s) differ only among turns with exactly "
             f"equal cosine (identical turn texts), which cosine orders by lower row and Ring by its "
-            f"seeded draw (SPEC §0, §5); position by position their cosines are identical ({cases}). "
+            f"seeded draw (docs/spec.md §0, §5); position by position their cosines are identical ({cases}). "
             "Any other difference stops the run."
         )
     fit = ring["fit"]

@@ -1,4 +1,4 @@
-"""The Ring experiment as pre-registered in its write-up (seeds/002, SPEC §5), on LoCoMo.
+"""The Ring experiment as pre-registered in its write-up (seeds/002, docs/spec.md §5), on LoCoMo.
 
 Pre-registered hypothesis (verbatim in :data:`HYPOTHESIS`): a re-scoring rule that
 depends on the other candidates, applied at exactly k, beats Dense on the multi-hop set
@@ -118,7 +118,7 @@ def check_ablation(
     ``strict`` — when it differs only among turns with *exactly* equal cosine scores
     (position by position the same float32 cosines). Such ties exist in LoCoMo
     (identical turns such as "Jolene: See you!"); cosine breaks them by lower row, Ring by
-    its seeded draw (SPEC §0 and §5), so at a tie across the k-th place no rule can make
+    its seeded draw (docs/spec.md §0 and §5), so at a tie across the k-th place no rule can make
     both agree. Those cases are listed in the result, never hidden.
 
     Parameters
@@ -206,7 +206,7 @@ def _same_cosine_scores(corpus: Corpus, row: int, got: np.ndarray, want: np.ndar
 
     Then they differ only in the order (or, at the k-th place, the choice) of turns whose
     cosines are exactly tied, which cosine breaks by lower row and Ring by its seeded draw
-    (SPEC §0, §5). Scores are the native prefilter's own float32 values.
+    (docs/spec.md §0, §5). Scores are the native prefilter's own float32 values.
     """
     from .. import DEFAULTS, prefilter
 

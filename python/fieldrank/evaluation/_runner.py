@@ -1,4 +1,4 @@
-"""Run retrieval methods over LoCoMo and score every question (SPEC §9).
+"""Run retrieval methods over LoCoMo and score every question (docs/spec.md §9).
 
 The harness is built from three pieces:
 
@@ -125,7 +125,7 @@ class HarnessCheckError(AssertionError):
 
 
 class EqualKError(HarnessCheckError):
-    """A method returned more than ``k`` ids for a question (SPEC §9, equal k)."""
+    """A method returned more than ``k`` ids for a question (docs/spec.md §9, equal k)."""
 
 
 class ConversationLeakError(HarnessCheckError):
@@ -170,7 +170,7 @@ class Corpus:
         Returns
         -------
         fieldrank.bm25.BM25Index
-            Default parameters (SPEC §7); restrict it to a conversation with ``subset``.
+            Default parameters (docs/spec.md §7); restrict it to a conversation with ``subset``.
         """
         if self._bm25 is None:
             self._bm25 = BM25Index(self.texts)
@@ -329,7 +329,7 @@ def ring_method(
     alpha: Optional[float] = None, laps: Optional[int] = None, seed: int = 0,
     *, ablation: bool = False, k: int = DEFAULT_K,
 ) -> fr_config.RetrieverConfig:
-    """Ring alone (SPEC §5) at depth ``k`` as a ``RetrieverConfig``; None takes the default."""
+    """Ring alone (docs/spec.md §5) at depth ``k`` as a ``RetrieverConfig``; None takes the default."""
     params: dict[str, Any] = {"depth": k, "seed": seed, "ablation": ablation}
     if alpha is not None:
         params["alpha"] = alpha
@@ -340,7 +340,7 @@ def ring_method(
 
 
 def mmr_method(mu: Optional[float] = None, *, k: int = DEFAULT_K) -> fr_config.RetrieverConfig:
-    """MMR alone (SPEC §4) at depth ``k`` as a ``RetrieverConfig``; None takes the default."""
+    """MMR alone (docs/spec.md §4) at depth ``k`` as a ``RetrieverConfig``; None takes the default."""
     leg = fr_config.MMRLeg(depth=k) if mu is None else fr_config.MMRLeg(depth=k, mu=mu)
     return fr_config.RetrieverConfig(legs=(leg,), k=k, name=MMR_ALONE)
 

@@ -7,7 +7,7 @@ the split, averaged over the embedding sets given, so one configuration serves a
 
 Stage 1 — the time-aware leg alone (:mod:`fieldrank.temporal`)::
 
-    BM25 (k1, b)  in {(1.5, 0.75) [SPEC §7], (1.2, 0.4), (0.9, 0.2)}
+    BM25 (k1, b)  in {(1.5, 0.75) [docs/spec.md §7], (1.2, 0.4), (0.9, 0.2)}
     BM25 neighbour-text expansion (context_window, context_weight)
                   in {(0, -) [off], (2, 0.5), (2, 1.0)}
     alpha         in {0.4, 0.5, 0.6}     lexical share of the score blend
@@ -31,7 +31,7 @@ The winner is written as a TOML configuration (:class:`fieldrank.config.Retrieve
 the calibration's provenance in comments. Scoring here goes through the same functions the
 retriever runs: every leg through the retriever's own leg plan (:class:`fieldrank.hybrid.LegPlan`,
 one batch per conversation, BM25 scores computed once per parameter set), and weighted RRF with
-the SPEC §6 rule; ``tests/evaluation/test_calibrate.py`` checks that the score reported for the winner equals
+the docs/spec.md §6 rule; ``tests/evaluation/test_calibrate.py`` checks that the score reported for the winner equals
 what the retriever built from the written file scores.
 
 ``--confidence`` fits the hit-confidence model instead (:mod:`fieldrank._confidence`) of a
@@ -218,7 +218,7 @@ def _top(scores: np.ndarray, depth: int, eligible: Optional[np.ndarray] = None) 
 
 def rrf_positions(legs: Sequence[np.ndarray], weights: Sequence[float], n: int, k: int = K,
                   k0: float = K0) -> np.ndarray:
-    """Weighted RRF (SPEC §6) of (B, depth) position legs (-1 padded) -> (B, k), -1 padded.
+    """Weighted RRF (docs/spec.md §6) of (B, depth) position legs (-1 padded) -> (B, k), -1 padded.
 
     Equal to :func:`fieldrank.rrf` query by query (ties: lower position, i.e. lower id).
     """

@@ -1,4 +1,4 @@
-"""Loader for the LoCoMo turn-retrieval data (SPEC §9; formats in the data README).
+"""Loader for the LoCoMo turn-retrieval data (docs/spec.md §9; formats in the data README).
 
 The data folder holds ``locomo10.json`` (the source), ``turns.jsonl`` (one line per
 dialogue turn, in document order), ``questions.jsonl`` (one line per QA item) and

@@ -1,4 +1,4 @@
-"""Per-question ranking metrics with binary relevance (SPEC §9).
+"""Per-question ranking metrics with binary relevance (docs/spec.md §9).
 
 Every metric scores one *ranking* (a sequence of ids, best first, possibly shorter
 than ``k``) against one *gold set* (the relevant ids, at least one). Only the first
@@ -24,7 +24,7 @@ Vectorised forms over many questions: :func:`per_question` and
 it with matrix operations.
 
 :func:`ranking_from_scores` turns a score vector into a ranking with the project's
-tie rule (SPEC §0): higher score first, equal scores lower index first.
+tie rule (docs/spec.md §0): higher score first, equal scores lower index first.
 """
 
 from __future__ import annotations
@@ -371,7 +371,7 @@ def per_question_all(
 
 
 def check_depth(run: Iterable[RankingLike], k: int = DEFAULT_K) -> None:
-    """Check the equal-k rule (SPEC §9): every ranking returns at most ``k`` ids.
+    """Check the equal-k rule (docs/spec.md §9): every ranking returns at most ``k`` ids.
 
     Parameters
     ----------
@@ -393,7 +393,7 @@ def check_depth(run: Iterable[RankingLike], k: int = DEFAULT_K) -> None:
 def ranking_from_scores(
     scores: np.ndarray, k: int = DEFAULT_K, ids: np.ndarray | None = None
 ) -> np.ndarray:
-    """Top-``k`` ranking from a score vector with the SPEC §0 tie rule.
+    """Top-``k`` ranking from a score vector with the docs/spec.md §0 tie rule.
 
     Higher score first; equal scores go to the lower index (position in
     ``scores``) first. NaN scores are rejected.

@@ -1,4 +1,4 @@
-"""Uncertainty and paired comparisons over per-question scores (SPEC §9).
+"""Uncertainty and paired comparisons over per-question scores (docs/spec.md §9).
 
 - :func:`bootstrap_ci`: percentile bootstrap interval for the mean over questions.
 - :func:`paired_bootstrap`: percentile bootstrap of the mean per-question difference
@@ -18,7 +18,7 @@ column or many columns of ``values`` are passed. Passing a ``(n, m)`` matrix eva
 ``m`` methods (or metrics) on the *same* resamples in one matrix product; that is the
 fast path for tables of many methods.
 
-The SPEC asks for at least 2,000 resamples; :func:`bootstrap_ci` and
+The specification (docs/spec.md §9) asks for at least 2,000 resamples; :func:`bootstrap_ci` and
 :func:`paired_bootstrap` refuse fewer unless ``enforce_minimum=False`` (meant for quick
 experiments and tests only).
 """
@@ -46,7 +46,7 @@ __all__ = [
 ]
 
 MIN_BOOTSTRAP_RESAMPLES: Final[int] = 2000
-"""Smallest number of bootstrap resamples the SPEC allows for a reported interval."""
+"""Smallest number of bootstrap resamples the specification (docs/spec.md §9) allows for a reported interval."""
 
 DEFAULT_CONFIDENCE: Final[float] = 0.95
 """Two-sided coverage of reported intervals."""
