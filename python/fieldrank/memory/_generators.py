@@ -11,7 +11,7 @@ generator               admits (best first; every tie -> lower row, i.e. older i
 ======================  ==========================================================================
 ``relevance``           top-``relevance_quota`` of the relevance core (the ``default`` preset's
                         scorer, :func:`relevance_core`)
-``dense``               cosine top-``dense_quota`` (the native :func:`fieldrank.prefilter`)
+``dense``               cosine top-``dense_quota`` (the float64 cosines of the relevance core's leg)
 ``bm25``                BM25 top-``bm25_quota`` among rows sharing a term with the cue text
 ``tag``                 rows carrying a cue tag, by containment |cue ∩ tags| / |cue| then newest
 ``temporal``            rows created nearest the cue time (``cue_time``, default ``at_time``)
@@ -148,6 +148,10 @@ class Relevance:
     rows: np.ndarray
     scores: np.ndarray
     by_row: np.ndarray
+    #: float64 cosine of the cue with each eligible row, in the order of ``eligible.rows``: the ones
+    #: the leg blended its scores from (None for a keyword recall on text alone). The ``dense``
+    #: generator ranks by them, so a recall reads the rows once.
+    cosines: Optional[np.ndarray] = None
 
     def order_of(self, rows: np.ndarray) -> np.ndarray:
         """``rows`` (eligible) in relevance order, best first, ties to the lower row."""
@@ -239,7 +243,7 @@ def relevance_core(snapshot: Snapshot, cue: Cue, eligible: Eligibility, params: 
     rows = eligible.rows
     if rows.size == 0:
         return Relevance(_EMPTY_ROWS, np.empty(0), np.full(n, -np.inf))
-    scores = relevance_leg_scores(snapshot, cue, eligible, params)
+    scores, cosines = relevance_leg_scores(snapshot, cue, eligible, params, cosines=True)
     relevance_params = params.relevance_params
     isolated, all_isolated, gamma = None, False, 0.0
     if params.isolated_self_support and relevance_params.gamma > 0.0:
@@ -251,11 +255,11 @@ def relevance_core(snapshot: Snapshot, cue: Cue, eligible: Eligibility, params: 
     by_row, top, top_scores = _core.memory_relevance_tail(
         np.asarray(scores, dtype=np.float64), rows, None if all_isolated else isolated, all_isolated, gamma, n,
         max(int(depth), 0))
-    return Relevance(top, top_scores, by_row)
+    return Relevance(top, top_scores, by_row, cosines)
 
 
 def relevance_leg_scores(snapshot: Snapshot, cue: Cue, eligible: Eligibility, params: MemoryParams,
-                         block: Optional[bool] = None) -> np.ndarray:
+                         block: Optional[bool] = None, cosines: bool = False):
     """The ``default`` scorer's score of each eligible row (there is one at least), in the order of
     ``eligible.rows``.
 
@@ -264,6 +268,10 @@ def relevance_leg_scores(snapshot: Snapshot, cue: Cue, eligible: Eligibility, pa
     (``lexical_begin``, as HybridRetriever runs a subset's span): no row indirection and no
     neighbour search, the same rows, arithmetic and scores as the rows path. ``block`` None picks
     the path so; False forces the rows path (the tests hold the two equal bit for bit).
+
+    ``cosines=True`` returns (scores, cosines): also the float64 cosine of each eligible row (same
+    order) that the leg blended (None for a keyword recall on text alone), read from the leg's
+    own cosine pass (no second pass over the rows).
     """
     n = snapshot.n
     rows = eligible.rows
@@ -285,11 +293,15 @@ def relevance_leg_scores(snapshot: Snapshot, cue: Cue, eligible: Eligibility, pa
         block = bool(rows[-1] - rows[0] + 1 == rows.size)
     if block:
         first = int(rows[0])
-        return _run_leg(snapshot.embeddings, query, lexical[None, first:first + rows.size], rows.size, timeline,
-                        intent, windows, relevance_params, None, check_rows=False, n_threads=threads,
-                        row_order=True, lexical_begin=first).scores[0]
-    return _run_leg(snapshot.embeddings, query, lexical[None, :], rows.size, timeline, intent, windows,
-                    relevance_params, rows, check_rows=False, n_threads=threads, row_order=True).scores[0]
+        leg = _run_leg(snapshot.embeddings, query, lexical[None, first:first + rows.size], rows.size, timeline,
+                       intent, windows, relevance_params, None, check_rows=False, n_threads=threads,
+                       row_order=True, lexical_begin=first, native=True)
+    else:
+        leg = _run_leg(snapshot.embeddings, query, lexical[None, :], rows.size, timeline, intent, windows,
+                       relevance_params, rows, check_rows=False, n_threads=threads, row_order=True, native=True)
+    if not cosines:
+        return leg.scores[0]
+    return leg.scores[0], (leg.cosines[0] if cue.vector is not None and leg.cosines.size else None)
 
 
 def relevance_tail_reference(scores: np.ndarray, rows: np.ndarray, isolated: Optional[np.ndarray], gamma: float,
@@ -409,6 +421,9 @@ def dense(snapshot: Snapshot, cue: Cue, eligible: Eligibility, quota: int, core:
           params: MemoryParams) -> np.ndarray:
     if quota == 0 or eligible.rows.size == 0:
         return _EMPTY_ROWS
+    if core.cosines is not None:
+        # the cosines the relevance core's leg computed (one pass over the rows for both signals)
+        return top_by_score(eligible.rows, core.cosines, quota)[0]
     subset = None if eligible.all_rows else eligible.rows
     # trusted inputs (rows validated on ingest, the cue at the boundary, eligible rows sorted and
     # unique): the raw kernel, not the public wrapper's per-call checks of the subset
@@ -907,8 +922,10 @@ def generator_rank(
     if name == "relevance":
         return core.rank_of(row)
     if name == "dense":
-        # the dense generator's own kernel and tie rule over every eligible row (a cosine taken any
+        # the dense generator's own cosines and tie rule over every eligible row (a cosine taken any
         # other way can order near-ties differently from the admissions)
+        if core.cosines is not None:
+            return _rank_among(rows, core.cosines, row)
         subset = None if eligible.all_rows else rows
         ordered = np.asarray(_core.prefilter(snapshot.embeddings, cue.vector, rows.size, subset).ids, dtype=np.int64)
         position = np.flatnonzero(ordered == row)
