@@ -216,3 +216,43 @@ def test_agent_life_split_is_stratified_by_difficulty():
         assert abs(len(tune) - len(held)) <= 1
         bound = 2.0 * float(np.median(np.diff(sorted(margins.values()))))
         assert abs(float(np.median(tune)) - float(np.median(held))) <= bound
+
+
+def _linked_reference(links, memory_ids):
+    positions, ids, weights = [], [], []
+    for position, memory_id in enumerate(memory_ids):
+        for neighbour, weight in (links.get(memory_id) or {}).items():
+            positions.append(position)
+            ids.append(neighbour)
+            weights.append(weight)
+    return positions, ids, weights
+
+
+def test_link_index_snapshot_and_changes_give_the_maps_links():
+    """LinkIndex.linked (a CSR snapshot plus the memories changed since, read from the map) gives
+    every link of the memories asked, in their order and each memory's dict order, as the map does:
+    across copy-on-write changes announced with ``touched``, removals, and snapshot rebuilds."""
+    rng = np.random.default_rng(24)
+    links: dict[int, dict[int, float]] = {}
+    index = LinkIndex(links)
+    for step in range(400):
+        a, b = (int(x) for x in rng.integers(0, 300, 2))
+        if rng.random() < 0.15 and links.get(a):
+            for other in links.pop(a):
+                neighbours = dict(links.get(other, {}))
+                neighbours.pop(a, None)
+                links[other] = neighbours
+                index.touched((other,))
+            index.touched((a,))
+        elif a != b:
+            weight = float(rng.random())
+            for x, y in ((a, b), (b, a)):
+                neighbours = dict(links.get(x, {}))
+                neighbours[y] = weight
+                links[x] = neighbours
+            index.touched((a, b))
+        if step % 7 == 0:
+            asked = rng.integers(0, 320, int(rng.integers(0, 80))).astype(np.int64)
+            at, ids, weights = index.linked(asked)
+            expected = _linked_reference(links, asked.tolist())
+            assert (at.tolist(), ids.tolist(), weights.tolist()) == expected

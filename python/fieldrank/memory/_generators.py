@@ -35,6 +35,7 @@ entity contributes at most its ``entity_fanout`` most recent rows (hub entities 
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass, field, replace
 from typing import Mapping, Optional
 
@@ -582,56 +583,96 @@ def importance(snapshot: Snapshot, cue: Cue, eligible: Eligibility, quota: int, 
 
 
 class LinkIndex:
-    """The co-recall links (``{memory id: {neighbour id: weight}}``) with each memory's neighbours as
-    numpy arrays, built once per version of its dict.
+    """The co-recall links (``{memory id: {neighbour id: weight}}``) as CSR arrays for vectorised lookups.
 
-    The store replaces a memory's dict whenever one of its links changes (copy-on-write), so a
-    cached pair of arrays is current exactly while it was built from the dict now in the map.
-    Concurrent recalls may build the same arrays twice (equal); entries are replaced, never edited.
+    A snapshot of the whole map (sorted memory ids, offsets, neighbour ids, weights) answers
+    :meth:`linked` with one ``searchsorted`` and one gather; memories whose links changed since the
+    snapshot (the store calls :meth:`touched` after each change, holding its lock) are read from
+    the map itself, one at a time (a recall that reinforces changes only its hits' links). The
+    snapshot is rebuilt when more than :data:`LINK_REBUILD_MIN` memories, or a quarter of them,
+    changed. The store replaces a memory's dict whenever one of its links changes
+    (copy-on-write), so a recall never sees a dict change under it.
     """
 
     def __init__(self, links: Mapping[int, Mapping[int, float]]) -> None:
         self.links = links
-        self._arrays: dict[int, tuple[Mapping[int, float], np.ndarray, np.ndarray]] = {}
+        self._rebuild_lock = threading.Lock()
+        #: (ids with links, sorted; offsets; neighbour ids; weights; ids changed since, a set)
+        self._state: Optional[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, set]] = None
+        #: the changed-ids sets of the snapshots in use (each change is added to all of them)
+        self._dirty_sets: tuple[set, ...] = ()
 
-    def neighbours(self, memory_id: int) -> Optional[tuple[np.ndarray, np.ndarray]]:
-        """(neighbour ids int64, weights float64) in the dict's order, or None without links."""
-        current = self.links.get(memory_id)
-        if not current:
-            return None
-        cached = self._arrays.get(memory_id)
-        if cached is None or cached[0] is not current:
-            cached = self._build(memory_id, current)
-        return cached[1], cached[2]
+    def touched(self, memory_ids) -> None:
+        """The links of ``memory_ids`` changed (called by the store after the change, under its lock)."""
+        for dirty in self._dirty_sets:
+            dirty.update(memory_ids)
 
-    def linked(self, memory_ids: list[int]) -> tuple[list[int], list[np.ndarray], list[np.ndarray]]:
-        """For the memories of ``memory_ids`` that have links: their positions in the list and their
-        neighbour ids and weights (as :meth:`neighbours`), in one pass with no per-memory call."""
-        links_get, arrays_get = self.links.get, self._arrays.get
-        positions: list[int] = []
-        ids: list[np.ndarray] = []
-        weights: list[np.ndarray] = []
-        for position, memory_id in enumerate(memory_ids):
-            current = links_get(memory_id)
-            if not current:
-                continue
-            cached = arrays_get(memory_id)
-            if cached is None or cached[0] is not current:
-                cached = self._build(memory_id, current)
-            positions.append(position)
-            ids.append(cached[1])
-            weights.append(cached[2])
-        return positions, ids, weights
+    def _current(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, set]:
+        state = self._state
+        if state is not None and len(state[4]) <= max(LINK_REBUILD_MIN, state[0].size // 4):
+            return state
+        with self._rebuild_lock:
+            state = self._state
+            if state is not None and len(state[4]) <= max(LINK_REBUILD_MIN, state[0].size // 4):
+                return state
+            dirty: set = set()
+            self._dirty_sets = self._dirty_sets + (dirty,)  # changes from now on are recorded in it ...
+            copied = dict(self.links)  # ... so every change the copy misses is in it (one C-level copy)
+            keys = np.fromiter((k for k, v in copied.items() if v), dtype=np.int64)
+            keys.sort()
+            maps = [copied[k] for k in keys.tolist()]
+            sizes = np.fromiter((len(m) for m in maps), dtype=np.int64, count=len(maps))
+            indptr = np.zeros(keys.size + 1, dtype=np.int64)
+            np.cumsum(sizes, out=indptr[1:])
+            total = int(indptr[-1])
+            neighbours = np.fromiter((k for m in maps for k in m.keys()), dtype=np.int64, count=total)
+            weights = np.fromiter((w for m in maps for w in m.values()), dtype=np.float64, count=total)
+            state = self._state = (keys, indptr, neighbours, weights, dirty)
+            self._dirty_sets = (dirty,)
+            return state
 
-    def _build(self, memory_id: int, current: Mapping[int, float]) -> tuple[Mapping[int, float], np.ndarray, np.ndarray]:
-        # a dict's keys and values iterate in the same (insertion) order
-        cached = (current, np.fromiter(current.keys(), dtype=np.int64, count=len(current)),
-                  np.fromiter(current.values(), dtype=np.float64, count=len(current)))
-        if len(self._arrays) > 2 * len(self.links) + 64:  # drop the arrays of forgotten memories
-            # dict() copies in one step (no other recall can insert meanwhile), then the copy is filtered
-            self._arrays = {k: v for k, v in dict(self._arrays).items() if k in self.links}
-        self._arrays[memory_id] = cached
-        return cached
+    def linked(self, memory_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every link of the memories ``memory_ids`` (int64), flat: (position in ``memory_ids`` of the
+        memory, neighbour id, weight), memory by memory in the order given, each memory's links in its
+        dict's order."""
+        memory_ids = np.asarray(memory_ids, dtype=np.int64)
+        if memory_ids.size == 0 or not self.links:
+            return _EMPTY_ROWS, _EMPTY_ROWS, np.empty(0)
+        keys, indptr, neighbours, weights, dirty = self._current()
+        changed = np.zeros(memory_ids.size, dtype=bool)
+        if dirty:
+            changed = np.isin(memory_ids, np.fromiter(list(dirty), dtype=np.int64))
+        if keys.size:
+            at = np.minimum(np.searchsorted(keys, memory_ids), keys.size - 1)
+            found = (keys[at] == memory_ids) & ~changed
+        else:
+            at, found = np.zeros(memory_ids.size, dtype=np.int64), np.zeros(memory_ids.size, dtype=bool)
+        starts = np.where(found, indptr[at], 0)
+        ends = np.where(found, indptr[np.minimum(at + 1, indptr.size - 1)], 0)
+        if not changed.any():
+            flat, lengths = _ranges(starts, ends)
+            return np.repeat(np.arange(memory_ids.size, dtype=np.int64), lengths), neighbours[flat], weights[flat]
+        # memories changed since the snapshot: their current dicts, then every link back in memory order
+        # (a stable sort: each memory's links stay in its dict's order, as the sums downstream read them)
+        found &= ~changed
+        flat, lengths = _ranges(np.where(found, starts, 0), np.where(found, ends, 0))
+        parts_pos = [np.repeat(np.arange(memory_ids.size, dtype=np.int64), lengths)]
+        parts_ids, parts_w = [neighbours[flat]], [weights[flat]]
+        links_get = self.links.get
+        for position in np.flatnonzero(changed).tolist():  # the few memories changed since the snapshot
+            current = links_get(int(memory_ids[position]))
+            if current:
+                parts_pos.append(np.full(len(current), position, dtype=np.int64))
+                parts_ids.append(np.fromiter(current.keys(), dtype=np.int64, count=len(current)))
+                parts_w.append(np.fromiter(current.values(), dtype=np.float64, count=len(current)))
+        positions = np.concatenate(parts_pos)
+        order = np.argsort(positions, kind="stable")
+        return positions[order], np.concatenate(parts_ids)[order], np.concatenate(parts_w)[order]
+
+
+#: :class:`LinkIndex` rebuilds its snapshot once more than this many memories (or a quarter of
+#: those with links) changed since it was taken.
+LINK_REBUILD_MIN = 64
 
 
 def _ranges(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -722,18 +763,18 @@ def graph_activation(
     # (positions among the seeds).
     entity_seeds = snapshot.has_entities[seeds] if params.entity_weight > 0 else np.zeros(seeds.size, dtype=bool)
     cosine = None
-    link_seeds, link_ids, link_weights = [], [], []
+    # every link of the seeds that can spread, flat: (position among the seeds, neighbour id, weight)
+    link_at, link_ids, link_weights = _EMPTY_ROWS, _EMPTY_ROWS, np.empty(0)
     if index.links and seeds.size:
         if cue.vector is None:  # keyword recall on text alone: every admitted seed counts fully
-            link_seeds, link_ids, link_weights = index.linked(snapshot.ids[seeds].tolist())
+            link_at, link_ids, link_weights = index.linked(snapshot.ids[seeds])
         else:
             cosine = _seed_cosine(snapshot, cue, seeds)
             reaching = np.flatnonzero(cosine > 0.0)
-            found, link_ids, link_weights = index.linked(snapshot.ids[seeds[reaching]].tolist())
-            link_seeds = reaching[found].tolist() if found else []
+            found, link_ids, link_weights = index.linked(snapshot.ids[seeds[reaching]])
+            link_at = reaching[found]
     spreading = entity_seeds.copy()
-    if link_seeds:
-        spreading[link_seeds] = True
+    spreading[link_at] = True
     weight_of_seed = np.zeros(seeds.size)
     if spreading.any():
         if cue.vector is None:
@@ -742,30 +783,20 @@ def graph_activation(
             if cosine is None:
                 cosine = _seed_cosine(snapshot, cue, seeds)
             weight_of_seed = np.where(spreading, np.maximum(cosine, 0.0), 0.0)
-        positive = weight_of_seed > 0.0  # a seed at cosine <= 0 spreads nothing
-        if link_seeds:
-            kept = positive[link_seeds]
-            if not kept.all():
-                chosen = np.flatnonzero(kept).tolist()
-                link_seeds = [link_seeds[i] for i in chosen]
-                link_ids = [link_ids[i] for i in chosen]
-                link_weights = [link_weights[i] for i in chosen]
-    else:
-        link_seeds = []
+        positive = weight_of_seed[link_at] > 0.0  # a seed at cosine <= 0 spreads nothing
+        if not positive.all():
+            link_at, link_ids, link_weights = link_at[positive], link_ids[positive], link_weights[positive]
     if params.entity_weight > 0 or (params.cue_entity_weight > 0 and cue.entities):
         targets, weights = entity_terms(snapshot, seeds, np.where(entity_seeds, weight_of_seed, 0.0),
                                         cue.entities, params)
         target_parts.append(targets)
         weight_parts.append(weights)
-    if link_seeds:
+    if link_at.size:
         # Every link term in one step: neighbour ids to rows of the snapshot, weight × the seed's weight.
-        sizes = np.fromiter((ids.size for ids in link_ids), dtype=np.int64, count=len(link_ids))
-        positions = np.repeat(np.asarray(link_seeds, dtype=np.int64), sizes)
-        ids = np.concatenate(link_ids)
-        rows = _rows_of_ids(snapshot, ids, within)
-        keep = (rows >= 0) & (rows != seeds[positions])
+        rows = _rows_of_ids(snapshot, link_ids, within)
+        keep = (rows >= 0) & (rows != seeds[link_at])
         target_parts.append(rows[keep])
-        weight_parts.append((weight_of_seed[positions] * np.concatenate(link_weights))[keep])
+        weight_parts.append((weight_of_seed[link_at] * link_weights)[keep])
     if not target_parts:
         return _EMPTY_ROWS, np.empty(0)
     targets, weights = np.concatenate(target_parts), np.concatenate(weight_parts)
