@@ -386,17 +386,17 @@ class LexicalLeg:
         """
         if not self._delta or query_terms.size == 0:
             return _empty()
-        rows, terms = self._delta_postings()
-        hit = np.unique(rows[np.isin(terms, query_terms)])
-        hit = hit[hit < n]
-        if hit.size == 0:
-            return _empty()
         version = (self._delta_version, len(self._vocabulary), int(self._order_rows.size))
         held = self._delta_matrix
         if held is None or held[0] != version:
+            rows, terms = self._delta_postings()
             if self._delta_last_version != version:
                 # the first query since a change: only the rows it hits (an agent often adds between recalls)
                 self._delta_last_version = version
+                hit = np.unique(rows[np.isin(terms, query_terms)])
+                hit = hit[hit < n]
+                if hit.size == 0:
+                    return _empty()
                 matrix = self._delta_matrix_of(hit)
                 scores = _matrix_scores((matrix.data, matrix.indices, matrix.indptr, True), None, hit.size,
                                         [query_terms])[0]
@@ -407,11 +407,12 @@ class LexicalLeg:
             matrix = self._delta_matrix_of(every)
             held = self._delta_matrix = (version, every, (matrix.data, matrix.indices, matrix.indptr, True))
         _, every, matrix = held
-        # an entry depends only on its document and the statistics: each hit row's score is the one a
-        # matrix of the hit rows alone gives (the same float32 sums in query order)
-        scores = _matrix_scores(matrix, None, every.size, [query_terms])[0][np.searchsorted(every, hit)]
-        keep = scores > 0
-        return hit[keep], scores[keep]
+        # an entry depends only on its document and the statistics: each row's score is the one a
+        # matrix of the hit rows alone gives (the same float32 sums in query order); the native scorer
+        # reads only the query terms' postings, so no pass over the delta's tokens
+        scores = _matrix_scores(matrix, None, every.size, [query_terms])[0]
+        keep = (scores > 0) & (every < n)
+        return every[keep], scores[keep]
 
     def _delta_matrix_of(self, delta_rows: np.ndarray):
         """The BM25 matrix of the delta's ``delta_rows`` (sorted) against the corpus statistics now, made
