@@ -231,7 +231,8 @@ def _linked_reference(links, memory_ids):
 def test_link_index_snapshot_and_changes_give_the_maps_links():
     """LinkIndex.linked (a CSR snapshot plus the memories changed since, read from the map) gives
     every link of the memories asked, in their order and each memory's dict order, as the map does:
-    across copy-on-write changes announced with ``touched``, removals, and snapshot rebuilds."""
+    across copy-on-write changes announced with ``touched``, removals, and snapshot rebuilds (many
+    changes, or quiet lookups after a change)."""
     rng = np.random.default_rng(24)
     links: dict[int, dict[int, float]] = {}
     index = LinkIndex(links)
@@ -256,3 +257,9 @@ def test_link_index_snapshot_and_changes_give_the_maps_links():
             at, ids, weights = index.linked(asked)
             expected = _linked_reference(links, asked.tolist())
             assert (at.tolist(), ids.tolist(), weights.tolist()) == expected
+    index.touched((1,))  # a change, then quiet lookups: the snapshot is taken again, with the same answers
+    asked = np.arange(320, dtype=np.int64)
+    for _ in range(12):
+        at, ids, weights = index.linked(asked)
+        assert (at.tolist(), ids.tolist(), weights.tolist()) == _linked_reference(links, asked.tolist())
+    assert not index._state[4]  # the last lookups read a snapshot with no memory changed since

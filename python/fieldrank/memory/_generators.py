@@ -590,7 +590,7 @@ class LinkIndex:
     snapshot (the store calls :meth:`touched` after each change, holding its lock) are read from
     the map itself, one at a time (a recall that reinforces changes only its hits' links). The
     snapshot is rebuilt when more than :data:`LINK_REBUILD_MIN` memories, or a quarter of them,
-    changed. The store replaces a memory's dict whenever one of its links changes
+    changed, or when changes stopped (:data:`LINK_QUIET_LOOKUPS`). The store replaces a memory's dict whenever one of its links changes
     (copy-on-write), so a recall never sees a dict change under it.
     """
 
@@ -601,19 +601,31 @@ class LinkIndex:
         self._state: Optional[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, set]] = None
         #: the changed-ids sets of the snapshots in use (each change is added to all of them)
         self._dirty_sets: tuple[set, ...] = ()
+        #: lookups since the last change: once the links have been quiet for LINK_QUIET_LOOKUPS of
+        #: them, a snapshot with changed memories is taken again (a heuristic: races only shift it)
+        self._quiet = 0
 
     def touched(self, memory_ids) -> None:
         """The links of ``memory_ids`` changed (called by the store after the change, under its lock)."""
         for dirty in self._dirty_sets:
             dirty.update(memory_ids)
+        self._quiet = 0
+
+    def _fresh_enough(self, state) -> bool:
+        if state is None:
+            return False
+        changed = len(state[4])
+        return changed == 0 or (changed <= max(LINK_REBUILD_MIN, state[0].size // 4)
+                                and self._quiet < LINK_QUIET_LOOKUPS)
 
     def _current(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, set]:
+        self._quiet += 1
         state = self._state
-        if state is not None and len(state[4]) <= max(LINK_REBUILD_MIN, state[0].size // 4):
+        if self._fresh_enough(state):
             return state
         with self._rebuild_lock:
             state = self._state
-            if state is not None and len(state[4]) <= max(LINK_REBUILD_MIN, state[0].size // 4):
+            if self._fresh_enough(state):
                 return state
             dirty: set = set()
             self._dirty_sets = self._dirty_sets + (dirty,)  # changes from now on are recorded in it ...
@@ -671,8 +683,11 @@ class LinkIndex:
 
 
 #: :class:`LinkIndex` rebuilds its snapshot once more than this many memories (or a quarter of
-#: those with links) changed since it was taken.
+#: those with links) changed since it was taken, ...
 LINK_REBUILD_MIN = 64
+#: ... or when some changed and the links then stayed unchanged for this many lookups (recalls
+#: without reinforcement read a current snapshot, with no per-memory reads).
+LINK_QUIET_LOOKUPS = 8
 
 
 def _ranges(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
