@@ -61,7 +61,10 @@ def report(rows: list[dict], command: str) -> str:
         "with near-twins, tags, sessions, ~2 % durable, single `add()` calls interleaved with `forget`, "
         "`update`, `supersedes=`, unmarked restatements and reinforcing recalls). The five cases of seed 003 "
         "are families of 42 templates each (the adversarial suite's scenarios, one cue each), placed among "
-        "the history at their ages; even templates are the tuning half, odd ones are held out. k = 10, "
+        "the history at their ages; per case, half the templates tune and half are held out, dealt in order "
+        "of a store-independent difficulty (the cue's cosine margin to its relevant memory: "
+        "`_agent_life.template_splits`; an index split had put most hard case-(a) templates in the tuning half). "
+        "k = 10, "
         "default parameters. `union`: the relevant memory reached fused scoring; `cos`/`bm25`: plain "
         "cosine / BM25 top-k over the tenant's live rows; `false rescue`: seed 003's definition (see the module).",
         "",

@@ -68,6 +68,9 @@ void register_temporal(py::module_& m) {
     py::class_<TemporalRanking>(m, "NativeTemporalRanking", "(B, m) ids and float64 scores of the temporal leg.")
         .def_readonly("ids", &TemporalRanking::ids)
         .def_readonly("scores", &TemporalRanking::scores)
+        .def_readonly("cosines", &TemporalRanking::cosines,
+                      "with row_order and alpha < 1: (B, n) float64 cosines of the rows, in the order of rows; "
+                      "else empty")
         .def_readonly("screened", &TemporalRanking::screened,
                       "With moments: the queries the fp32 screen resolved (the others were scored in full).");
     py::class_<TemporalMoments>(m, "NativeTemporalMoments",

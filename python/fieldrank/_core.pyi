@@ -78,6 +78,11 @@ class NativeTemporalRanking:
     (B, m) ids and float64 scores of the temporal leg.
     """
     @property
+    def cosines(self) -> typing.Annotated[numpy.typing.NDArray[numpy.float64], "[m, n]"]:
+        """
+        with row_order and alpha < 1: (B, n) float64 cosines of the rows, in the order of rows; else empty
+        """
+    @property
     def ids(self) -> typing.Annotated[numpy.typing.NDArray[numpy.int64], "[m, n]"]:
         ...
     @property

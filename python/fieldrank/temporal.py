@@ -420,7 +420,8 @@ def _window_arrays(windows: Optional[Sequence[Sequence[tuple[np.datetime64, np.d
 def _run_leg(E: np.ndarray, Q: np.ndarray, lexical: Optional[np.ndarray], k: int, timeline: Timeline,
              intent: Optional[np.ndarray], windows, params: TemporalParams, rows: Optional[np.ndarray],
              check_rows: bool, n_threads: int, row_order: bool = False, lexical_begin: Optional[int] = None,
-             moments: Optional[_core.NativeTemporalMoments] = None, screen: bool = True) -> Ranking:
+             moments: Optional[_core.NativeTemporalMoments] = None, screen: bool = True,
+             native: bool = False) -> Ranking:
     """The native leg on checked arguments (no copy of ``E``; ``rows`` sorted, None: all rows).
 
     ``row_order=True`` returns every row's score in the order of ``rows`` (ids empty, ``k``
@@ -439,6 +440,10 @@ def _run_leg(E: np.ndarray, Q: np.ndarray, lexical: Optional[np.ndarray], k: int
     the rows, only those near the k-th score re-scored in double (docs/design.md, "Temporal
     leg"); elsewhere they are not used. ``screen=False`` scores every row in double with the same
     statistics instead (the same result: the oracle of the tests).
+
+    ``native=True`` returns the native result itself (with ``row_order`` it also holds the rows'
+    float64 cosines, ``cosines``, for a caller that wants the dense top without a second pass; ids
+    not shifted back, so only without ``lexical_begin`` or with ``row_order``).
 
     Layers that validated their corpus once (:class:`fieldrank.HybridRetriever`, the memory store)
     call this with ``check_rows=False``; :func:`temporal_batch` checks each row it reads once per
@@ -467,6 +472,8 @@ def _run_leg(E: np.ndarray, Q: np.ndarray, lexical: Optional[np.ndarray], k: int
         intent=None if intent is None else np.ascontiguousarray(intent, dtype=bool).view(np.uint8),
         window_offsets=offsets, window_days=days, check_rows=check_rows, n_threads=n_threads,
         row_order=row_order, moments=moments if rows is None and lexical_begin is None else None, screen=screen)
+    if native:
+        return r
     if lexical_begin:
         return Ranking(r.ids + lexical_begin, r.scores)  # every id is a row (k is capped at the rows)
     return Ranking(r.ids, r.scores)

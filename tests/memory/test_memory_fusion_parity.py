@@ -431,3 +431,34 @@ def test_relevance_core_block_path_equals_its_rows_path(rng, tenant):
         assert bits(block) == bits(relevance_leg_scores(snapshot, cue, eligible, store.params, block=True))
         by_rows = relevance_leg_scores(snapshot, cue, eligible, store.params, block=False)
         assert block.dtype == by_rows.dtype and bits(block) == bits(by_rows)
+
+
+@pytest.mark.parametrize("forget", [False, True])
+def test_dense_generator_reads_the_legs_cosines(rng, forget):
+    """The dense generator ranks by the cosines the relevance core's leg computed (one pass over the
+    rows): they are the float64 dot products of the eligible rows with the cue, in the order of the
+    eligible rows (a block or, after forgets, scattered rows), and the admissions are their top-n
+    (ties to the lower row), the same set as the fp32 ``prefilter`` gives on this data."""
+    n = 600
+    store = MemoryStore(dim=DIM)
+    ids = store.add_many(texts(rng, n), unit_rows(rng, n, DIM), tenants=["a"] * n,
+                         sessions=[f"s{i // 4}" if i % 3 else None for i in range(n)],
+                         created_at=NOW - rng.uniform(0, 400, n) * DAY)
+    if forget:
+        for memory_id in ids[::7]:
+            store.forget(int(memory_id), tenant="a")
+    snapshot = store._generation.snapshot()
+    q = unit_rows(rng, 1, DIM)[0]
+    cue, gates = store._cue("deploy friday server", q, mode="hybrid", tenant="a", required_tags=None, tier_mask=None,
+                            valence_window=None, min_importance=None, at_time=NOW, cue_tags=None, cue_entities=None,
+                            cue_valence=None, cue_time=None)
+    eligible = eligible_rows(snapshot, gates)
+    assert (eligible.rows[-1] - eligible.rows[0] + 1 == eligible.rows.size) is not forget
+    core = relevance_core(snapshot, cue, eligible, store.params, 50)
+    expected = snapshot.embeddings[eligible.rows].astype(np.float64) @ q.astype(np.float64)
+    assert core.cosines.shape == eligible.rows.shape
+    np.testing.assert_allclose(core.cosines, expected, rtol=0, atol=1e-12)
+    admitted = generators.dense(snapshot, cue, eligible, 50, core, store.params)
+    assert admitted.tolist() == eligible.rows[np.lexsort((eligible.rows, -core.cosines))[:50]].tolist()
+    scan = _core.prefilter(snapshot.embeddings, q, 50, eligible.rows).ids
+    assert sorted(admitted.tolist()) == sorted(np.asarray(scan).tolist())

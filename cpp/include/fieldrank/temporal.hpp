@@ -66,6 +66,11 @@ struct LexicalScores {
 struct TemporalRanking {
     RowMatrixXi ids;
     RowMatrixXd scores;
+    // With row_order and alpha < 1: the float64 cosine of every row with each query, in the order of
+    // `rows` ((B, n), the cosines the scores were blended from), so a caller that also wants the
+    // dense top (the memory store's dense generator) reads them instead of a second pass over E.
+    // Empty otherwise.
+    RowMatrixXd cosines;
     // With corpus moments: how many queries the fp32 screen resolved (the others were scored in
     // full, in double); 0 without moments.
     Index screened = 0;
@@ -710,7 +715,8 @@ TemporalRanking temporal_batch_moments(const MatrixRef& E, const MatrixRef& Q, L
 // that validated the corpus once (a retriever, a store) pass false. moments (temporal_moments of
 // this E) take the all-rows top-k (rows null, row_order false, alpha < 1) to the fp32 screen with
 // the moments' statistics (detail::temporal_batch_moments; screen = false: its full exact pass);
-// subsets and row_order ignore them. row_order: instead of the top-k, every row's score in the order of `rows` ((B, n) scores, ids left empty), for a caller
+// subsets and row_order ignore them. row_order: instead of the top-k, every row's score in the order of `rows` ((B, n) scores, ids left empty, and with
+// alpha < 1 the (B, n) cosines the scores were blended from), for a caller
 // that needs the scores of chosen rows and only a short top (the memory store): it selects in
 // O(n) instead of paying a full sort when k would be n.
 template <typename Lex>
@@ -744,14 +750,15 @@ TemporalRanking temporal_batch(const MatrixRef& E, const MatrixRef& Q, LexicalSc
     const Index B = Q.rows();
     const Index width = std::min(k, n);
     TemporalRanking out;
+    const bool need_dense = p.alpha < 1.0;
     if (row_order) {
         out.ids.resize(B, 0);
         out.scores.setZero(B, n);
+        if (need_dense) out.cosines.resize(B, n);  // every entry written by finish
     } else {
         out.ids.setConstant(B, width, -1);
         out.scores.setZero(B, width);
     }
-    const bool need_dense = p.alpha < 1.0;
     const RowMatrixXd Qd = Q.cast<double>();
     if (B == 0) {
         if (check_rows) detail::temporal_dense(E, Qd, 0, 0, rows, n, true, n_threads, nullptr);
@@ -773,6 +780,7 @@ TemporalRanking temporal_batch(const MatrixRef& E, const MatrixRef& Q, LexicalSc
                                       rows, n, timeline, intent, windows, count, p, base, support, score);
         if (row_order) {
             std::copy(score, score + n, out.scores.row(b).data());
+            if (dense_row != nullptr) std::copy(dense_row, dense_row + n, out.cosines.row(b).data());
             return;
         }
         TopK<double> best(width);

@@ -23,9 +23,10 @@ A simulated agent stores memories over 12 months, one ``add()`` at a time, in ti
 The **families** are the five cases of seed 003 (``shared/seeds/003_*``), 42 templates each, from
 the adversarial suite (:mod:`._memory_cases`, with their committed all-MiniLM-L6-v2 vectors):
 each template's memories are added at their age among the history (case (a)'s constraints are
-stored at onboarding, a year or more before the cue). Templates are split by index: even = the
-*tuning* half (anything fitted is fitted there), odd = the *held-out* half (the figures that
-count). Each cue is asked **bare** (text and vector only) and **hinted** (with ``cue_entities``
+stored at onboarding, a year or more before the cue). Templates are split per case into a
+*tuning* half (anything fitted is fitted there) and a *held-out* half (the figures that count),
+stratified by a store-independent difficulty (:func:`template_splits`). Each cue is asked
+**bare** (text and vector only) and **hinted** (with ``cue_entities``
 for cases (c)/(d) and ``cue_tags``: ``rule`` for (a)/(b), ``fact`` for (c)/(d)). The suite has one
 cue per template: paraphrased cues would need an embedding model at run time (none is installed
 for this benchmark), so they are not part of it.
@@ -132,7 +133,7 @@ class Template:
 
     scenario: Scenario
     index: int
-    split: str  # "tune" (even index) or "held" (odd)
+    split: str  # "tune" or "held" (:func:`template_splits`)
 
     def hints(self) -> dict[str, Any]:
         case = self.scenario.case
@@ -171,6 +172,33 @@ def _scenario_labels(scenario: Scenario, memory: dict[str, Any]) -> dict[str, An
     return extra
 
 
+def cue_margin(scenario: Scenario, vectors: dict[str, np.ndarray]) -> float:
+    """How hard a template is before any store sees it: the cue's cosine with the relevant memory
+    minus its best cosine with the template's other memories (the committed vectors only)."""
+    q = vectors[scenario.cue]
+    own = float(vectors[next(m["text"] for m in scenario.memories if m["key"] == scenario.relevant)] @ q)
+    others = [float(vectors[m["text"]] @ q) for m in scenario.memories if m["key"] != scenario.relevant]
+    return own - max(others, default=0.0)
+
+
+def template_splits(suite: Sequence[Scenario], vectors: dict[str, np.ndarray]) -> dict[str, str]:
+    """scenario key -> "tune" or "held": per case (and marked or unmarked update, case (d)), templates
+    sorted by :func:`cue_margin` (ties: suite order) and dealt tune, held, held, tune, ... so both
+    halves hold every difficulty alike.
+
+    A split by index alone put most of case (a)'s hard templates in the tuning half (median plain
+    cosine rank of the relevant memory at 10k: 100 there, 15 held out), so the halves disagreed
+    for a reason no parameter had. The margin reads only the committed vectors, never a store.
+    """
+    deal = ("tune", "held", "held", "tune")
+    out: dict[str, str] = {}
+    for group in sorted({(s.case, s.marked) for s in suite}):
+        members = [(cue_margin(s, vectors), i, s.key) for i, s in enumerate(suite) if (s.case, s.marked) == group]
+        for j, (_, _, key) in enumerate(sorted(members)):
+            out[key] = deal[j % len(deal)]
+    return out
+
+
 def build(n: int, locomo: dict[str, Any], *, params=None, seed: int = SEED,
           progress: Optional[Callable[[str], None]] = None) -> AgentLife:
     """Fill a store the way an agent does, to about ``n`` adds (history plus the 588 template memories)."""
@@ -179,10 +207,11 @@ def build(n: int, locomo: dict[str, Any], *, params=None, seed: int = SEED,
     suite = scenarios()
     templates: list[Template] = []
     per_case: dict[str, int] = {}
+    splits = template_splits(suite, vectors)
     for scenario in suite:
         i = per_case.get(scenario.case, 0)
         per_case[scenario.case] = i + 1
-        templates.append(Template(scenario, i, "tune" if (i // 2) % 2 == 0 else "held"))
+        templates.append(Template(scenario, i, splits[scenario.key]))
     template_memories = sum(len(t.scenario.memories) for t in templates)
     history = max(n - template_memories, 0)
     turns, turn_vectors = locomo["turns"], locomo["turn_vectors"]

@@ -55,10 +55,12 @@ def _analyzer():
     return stopwords, stem
 
 
-def _terms(text: str) -> set[str]:
+@functools.lru_cache(maxsize=4096)
+def _terms(text: str) -> frozenset[str]:
+    """The stemmed content words of ``text`` (memoised: a recall's hits are often the last recall's)."""
     stopwords, stem = _analyzer()
     tokens = [t for t in _TOKEN.findall(text.lower()) if t not in stopwords]
-    return set(stem(tokens)) if tokens else set()
+    return frozenset(stem(tokens)) if tokens else frozenset()
 
 
 def hit_features(cue_text: str, texts: Sequence[str], cosines: Sequence[float],

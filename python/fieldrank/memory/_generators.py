@@ -11,7 +11,7 @@ generator               admits (best first; every tie -> lower row, i.e. older i
 ======================  ==========================================================================
 ``relevance``           top-``relevance_quota`` of the relevance core (the ``default`` preset's
                         scorer, :func:`relevance_core`)
-``dense``               cosine top-``dense_quota`` (the native :func:`fieldrank.prefilter`)
+``dense``               cosine top-``dense_quota`` (the float64 cosines of the relevance core's leg)
 ``bm25``                BM25 top-``bm25_quota`` among rows sharing a term with the cue text
 ``tag``                 rows carrying a cue tag, by containment |cue ∩ tags| / |cue| then newest
 ``temporal``            rows created nearest the cue time (``cue_time``, default ``at_time``)
@@ -35,6 +35,7 @@ entity contributes at most its ``entity_fanout`` most recent rows (hub entities 
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass, field, replace
 from typing import Mapping, Optional
 
@@ -148,6 +149,10 @@ class Relevance:
     rows: np.ndarray
     scores: np.ndarray
     by_row: np.ndarray
+    #: float64 cosine of the cue with each eligible row, in the order of ``eligible.rows``: the ones
+    #: the leg blended its scores from (None for a keyword recall on text alone). The ``dense``
+    #: generator ranks by them, so a recall reads the rows once.
+    cosines: Optional[np.ndarray] = None
 
     def order_of(self, rows: np.ndarray) -> np.ndarray:
         """``rows`` (eligible) in relevance order, best first, ties to the lower row."""
@@ -239,7 +244,7 @@ def relevance_core(snapshot: Snapshot, cue: Cue, eligible: Eligibility, params: 
     rows = eligible.rows
     if rows.size == 0:
         return Relevance(_EMPTY_ROWS, np.empty(0), np.full(n, -np.inf))
-    scores = relevance_leg_scores(snapshot, cue, eligible, params)
+    scores, cosines = relevance_leg_scores(snapshot, cue, eligible, params, cosines=True)
     relevance_params = params.relevance_params
     isolated, all_isolated, gamma = None, False, 0.0
     if params.isolated_self_support and relevance_params.gamma > 0.0:
@@ -251,11 +256,11 @@ def relevance_core(snapshot: Snapshot, cue: Cue, eligible: Eligibility, params: 
     by_row, top, top_scores = _core.memory_relevance_tail(
         np.asarray(scores, dtype=np.float64), rows, None if all_isolated else isolated, all_isolated, gamma, n,
         max(int(depth), 0))
-    return Relevance(top, top_scores, by_row)
+    return Relevance(top, top_scores, by_row, cosines)
 
 
 def relevance_leg_scores(snapshot: Snapshot, cue: Cue, eligible: Eligibility, params: MemoryParams,
-                         block: Optional[bool] = None) -> np.ndarray:
+                         block: Optional[bool] = None, cosines: bool = False):
     """The ``default`` scorer's score of each eligible row (there is one at least), in the order of
     ``eligible.rows``.
 
@@ -264,6 +269,10 @@ def relevance_leg_scores(snapshot: Snapshot, cue: Cue, eligible: Eligibility, pa
     (``lexical_begin``, as HybridRetriever runs a subset's span): no row indirection and no
     neighbour search, the same rows, arithmetic and scores as the rows path. ``block`` None picks
     the path so; False forces the rows path (the tests hold the two equal bit for bit).
+
+    ``cosines=True`` returns (scores, cosines): also the float64 cosine of each eligible row (same
+    order) that the leg blended (None for a keyword recall on text alone), read from the leg's
+    own cosine pass (no second pass over the rows).
     """
     n = snapshot.n
     rows = eligible.rows
@@ -285,11 +294,15 @@ def relevance_leg_scores(snapshot: Snapshot, cue: Cue, eligible: Eligibility, pa
         block = bool(rows[-1] - rows[0] + 1 == rows.size)
     if block:
         first = int(rows[0])
-        return _run_leg(snapshot.embeddings, query, lexical[None, first:first + rows.size], rows.size, timeline,
-                        intent, windows, relevance_params, None, check_rows=False, n_threads=threads,
-                        row_order=True, lexical_begin=first).scores[0]
-    return _run_leg(snapshot.embeddings, query, lexical[None, :], rows.size, timeline, intent, windows,
-                    relevance_params, rows, check_rows=False, n_threads=threads, row_order=True).scores[0]
+        leg = _run_leg(snapshot.embeddings, query, lexical[None, first:first + rows.size], rows.size, timeline,
+                       intent, windows, relevance_params, None, check_rows=False, n_threads=threads,
+                       row_order=True, lexical_begin=first, native=True)
+    else:
+        leg = _run_leg(snapshot.embeddings, query, lexical[None, :], rows.size, timeline, intent, windows,
+                       relevance_params, rows, check_rows=False, n_threads=threads, row_order=True, native=True)
+    if not cosines:
+        return leg.scores[0]
+    return leg.scores[0], (leg.cosines[0] if cue.vector is not None and leg.cosines.size else None)
 
 
 def relevance_tail_reference(scores: np.ndarray, rows: np.ndarray, isolated: Optional[np.ndarray], gamma: float,
@@ -409,6 +422,9 @@ def dense(snapshot: Snapshot, cue: Cue, eligible: Eligibility, quota: int, core:
           params: MemoryParams) -> np.ndarray:
     if quota == 0 or eligible.rows.size == 0:
         return _EMPTY_ROWS
+    if core.cosines is not None:
+        # the cosines the relevance core's leg computed (one pass over the rows for both signals)
+        return top_by_score(eligible.rows, core.cosines, quota)[0]
     subset = None if eligible.all_rows else eligible.rows
     # trusted inputs (rows validated on ingest, the cue at the boundary, eligible rows sorted and
     # unique): the raw kernel, not the public wrapper's per-call checks of the subset
@@ -567,56 +583,111 @@ def importance(snapshot: Snapshot, cue: Cue, eligible: Eligibility, quota: int, 
 
 
 class LinkIndex:
-    """The co-recall links (``{memory id: {neighbour id: weight}}``) with each memory's neighbours as
-    numpy arrays, built once per version of its dict.
+    """The co-recall links (``{memory id: {neighbour id: weight}}``) as CSR arrays for vectorised lookups.
 
-    The store replaces a memory's dict whenever one of its links changes (copy-on-write), so a
-    cached pair of arrays is current exactly while it was built from the dict now in the map.
-    Concurrent recalls may build the same arrays twice (equal); entries are replaced, never edited.
+    A snapshot of the whole map (sorted memory ids, offsets, neighbour ids, weights) answers
+    :meth:`linked` with one ``searchsorted`` and one gather; memories whose links changed since the
+    snapshot (the store calls :meth:`touched` after each change, holding its lock) are read from
+    the map itself, one at a time (a recall that reinforces changes only its hits' links). The
+    snapshot is rebuilt when more than :data:`LINK_REBUILD_MIN` memories, or a quarter of them,
+    changed, or when changes stopped (:data:`LINK_QUIET_LOOKUPS`). The store replaces a memory's dict whenever one of its links changes
+    (copy-on-write), so a recall never sees a dict change under it.
     """
 
     def __init__(self, links: Mapping[int, Mapping[int, float]]) -> None:
         self.links = links
-        self._arrays: dict[int, tuple[Mapping[int, float], np.ndarray, np.ndarray]] = {}
+        self._rebuild_lock = threading.Lock()
+        #: (ids with links, sorted; offsets; neighbour ids; weights; ids changed since, a set)
+        self._state: Optional[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, set]] = None
+        #: the changed-ids sets of the snapshots in use (each change is added to all of them)
+        self._dirty_sets: tuple[set, ...] = ()
+        #: lookups since the last change: once the links have been quiet for LINK_QUIET_LOOKUPS of
+        #: them, a snapshot with changed memories is taken again (a heuristic: races only shift it)
+        self._quiet = 0
 
-    def neighbours(self, memory_id: int) -> Optional[tuple[np.ndarray, np.ndarray]]:
-        """(neighbour ids int64, weights float64) in the dict's order, or None without links."""
-        current = self.links.get(memory_id)
-        if not current:
-            return None
-        cached = self._arrays.get(memory_id)
-        if cached is None or cached[0] is not current:
-            cached = self._build(memory_id, current)
-        return cached[1], cached[2]
+    def touched(self, memory_ids) -> None:
+        """The links of ``memory_ids`` changed (called by the store after the change, under its lock)."""
+        for dirty in self._dirty_sets:
+            dirty.update(memory_ids)
+        self._quiet = 0
 
-    def linked(self, memory_ids: list[int]) -> tuple[list[int], list[np.ndarray], list[np.ndarray]]:
-        """For the memories of ``memory_ids`` that have links: their positions in the list and their
-        neighbour ids and weights (as :meth:`neighbours`), in one pass with no per-memory call."""
-        links_get, arrays_get = self.links.get, self._arrays.get
-        positions: list[int] = []
-        ids: list[np.ndarray] = []
-        weights: list[np.ndarray] = []
-        for position, memory_id in enumerate(memory_ids):
-            current = links_get(memory_id)
-            if not current:
-                continue
-            cached = arrays_get(memory_id)
-            if cached is None or cached[0] is not current:
-                cached = self._build(memory_id, current)
-            positions.append(position)
-            ids.append(cached[1])
-            weights.append(cached[2])
-        return positions, ids, weights
+    def _fresh_enough(self, state) -> bool:
+        if state is None:
+            return False
+        changed = len(state[4])
+        return changed == 0 or (changed <= max(LINK_REBUILD_MIN, state[0].size // 4)
+                                and self._quiet < LINK_QUIET_LOOKUPS)
 
-    def _build(self, memory_id: int, current: Mapping[int, float]) -> tuple[Mapping[int, float], np.ndarray, np.ndarray]:
-        # a dict's keys and values iterate in the same (insertion) order
-        cached = (current, np.fromiter(current.keys(), dtype=np.int64, count=len(current)),
-                  np.fromiter(current.values(), dtype=np.float64, count=len(current)))
-        if len(self._arrays) > 2 * len(self.links) + 64:  # drop the arrays of forgotten memories
-            # dict() copies in one step (no other recall can insert meanwhile), then the copy is filtered
-            self._arrays = {k: v for k, v in dict(self._arrays).items() if k in self.links}
-        self._arrays[memory_id] = cached
-        return cached
+    def _current(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, set]:
+        self._quiet += 1
+        state = self._state
+        if self._fresh_enough(state):
+            return state
+        with self._rebuild_lock:
+            state = self._state
+            if self._fresh_enough(state):
+                return state
+            dirty: set = set()
+            self._dirty_sets = self._dirty_sets + (dirty,)  # changes from now on are recorded in it ...
+            copied = dict(self.links)  # ... so every change the copy misses is in it (one C-level copy)
+            keys = np.fromiter((k for k, v in copied.items() if v), dtype=np.int64)
+            keys.sort()
+            maps = [copied[k] for k in keys.tolist()]
+            sizes = np.fromiter((len(m) for m in maps), dtype=np.int64, count=len(maps))
+            indptr = np.zeros(keys.size + 1, dtype=np.int64)
+            np.cumsum(sizes, out=indptr[1:])
+            total = int(indptr[-1])
+            neighbours = np.fromiter((k for m in maps for k in m.keys()), dtype=np.int64, count=total)
+            weights = np.fromiter((w for m in maps for w in m.values()), dtype=np.float64, count=total)
+            state = self._state = (keys, indptr, neighbours, weights, dirty)
+            self._dirty_sets = (dirty,)
+            return state
+
+    def linked(self, memory_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every link of the memories ``memory_ids`` (int64), flat: (position in ``memory_ids`` of the
+        memory, neighbour id, weight), memory by memory in the order given, each memory's links in its
+        dict's order."""
+        memory_ids = np.asarray(memory_ids, dtype=np.int64)
+        if memory_ids.size == 0 or not self.links:
+            return _EMPTY_ROWS, _EMPTY_ROWS, np.empty(0)
+        keys, indptr, neighbours, weights, dirty = self._current()
+        changed = np.zeros(memory_ids.size, dtype=bool)
+        if dirty:
+            changed = np.isin(memory_ids, np.fromiter(list(dirty), dtype=np.int64))
+        if keys.size:
+            at = np.minimum(np.searchsorted(keys, memory_ids), keys.size - 1)
+            found = (keys[at] == memory_ids) & ~changed
+        else:
+            at, found = np.zeros(memory_ids.size, dtype=np.int64), np.zeros(memory_ids.size, dtype=bool)
+        starts = np.where(found, indptr[at], 0)
+        ends = np.where(found, indptr[np.minimum(at + 1, indptr.size - 1)], 0)
+        if not changed.any():
+            flat, lengths = _ranges(starts, ends)
+            return np.repeat(np.arange(memory_ids.size, dtype=np.int64), lengths), neighbours[flat], weights[flat]
+        # memories changed since the snapshot: their current dicts, then every link back in memory order
+        # (a stable sort: each memory's links stay in its dict's order, as the sums downstream read them)
+        found &= ~changed
+        flat, lengths = _ranges(np.where(found, starts, 0), np.where(found, ends, 0))
+        parts_pos = [np.repeat(np.arange(memory_ids.size, dtype=np.int64), lengths)]
+        parts_ids, parts_w = [neighbours[flat]], [weights[flat]]
+        links_get = self.links.get
+        for position in np.flatnonzero(changed).tolist():  # the few memories changed since the snapshot
+            current = links_get(int(memory_ids[position]))
+            if current:
+                parts_pos.append(np.full(len(current), position, dtype=np.int64))
+                parts_ids.append(np.fromiter(current.keys(), dtype=np.int64, count=len(current)))
+                parts_w.append(np.fromiter(current.values(), dtype=np.float64, count=len(current)))
+        positions = np.concatenate(parts_pos)
+        order = np.argsort(positions, kind="stable")
+        return positions[order], np.concatenate(parts_ids)[order], np.concatenate(parts_w)[order]
+
+
+#: :class:`LinkIndex` rebuilds its snapshot once more than this many memories (or a quarter of
+#: those with links) changed since it was taken, ...
+LINK_REBUILD_MIN = 64
+#: ... or when some changed and the links then stayed unchanged for this many lookups (recalls
+#: without reinforcement read a current snapshot, with no per-memory reads).
+LINK_QUIET_LOOKUPS = 8
 
 
 def _ranges(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -707,18 +778,18 @@ def graph_activation(
     # (positions among the seeds).
     entity_seeds = snapshot.has_entities[seeds] if params.entity_weight > 0 else np.zeros(seeds.size, dtype=bool)
     cosine = None
-    link_seeds, link_ids, link_weights = [], [], []
+    # every link of the seeds that can spread, flat: (position among the seeds, neighbour id, weight)
+    link_at, link_ids, link_weights = _EMPTY_ROWS, _EMPTY_ROWS, np.empty(0)
     if index.links and seeds.size:
         if cue.vector is None:  # keyword recall on text alone: every admitted seed counts fully
-            link_seeds, link_ids, link_weights = index.linked(snapshot.ids[seeds].tolist())
+            link_at, link_ids, link_weights = index.linked(snapshot.ids[seeds])
         else:
             cosine = _seed_cosine(snapshot, cue, seeds)
             reaching = np.flatnonzero(cosine > 0.0)
-            found, link_ids, link_weights = index.linked(snapshot.ids[seeds[reaching]].tolist())
-            link_seeds = reaching[found].tolist() if found else []
+            found, link_ids, link_weights = index.linked(snapshot.ids[seeds[reaching]])
+            link_at = reaching[found]
     spreading = entity_seeds.copy()
-    if link_seeds:
-        spreading[link_seeds] = True
+    spreading[link_at] = True
     weight_of_seed = np.zeros(seeds.size)
     if spreading.any():
         if cue.vector is None:
@@ -727,30 +798,20 @@ def graph_activation(
             if cosine is None:
                 cosine = _seed_cosine(snapshot, cue, seeds)
             weight_of_seed = np.where(spreading, np.maximum(cosine, 0.0), 0.0)
-        positive = weight_of_seed > 0.0  # a seed at cosine <= 0 spreads nothing
-        if link_seeds:
-            kept = positive[link_seeds]
-            if not kept.all():
-                chosen = np.flatnonzero(kept).tolist()
-                link_seeds = [link_seeds[i] for i in chosen]
-                link_ids = [link_ids[i] for i in chosen]
-                link_weights = [link_weights[i] for i in chosen]
-    else:
-        link_seeds = []
+        positive = weight_of_seed[link_at] > 0.0  # a seed at cosine <= 0 spreads nothing
+        if not positive.all():
+            link_at, link_ids, link_weights = link_at[positive], link_ids[positive], link_weights[positive]
     if params.entity_weight > 0 or (params.cue_entity_weight > 0 and cue.entities):
         targets, weights = entity_terms(snapshot, seeds, np.where(entity_seeds, weight_of_seed, 0.0),
                                         cue.entities, params)
         target_parts.append(targets)
         weight_parts.append(weights)
-    if link_seeds:
+    if link_at.size:
         # Every link term in one step: neighbour ids to rows of the snapshot, weight × the seed's weight.
-        sizes = np.fromiter((ids.size for ids in link_ids), dtype=np.int64, count=len(link_ids))
-        positions = np.repeat(np.asarray(link_seeds, dtype=np.int64), sizes)
-        ids = np.concatenate(link_ids)
-        rows = _rows_of_ids(snapshot, ids, within)
-        keep = (rows >= 0) & (rows != seeds[positions])
+        rows = _rows_of_ids(snapshot, link_ids, within)
+        keep = (rows >= 0) & (rows != seeds[link_at])
         target_parts.append(rows[keep])
-        weight_parts.append((weight_of_seed[positions] * np.concatenate(link_weights))[keep])
+        weight_parts.append((weight_of_seed[link_at] * link_weights)[keep])
     if not target_parts:
         return _EMPTY_ROWS, np.empty(0)
     targets, weights = np.concatenate(target_parts), np.concatenate(weight_parts)
@@ -907,8 +968,10 @@ def generator_rank(
     if name == "relevance":
         return core.rank_of(row)
     if name == "dense":
-        # the dense generator's own kernel and tie rule over every eligible row (a cosine taken any
+        # the dense generator's own cosines and tie rule over every eligible row (a cosine taken any
         # other way can order near-ties differently from the admissions)
+        if core.cosines is not None:
+            return _rank_among(rows, core.cosines, row)
         subset = None if eligible.all_rows else rows
         ordered = np.asarray(_core.prefilter(snapshot.embeddings, cue.vector, rows.size, subset).ids, dtype=np.int64)
         position = np.flatnonzero(ordered == row)

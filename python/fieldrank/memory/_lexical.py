@@ -146,6 +146,12 @@ class LexicalLeg:
         self._delta: dict[int, tuple[np.ndarray, Optional[np.ndarray]]] = {}
         #: (row, term) of the delta's tokens (``_delta_postings``), made at the next query after a change.
         self._delta_tokens: Optional[tuple[np.ndarray, np.ndarray]] = None
+        #: Bumped whenever the delta or the corpus statistics change (a delta entry depends on both).
+        self._delta_version = 0
+        #: (version, delta rows, their BM25 matrix) once a second query reads the same version, and
+        #: the version the last query read: steady recalls score the delta from one held matrix.
+        self._delta_matrix: Optional[tuple[int, np.ndarray, tuple]] = None
+        self._delta_last_version = -1
         #: Number of main-index builds so far (for tests and diagnostics).
         self.rebuilds = 0
 
@@ -197,6 +203,7 @@ class LexicalLeg:
         first = np.ones(pairs.size, dtype=bool)
         first[1:] = pairs[1:] != pairs[:-1]
         df += sign * np.bincount(pairs[first] % width, minlength=df.size)  # each document counts a term once
+        self._delta_version += 1
         length = sign * total
         if context:
             self._context_length += length
@@ -220,6 +227,7 @@ class LexicalLeg:
         else:
             self._delta[row] = document
         self._delta_tokens = None
+        self._delta_version += 1
         if row < self._main_doc.size and self._main_doc[row] != _NO_DOC:
             self._main_fresh[self._main_doc[row]] = False
             self._main_version += 1
@@ -342,6 +350,7 @@ class LexicalLeg:
         if contexts is not None:
             self._count(contexts, +1, context=True)
         self._delta, self._delta_tokens = {}, None
+        self._delta_version += 1
         self._main_doc = np.full(n_rows, _NO_DOC, dtype=np.int64)
         if self._own_length == 0:
             # No live row holds an indexable token: there is nothing to index (no delta either).
@@ -377,24 +386,47 @@ class LexicalLeg:
         """
         if not self._delta or query_terms.size == 0:
             return _empty()
-        rows, terms = self._delta_postings()
-        hit = np.unique(rows[np.isin(terms, query_terms)])
-        hit = hit[hit < n]
-        if hit.size == 0:
-            return _empty()
+        version = (self._delta_version, len(self._vocabulary), int(self._order_rows.size))
+        held = self._delta_matrix
+        if held is None or held[0] != version:
+            rows, terms = self._delta_postings()
+            if self._delta_last_version != version:
+                # the first query since a change: only the rows it hits (an agent often adds between recalls)
+                self._delta_last_version = version
+                hit = np.unique(rows[np.isin(terms, query_terms)])
+                hit = hit[hit < n]
+                if hit.size == 0:
+                    return _empty()
+                matrix = self._delta_matrix_of(hit)
+                scores = _matrix_scores((matrix.data, matrix.indices, matrix.indptr, True), None, hit.size,
+                                        [query_terms])[0]
+                keep = scores > 0
+                return hit[keep], scores[keep]
+            # a second query at the same version: the whole delta's matrix, held until the next change
+            every = np.unique(rows)
+            matrix = self._delta_matrix_of(every)
+            held = self._delta_matrix = (version, every, (matrix.data, matrix.indices, matrix.indptr, True))
+        _, every, matrix = held
+        # an entry depends only on its document and the statistics: each row's score is the one a
+        # matrix of the hit rows alone gives (the same float32 sums in query order); the native scorer
+        # reads only the query terms' postings, so no pass over the delta's tokens
+        scores = _matrix_scores(matrix, None, every.size, [query_terms])[0]
+        keep = (scores > 0) & (every < n)
+        return every[keep], scores[keep]
+
+    def _delta_matrix_of(self, delta_rows: np.ndarray):
+        """The BM25 matrix of the delta's ``delta_rows`` (sorted) against the corpus statistics now, made
+        by the main index's build (an entry depends only on its document and those statistics)."""
         n_terms, n_docs = len(self._vocabulary), int(self._order_rows.size)
         own = _Statistics(self._own_df[:n_terms], n_docs, np.float64(self._own_length) / np.float64(n_docs))
-        documents = [self._delta[r] for r in hit.tolist()]
+        documents = [self._delta[r] for r in delta_rows.tolist()]
         contexts, statistics = None, (own, own)
         if self._window > 0:
             contexts = [context for _, context in documents]
             statistics = (own, _Statistics(self._context_df[:n_terms], n_docs,
                                            np.float64(self._context_length) / np.float64(n_docs)))
-        matrix = _index_matrix(self._bm25_params, [tokens for tokens, _ in documents], n_terms, contexts, statistics)
         # The build writes each term's postings in increasing document order.
-        scores = _matrix_scores((matrix.data, matrix.indices, matrix.indptr, True), None, hit.size, [query_terms])[0]
-        keep = scores > 0
-        return hit[keep], scores[keep]
+        return _index_matrix(self._bm25_params, [tokens for tokens, _ in documents], n_terms, contexts, statistics)
 
     def _kept_main_rows(self, n: int) -> tuple[np.ndarray, bool]:
         """Which main documents a query over rows ``[0, n)`` reads (unchanged, below n), and whether

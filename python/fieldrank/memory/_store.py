@@ -613,6 +613,7 @@ class MemoryStore:
         for a, b, weight in state.links:
             self._links.setdefault(a, {})[b] = weight
             self._links.setdefault(b, {})[a] = weight
+        self._link_index.touched(list(self._links))
 
     def _apply_rows(self, file_rows: list) -> None:
         """Bring the in-memory generation up to date with rows read from the file (caller holds the lock).
@@ -718,6 +719,7 @@ class MemoryStore:
                 neighbours = dict(self._links.get(x, {}))  # copy-on-write
                 neighbours[y] = weight
                 self._links[x] = neighbours
+            self._link_index.touched((a, b))
         self._revision = state.revision
         self._own_revisions = {r for r in own if r > state.revision}
 
@@ -751,6 +753,8 @@ class MemoryStore:
             neighbours = dict(self._links.get(other, {}))  # copy-on-write: readers may hold the old dict
             neighbours.pop(memory_id, None)
             self._links[other] = neighbours
+            self._link_index.touched((other,))
+        self._link_index.touched((memory_id,))
 
     # ------------------------------------------------------------------ writing
     def add(
@@ -1538,6 +1542,7 @@ class MemoryStore:
             neighbours = dict(self._links.get(x, {}))
             neighbours.update(weights)
             self._links[x] = neighbours
+        self._link_index.touched(changed)
 
     # ------------------------------------------------------------------ why not
     def why_not(
