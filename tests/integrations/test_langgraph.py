@@ -114,6 +114,11 @@ def test_filters_follow_langgraph_semantics(store):
     assert _keys(store.search(ALICE, filter={"meta": {"lang": "en"}})) == ["a"]  # nested: a subset match
     assert _keys(store.search(ALICE, filter={"tags": ["x", "y"]})) == ["b"]
     assert _keys(store.search(ALICE, query="tea", filter={"n": 1.0})) == ["a"]
+    store.put(ALICE, "d", {"text": "tea for two", "a=b": "c", "a": "b=c"})
+    store.put(ALICE, "e", {"text": "tea for three", "a": "b=c"})
+    # both carry the tag lg:f:a=b=c; "e" ranks first (shorter text), and must not take the one slot
+    assert _keys(store.search(ALICE, query="tea three", filter={"a=b": "c"}, limit=1)) == ["d"]
+    assert set(_keys(store.search(ALICE, query="tea", filter={"a": "b=c"}))) == {"d", "e"}
     with pytest.raises(ValueError, match=r"\$regex"):
         store.search(ALICE, filter={"text": {"$regex": "tea"}})
 

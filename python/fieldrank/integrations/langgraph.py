@@ -90,9 +90,12 @@ def _utc(seconds: float) -> _dt.datetime:
 
 
 def _check_namespace(namespace: object, name: str, *, allow_empty: bool = False) -> tuple[str, ...]:
-    if not isinstance(namespace, tuple) or not all(isinstance(label, str) and label for label in namespace):
+    if not isinstance(namespace, tuple):
+        msg = f"{name} must be a tuple of non-empty str, got {type(namespace).__name__}"
+        raise TypeError(msg)
+    if not all(isinstance(label, str) and label for label in namespace):
         msg = f"{name} must be a tuple of non-empty str, got {namespace!r}"
-        raise TypeError(msg) if not isinstance(namespace, tuple) else ValueError(msg)
+        raise ValueError(msg)
     if not namespace and not allow_empty:
         msg = f"{name} must not be empty"
         raise ValueError(msg)
@@ -386,8 +389,11 @@ class FieldrankStore(BaseStore):
         if not candidates:
             return []
         by_id = {entry.memory_id: (namespace, key, entry) for namespace, key, entry in candidates}
+        # String equalities are gates (exact unless a field name holds "=", which makes the tag
+        # ambiguous); any other filter, or an unindexed item in the way, needs every item recalled.
         gates = [f"{_FIELD}{field}={want}" for field, want in wanted.items() if isinstance(want, str) and want]
-        exact = len(gates) == len(wanted) and all(entry.indexed for _, _, entry in candidates)
+        exact = (len(gates) == len(wanted) and not any("=" in field for field in wanted)
+                 and all(entry.indexed for _, _, entry in candidates))
         scored: list[tuple[float, float, int]] = []
         tenants = sorted({namespace[0] for namespace, _, _ in candidates})
         for tenant in tenants:
