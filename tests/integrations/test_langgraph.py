@@ -77,17 +77,21 @@ def test_put_get_search_delete_and_list_namespaces(store):
 
 def test_a_search_never_leaves_its_namespace_prefix(lexical):
     store = FieldrankStore(lexical)  # no fields: every string of the value is recalled
-    store.put(ALICE, "a", {"note": "The launch code is tango."})
-    store.put(("alice", "work"), "w", {"note": "The launch code for work is tango."})
+    store.put(ALICE, "a", {"note": "The launch code is tango, said the captain at the briefing."})
+    store.put(("alice", "work"), "w", {"note": "tango launch code"})
     store.put(BOB, "b", {"note": "The launch code is tango for bob too."})
     store.put(("bobby",), "c", {"note": "tango launch code"})
-    lexical.add("tango launch code from another adapter", [1.0], tenant="alice")  # not a LangGraph item
+    lexical.add("tango launch code", [1.0], tenant="alice")  # not a LangGraph item
 
     for prefix, allowed in [(ALICE, {(ALICE, "a")}), (("alice",), {(ALICE, "a"), (("alice", "work"), "w")}),
                             (BOB, {(BOB, "b")}), (("bob",), {(BOB, "b")}), (("bobby",), {(("bobby",), "c")})]:
         hits = store.search(prefix, query="launch code tango", limit=10)
         assert {(hit.namespace, hit.key) for hit in hits} == allowed, prefix
         assert {(hit.namespace, hit.key) for hit in store.search(prefix, limit=10)} == allowed, prefix
+        # one slot: the best item of the prefix, though a sibling namespace's (or another
+        # adapter's) memory of the same tenant matches the query better
+        top = store.search(prefix, query="tango launch code", limit=1)
+        assert len(top) == 1 and (top[0].namespace, top[0].key) in allowed, prefix
     everything = store.search((), query="launch code tango", limit=10)
     assert len(everything) == 4 and len({(hit.namespace, hit.key) for hit in everything}) == 4
     assert store.search(("carol",), query="tango") == []
@@ -153,6 +157,9 @@ def test_an_embedded_store_recalls_hybrid_with_scores_and_confidence():
     for i, text in enumerate(["The dog needs a rabies booster in March.", "Cabinets eat half the budget.",
                               "The kitchen budget is $40k."]):
         store.put(ALICE, f"m{i}", {"text": text})
+    store.put(ALICE, "hidden", {"text": "kitchen budget"}, index=False)
+    store.put(BOB, "other", {"text": "kitchen budget"})
+    assert "hidden" not in _keys(store.search(ALICE, query="kitchen budget", limit=10))
     hits = store.search(ALICE, query="kitchen budget", limit=2)
     assert len(hits) == 2 and {hit.key for hit in hits} <= {"m1", "m2"}
     assert all(hit.score is not None for hit in hits) and hits[0].score >= hits[1].score

@@ -376,7 +376,7 @@ class FieldrankStore(BaseStore):
         return [(namespace, key, entry) for (namespace, key), entry in self._items.items()
                 if namespace[:n] == prefix]
 
-    def _search(self, op: SearchOp) -> list[FieldrankSearchItem]:
+    def _search(self, op: SearchOp) -> list[SearchItem]:  # FieldrankSearchItems
         prefix = _check_namespace(op.namespace_prefix, "namespace_prefix", allow_empty=True)
         wanted = _check_filter(op.filter)
         limit, offset = self._window(op.limit, "limit"), self._window(op.offset, "offset")
@@ -407,7 +407,7 @@ class FieldrankStore(BaseStore):
             scored += [(hit.score, hit.confidence, hit.id) for hit in result.hits if hit.id in by_id
                        and by_id[hit.id][2].indexed]
         scored.sort(key=lambda hit: -hit[0])  # stable: one tenant keeps its recall order
-        results = []
+        results: list[SearchItem] = []
         for score, confidence, memory_id in scored[offset:offset + limit]:
             namespace, key, entry = by_id[memory_id]
             results.append(FieldrankSearchItem(namespace, key, entry.value, _utc(entry.created_at),
