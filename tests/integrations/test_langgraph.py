@@ -193,7 +193,20 @@ def test_bad_arguments_name_what_is_wrong(store, lexical):
         store.batch([PutOp(("alice", ""), "k", {"text": "x"})])  # batch is public too: checked again
     with pytest.raises(NotImplementedError, match="ttl"):
         store.batch([PutOp(ALICE, "k", {"text": "x"}, ttl=5.0)])
+    with pytest.raises(ValueError, match="limit"):
+        store.search(ALICE, limit=-1)
     assert len(lexical) == 0
+
+
+def test_an_item_forgotten_through_the_memory_store_is_put_and_deleted_cleanly(store, lexical):
+    store.put(ALICE, "k", {"text": "tea"})
+    lexical.forget(0)  # the item's memory (the store's first), forgotten behind the adapter's back
+    store.put(ALICE, "k", {"text": "coffee"})  # a new memory: the forgotten one is not revived
+    assert store.get(ALICE, "k").value == {"text": "coffee"} and len(lexical) == 1
+    assert store.search(ALICE, query="tea") == [] and _keys(store.search(ALICE, query="coffee")) == ["k"]
+    lexical.forget(1)  # the new one, likewise
+    store.delete(ALICE, "k")
+    assert store.get(ALICE, "k") is None
 
 
 def test_a_langgraph_agent_reads_and_writes_memories_through_store_injection(store):

@@ -39,6 +39,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional, Union
 
+from .. import _validation as _v
 from ._common import check_store, lexical_vector, missing_extra, recall_mode
 
 try:
@@ -205,10 +206,7 @@ class FieldrankStore(BaseStore):
         self._store = check_store(store)
         self._mode = recall_mode(self._store, mode)
         self._fields = self._index_fields(index)
-        if not isinstance(reinforce, bool):
-            msg = f"reinforce must be a bool, got {type(reinforce).__name__}"
-            raise TypeError(msg)
-        self._reinforce = reinforce
+        self._reinforce = _v.flag(reinforce, "reinforce")
         self._lock = threading.RLock()
         self._items: dict[tuple[tuple[str, ...], str], _Entry] = {}
         self._rebuild()
@@ -352,7 +350,10 @@ class FieldrankStore(BaseStore):
         entry = self._items.get((namespace, op.key))
         if op.value is None:
             if entry is not None:
-                self._store.forget(entry.memory_id, tenant=namespace[0])
+                try:
+                    self._store.forget(entry.memory_id, tenant=namespace[0])
+                except KeyError:
+                    pass  # forgotten through the MemoryStore meanwhile: gone either way
                 del self._items[(namespace, op.key)]
             return
         if not isinstance(op.value, Mapping):
@@ -363,13 +364,17 @@ class FieldrankStore(BaseStore):
         text = self._text(value, op.index) if indexed else ""
         now = time.time()
         tags = self._tags(namespace, op.key, value, now, indexed)
+        if entry is not None:
+            try:
+                self._store.update(entry.memory_id, text=text, tags=tags, tenant=namespace[0])
+            except KeyError:  # forgotten through the MemoryStore meanwhile: the put makes a new item
+                entry = None
+            else:
+                self._items[(namespace, op.key)] = _Entry(entry.memory_id, value, entry.created_at, now, indexed)
         if entry is None:
             memory_id = self._store.add(text, lexical_vector(self._store), tenant=namespace[0], tags=tags,
                                         created_at=now)
             self._items[(namespace, op.key)] = _Entry(memory_id, value, now, now, indexed)
-        else:
-            self._store.update(entry.memory_id, text=text, tags=tags, tenant=namespace[0])
-            self._items[(namespace, op.key)] = _Entry(entry.memory_id, value, entry.created_at, now, indexed)
 
     def _under(self, prefix: tuple[str, ...]) -> list[tuple[tuple[str, ...], str, _Entry]]:
         n = len(prefix)
@@ -379,7 +384,7 @@ class FieldrankStore(BaseStore):
     def _search(self, op: SearchOp) -> list[SearchItem]:  # FieldrankSearchItems
         prefix = _check_namespace(op.namespace_prefix, "namespace_prefix", allow_empty=True)
         wanted = _check_filter(op.filter)
-        limit, offset = self._window(op.limit, "limit"), self._window(op.offset, "offset")
+        limit, offset = _v.non_negative_int(op.limit, "limit"), _v.non_negative_int(op.offset, "offset")
         candidates = [(namespace, key, entry) for namespace, key, entry in self._under(prefix)
                       if all(_matches(entry.value.get(field), want) for field, want in wanted.items())]
         if not op.query:
@@ -414,13 +419,6 @@ class FieldrankStore(BaseStore):
                                                _utc(entry.updated_at), float(score),
                                                None if math.isnan(confidence) else float(confidence)))
         return results
-
-    @staticmethod
-    def _window(value: object, name: str) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            msg = f"{name} must be an int >= 0, got {value!r}"
-            raise ValueError(msg)
-        return value
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         namespaces = {namespace for namespace, _ in self._items}
