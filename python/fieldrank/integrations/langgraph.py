@@ -12,10 +12,11 @@ How an item lives in the store (docs/ecosystem.md, "LangGraph"):
   (``lg:ns1=<label>``, ``lg:ns2=...``) with the depth (``lg:depth=<n>``): a search under a prefix
   recalls from the prefix's tenant with the prefix's tags as gates, so it can never return an item
   of another namespace (gates are strict); an empty prefix searches every tenant that holds items;
-* the **key** is a tag (``lg:key=<key>``), the **value** is kept as canonical JSON in a tag
-  (``lg:value=<json>``, its keys in the order they were put) and top-level string fields also as ``lg:f:<field>=<string>``, so an
-  equality ``filter=`` on them is a gate too; every item carries ``lg:item``, so a LangGraph search
-  never sees memories the tenant got from another adapter;
+* the **key** is a tag (``lg:key=<key>``), the **value** is kept as JSON in a tag
+  (``lg:value=<json>``, keys in the order they were put) and its top-level strings also as
+  ``lg:f:<field>=<string>``, so an equality ``filter=`` on them is a gate too (other filters,
+  LangGraph's operators and nested matches, are checked on the values); every item carries
+  ``lg:item``, so a LangGraph search never sees memories the tenant got from another adapter;
 * the **text recalled** is ``value[field]`` for each of the ``index`` fields (LangGraph's path
   syntax: ``"text"``, ``"a.b"``, ``"items[*].name"``), or every string in the value when no fields
   are configured; ``put(..., index=False)`` stores an item that ``get`` finds and no query returns;
@@ -24,7 +25,9 @@ How an item lives in the store (docs/ecosystem.md, "LangGraph"):
   ``value=None`` (``delete``) forgets it.
 
 Which memory holds which (namespace, key) is kept in this object, and rebuilt from the store's
-tags when it is opened: use one ``FieldrankStore`` per store (in one process) for writes.
+tags when it is opened (every live memory read once): write to a store through one
+``FieldrankStore``, in one process. Operations of a ``batch`` run in order, under one lock; the
+async API runs them in a worker thread. TTLs are not supported (``supports_ttl = False``).
 """
 
 from __future__ import annotations
