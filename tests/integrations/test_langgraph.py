@@ -160,6 +160,10 @@ def test_an_embedded_store_recalls_hybrid_with_scores_and_confidence():
     store.put(ALICE, "hidden", {"text": "kitchen budget"}, index=False)
     store.put(BOB, "other", {"text": "kitchen budget"})
     assert "hidden" not in _keys(store.search(ALICE, query="kitchen budget", limit=10))
+    lone = FieldrankStore(MemoryStore(embedder=HashEmbedder(dim=48)))
+    lone.put(ALICE, "hidden", {"text": "kitchen budget"}, index=False)  # its memory's text is empty, and
+    lone.put(ALICE, "dog", {"text": "The dog needs a rabies booster."})  # the dense leg ranks it first:
+    assert _keys(lone.search(ALICE, query="kitchen budget", limit=1)) == ["dog"]  # it must not take the slot
     hits = store.search(ALICE, query="kitchen budget", limit=2)
     assert len(hits) == 2 and {hit.key for hit in hits} <= {"m1", "m2"}
     assert all(hit.score is not None for hit in hits) and hits[0].score >= hits[1].score

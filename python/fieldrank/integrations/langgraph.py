@@ -211,7 +211,11 @@ class FieldrankStore(BaseStore):
         self._fields = self._index_fields(index)
         self._reinforce = _v.flag(reinforce, "reinforce")
         self._lock = threading.RLock()
-        self._items: dict[tuple[tuple[str, ...], str], _Entry] = {}
+        #: namespace -> key -> item, and memory id -> (namespace, key): a search reads only the
+        #: namespaces under its prefix, and maps the recalled ids back.
+        self._items: dict[tuple[str, ...], dict[str, _Entry]] = {}
+        self._by_id: dict[int, tuple[tuple[str, ...], str]] = {}
+        self._unindexed: set[int] = set()  # ids of the items put with index=False
         self._rebuild()
 
     @property
@@ -220,7 +224,7 @@ class FieldrankStore(BaseStore):
         return self._store
 
     def __repr__(self) -> str:
-        return f"FieldrankStore({self._store!r}, items={len(self._items)}, mode={self._mode!r})"
+        return f"FieldrankStore({self._store!r}, items={len(self._by_id)}, mode={self._mode!r})"
 
     # ------------------------------------------------------------------ configuration
     def _index_fields(self, index: Optional[Mapping[str, Any]]) -> Optional[list[tuple[str, Any]]]:
@@ -306,8 +310,27 @@ class FieldrankStore(BaseStore):
                 position, _, label = tag[len(_NS):].partition("=")
                 labels[int(position)] = label
         namespace = (memory.tenant, *(labels[i] for i in range(1, depth)))
-        self._items[(namespace, one[_KEY])] = _Entry(memory.id, json.loads(one[_VALUE]), memory.created_at,
-                                                     float(one[_UPDATED]), _UNINDEXED not in tags)
+        self._set(namespace, one[_KEY], _Entry(memory.id, json.loads(one[_VALUE]), memory.created_at,
+                                               float(one[_UPDATED]), _UNINDEXED not in tags))
+
+    def _set(self, namespace: tuple[str, ...], key: str, entry: _Entry) -> None:
+        self._items.setdefault(namespace, {})[key] = entry
+        self._by_id[entry.memory_id] = (namespace, key)
+        if entry.indexed:
+            self._unindexed.discard(entry.memory_id)
+        else:
+            self._unindexed.add(entry.memory_id)
+
+    def _pop(self, namespace: tuple[str, ...], key: str) -> None:
+        entries = self._items[namespace]
+        memory_id = entries.pop(key).memory_id
+        del self._by_id[memory_id]
+        self._unindexed.discard(memory_id)
+        if not entries:
+            del self._items[namespace]
+
+    def _entry(self, namespace: tuple[str, ...], key: str) -> Optional[_Entry]:
+        return self._items.get(namespace, {}).get(key)
 
     # ------------------------------------------------------------------ BaseStore
     def batch(self, ops: Iterable[Op]) -> list[Result]:
@@ -339,7 +362,7 @@ class FieldrankStore(BaseStore):
 
     def _get(self, op: GetOp) -> Optional[Item]:
         namespace = _check_namespace(op.namespace, "namespace")
-        entry = self._items.get((namespace, op.key))
+        entry = self._entry(namespace, op.key)
         return None if entry is None else self._item(namespace, op.key, entry)
 
     def _put(self, op: PutOp) -> None:
@@ -350,14 +373,14 @@ class FieldrankStore(BaseStore):
         if getattr(op, "ttl", None) is not None:
             msg = "FieldrankStore does not support ttl (forget items with delete)"
             raise NotImplementedError(msg)
-        entry = self._items.get((namespace, op.key))
+        entry = self._entry(namespace, op.key)
         if op.value is None:
             if entry is not None:
                 try:
                     self._store.forget(entry.memory_id, tenant=namespace[0])
                 except KeyError:
                     pass  # forgotten through the MemoryStore meanwhile: gone either way
-                del self._items[(namespace, op.key)]
+                self._pop(namespace, op.key)
             return
         if not isinstance(op.value, Mapping):
             msg = f"value must be a dict, got {type(op.value).__name__}"
@@ -367,64 +390,71 @@ class FieldrankStore(BaseStore):
         text = self._text(value, op.index) if indexed else ""
         now = time.time()
         tags = self._tags(namespace, op.key, value, now, indexed)
+        entry_was = entry
         if entry is not None:
             try:
                 self._store.update(entry.memory_id, text=text, tags=tags, tenant=namespace[0])
             except KeyError:  # forgotten through the MemoryStore meanwhile: the put makes a new item
                 entry = None
             else:
-                self._items[(namespace, op.key)] = _Entry(entry.memory_id, value, entry.created_at, now, indexed)
+                self._set(namespace, op.key, _Entry(entry.memory_id, value, entry.created_at, now, indexed))
         if entry is None:
             memory_id = self._store.add(text, lexical_vector(self._store), tenant=namespace[0], tags=tags,
                                         created_at=now)
-            self._items[(namespace, op.key)] = _Entry(memory_id, value, now, now, indexed)
+            if entry_was is not None:
+                self._pop(namespace, op.key)
+            self._set(namespace, op.key, _Entry(memory_id, value, now, now, indexed))
 
-    def _under(self, prefix: tuple[str, ...]) -> list[tuple[tuple[str, ...], str, _Entry]]:
-        n = len(prefix)
-        return [(namespace, key, entry) for (namespace, key), entry in self._items.items()
-                if namespace[:n] == prefix]
+    def _namespaces_under(self, prefix: tuple[str, ...]) -> list[tuple[str, ...]]:
+        return [namespace for namespace in self._items if namespace[:len(prefix)] == prefix]
 
     def _search(self, op: SearchOp) -> list[SearchItem]:  # FieldrankSearchItems
         prefix = _check_namespace(op.namespace_prefix, "namespace_prefix", allow_empty=True)
         wanted = _check_filter(op.filter)
         limit, offset = _v.non_negative_int(op.limit, "limit"), _v.non_negative_int(op.offset, "offset")
-        candidates = [(namespace, key, entry) for namespace, key, entry in self._under(prefix)
-                      if all(_matches(entry.value.get(field), want) for field, want in wanted.items())]
+        namespaces = self._namespaces_under(prefix)
+
+        def kept(entry: _Entry) -> bool:
+            return all(_matches(entry.value.get(field), want) for field, want in wanted.items())
+
         if not op.query:
-            window = candidates[offset:offset + limit]
+            window = [(namespace, key, entry) for namespace in namespaces
+                      for key, entry in self._items[namespace].items() if kept(entry)][offset:offset + limit]
             return [FieldrankSearchItem(namespace, key, entry.value, _utc(entry.created_at), _utc(entry.updated_at))
                     for namespace, key, entry in window]
-        if not candidates:
-            return []
-        by_id = {entry.memory_id: (namespace, key, entry) for namespace, key, entry in candidates}
         # String equalities are gates (exact unless a field name holds "=", which makes the tag
         # ambiguous); any other filter, or an unindexed item in the way, needs every item recalled.
         gates = [f"{_FIELD}{field}={want}" for field, want in wanted.items() if isinstance(want, str) and want]
         exact = (len(gates) == len(wanted) and not any("=" in field for field in wanted)
-                 and all(entry.indexed for _, _, entry in candidates))
+                 and not any(self._by_id[i][0][:len(prefix)] == prefix for i in self._unindexed))
         scored: list[tuple[float, float, int]] = []
-        tenants = sorted({namespace[0] for namespace, _, _ in candidates})
-        for tenant in tenants:
-            under = self._under((tenant,) + prefix[1:]) if prefix else self._under((tenant,))
-            k = min(offset + limit, len(under)) if exact else len(under)
+        for tenant in sorted({namespace[0] for namespace in namespaces}):
+            size = sum(len(self._items[namespace]) for namespace in namespaces if namespace[0] == tenant)
+            k = min(offset + limit, size) if exact else size
             if k == 0:
                 continue
             result = self._store.recall(op.query, None, k, tenant=tenant, mode=self._mode,
                                         required_tags=self._prefix_gates((tenant,) + prefix[1:]) + gates,
                                         reinforce=self._reinforce)
-            scored += [(hit.score, hit.confidence, hit.id) for hit in result.hits if hit.id in by_id
-                       and by_id[hit.id][2].indexed]
+            for hit in result.hits:
+                where = self._by_id.get(hit.id)
+                if where is None or where[0][:len(prefix)] != prefix:
+                    continue
+                entry = self._items[where[0]][where[1]]
+                if entry.indexed and kept(entry):
+                    scored.append((hit.score, hit.confidence, hit.id))
         scored.sort(key=lambda hit: -hit[0])  # stable: one tenant keeps its recall order
         results: list[SearchItem] = []
         for score, confidence, memory_id in scored[offset:offset + limit]:
-            namespace, key, entry = by_id[memory_id]
+            namespace, key = self._by_id[memory_id]
+            entry = self._items[namespace][key]
             results.append(FieldrankSearchItem(namespace, key, entry.value, _utc(entry.created_at),
                                                _utc(entry.updated_at), float(score),
                                                None if math.isnan(confidence) else float(confidence)))
         return results
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
-        namespaces = {namespace for namespace, _ in self._items}
+        namespaces = list(self._items)
         conditions: Sequence[MatchCondition] = op.match_conditions or ()
         kept = [namespace for namespace in namespaces if all(_namespace_matches(c, namespace) for c in conditions)]
         if op.max_depth is not None:
