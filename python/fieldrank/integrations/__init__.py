@@ -9,6 +9,8 @@ module                    what                                                ne
 ``.langchain``            ``FieldrankMemoryRetriever`` (a MemoryStore),       ``langchain-core``
                           ``FieldrankRetriever`` (BaseRetriever),
                           ``FieldrankCompressor`` (BaseDocumentCompressor)
+``.langgraph``            ``FieldrankStore`` (LangGraph's ``BaseStore``     ``langgraph``
+                          over a MemoryStore)
 ``.llama_index``          ``FieldrankMemoryRetriever``,                       ``llama-index-core``
                           ``FieldrankMemoryBlock`` (a MemoryStore),
                           ``FieldrankLlamaRetriever`` (BaseRetriever),
