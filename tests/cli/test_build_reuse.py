@@ -1,5 +1,6 @@
 """One compile per checkout: two builds from build environments at different paths (what pip's
-isolated builds are) compile the core with the same command lines, so ninja reuses the objects.
+isolated builds are) compile the core with the same command lines into object files that
+scikit-build-core's cache clearing leaves alone, so ninja reuses them.
 
 Configure only (no compile): the build requirements are copied into two folders, as pip installs
 them into a new temporary environment each time (with new file times), and CMakeLists.txt is
@@ -62,9 +63,15 @@ def test_two_isolated_build_envs_compile_the_core_with_the_same_command_lines(tm
     second_env = _build_env(tmp_path / "env-two", 3600.0)
     build = tmp_path / "build"
     first = _configure(first_env, build)
-    copies = sorted((build / "stable-include").rglob("*.h*"))
+    copies = sorted(build.rglob("stable-include/**/*.h*"))
     times = {path: path.stat().st_mtime_ns for path in copies}
     assert copies, "the headers are compiled from a folder of the build tree"
+    # What scikit-build-core does when the isolated environment's path changed (every pip install):
+    # it deletes CMakeCache.txt and CMakeFiles/. The objects must live elsewhere.
+    (build / "CMakeCache.txt").unlink()
+    shutil.rmtree(build / "CMakeFiles")
+    for entry in first:
+        assert not (Path(entry["directory"]) / entry["output"]).resolve().is_relative_to((build / "CMakeFiles").resolve()), entry["output"]
     second = _configure(second_env, build)
     assert [entry["command"] for entry in second] == [entry["command"] for entry in first]
     for entry in first:
