@@ -193,7 +193,7 @@ class FieldrankSearchItem(SearchItem):
         return {**super().dict(), "confidence": self.confidence}
 
 
-class FieldrankStore(BaseStore):
+class FieldrankStore(_common.PicklableLock, BaseStore):
     """LangGraph's ``BaseStore`` over a :class:`~fieldrank.MemoryStore` (see the module docstring).
 
     Parameters

@@ -26,7 +26,7 @@ from ..memory import DEFAULT_TENANT, MemoryStore
 from . import _common
 
 try:
-    from llama_index.core.bridge.pydantic import ConfigDict, Field, PrivateAttr
+    from llama_index.core.bridge.pydantic import BaseModel, ConfigDict, Field, PrivateAttr
     from llama_index.core.callbacks import CallbackManager
     from llama_index.core.postprocessor.types import BaseNodePostprocessor
     from llama_index.core.retrievers import BaseRetriever
@@ -63,6 +63,18 @@ class LlamaIndexEmbedder(_common.FrameworkEmbedder):
             raise TypeError(msg)
         self.embed_model = embed_model
         super().__init__(embed_model.get_text_embedding_batch, embed_model.get_query_embedding)
+
+
+class _WholePickle:
+    """Pickling that keeps every field and private attribute: LlamaIndex's components drop, with a
+    logged warning, whatever a plain ``pickle.dumps`` refuses (so a store held by an adapter would
+    vanish from the copy); the adapter pickles whole or raises."""
+
+    def __getstate__(self) -> dict[str, Any]:
+        return BaseModel.__getstate__(self)  # type: ignore[arg-type]
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        BaseModel.__setstate__(self, state)  # type: ignore[arg-type]
 
 
 def _node(text: str, node_id: str, metadata: dict[str, Any]) -> TextNode:
@@ -189,7 +201,7 @@ class FieldrankMemoryRetriever(BaseRetriever):
         return [str(_common.memory_add(self._store, t, {}, tenant=self._tenant, where="insert_texts")) for t in texts]
 
 
-class FieldrankMemoryBlock(BaseMemoryBlock[str]):
+class FieldrankMemoryBlock(_WholePickle, BaseMemoryBlock[str]):
     """A LlamaIndex ``Memory`` block over a :class:`~fieldrank.MemoryStore`: long-term memory for
     an agent. ``aget`` recalls the memories relevant to the latest messages (as text);
     ``aput`` stores the messages flushed from short-term memory, one memory each."""
@@ -279,7 +291,7 @@ class FieldrankNodePostprocessor(BaseNodePostprocessor):
 
 
 
-class FieldrankVectorStore(BasePydanticVectorStore):
+class FieldrankVectorStore(_WholePickle, BasePydanticVectorStore):
     """LlamaIndex's ``BasePydanticVectorStore`` over a :class:`~fieldrank.MemoryStore` (one tenant):
     ``VectorStoreIndex.from_documents(docs, storage_context=StorageContext.from_defaults(vector_store=
     FieldrankVectorStore(store)))``.
