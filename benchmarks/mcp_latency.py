@@ -16,7 +16,10 @@ recalls reinforce (each writes its bookkeeping to the file), inside the store's 
 
 Run from the repository root (needs the mcp extra)::
 
-    python benchmarks/mcp_latency.py [--memories 2000] [--queries 300] [--k 5]
+    python benchmarks/mcp_latency.py [--memories 2000] [--queries 300] [--k 5] [--transport stdio|memory]
+
+``--transport memory`` runs the same server in this process over the SDK's in-memory connection
+(no pipe, no second process): the tool's own cost with less of the machine's scheduling noise.
 """
 
 from __future__ import annotations
@@ -46,8 +49,8 @@ def build(path: str, n: int, seed: int) -> list[str]:
     return [" ".join(rng.choice(WORDS, 3)) for _ in range(n)]
 
 
-def serve(path: str) -> None:
-    """The server side: fieldrank's MCP server plus ``echo`` and ``store_times``, over stdio."""
+def benchmark_server(path: str):
+    """fieldrank's MCP server over ``path`` plus ``echo`` and ``store_times``."""
     from fieldrank.integrations.mcp_server import MemoryService, build_server, open_store
 
     store = open_store(path)
@@ -74,16 +77,20 @@ def serve(path: str) -> None:
         times.clear()
         return {"seconds": out}
 
-    server.run("stdio")
+    return server
 
 
-async def measure(path: str, queries: list[str], k: int) -> dict[str, list[float]]:
+async def measure(path: str, queries: list[str], k: int, transport: str) -> dict[str, list[float]]:
     from mcp import Client, StdioServerParameters
 
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    params = StdioServerParameters(command=sys.executable, args=[os.path.abspath(__file__), "--serve", path], env=env)
+    if transport == "stdio":
+        env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+        target = StdioServerParameters(command=sys.executable, args=[os.path.abspath(__file__), "--serve", path],
+                                       env=env)
+    else:  # the SDK's in-memory connection: the same server in this process, no pipe
+        target = benchmark_server(path)
     echo, over_mcp = [], []
-    async with Client(params) as client:
+    async with Client(target) as client:
         for query in queries[:20]:  # warm both paths
             await client.call_tool("echo", {"text": query})
             await client.call_tool("recall", {"query": query, "k": k})
@@ -109,20 +116,23 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--transport", choices=("stdio", "memory"), default="stdio",
+                        help="stdio: the server as a subprocess (default); memory: in process, no pipe")
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     parser.add_argument("--serve", metavar="FILE", help=argparse.SUPPRESS)  # the subprocess's side
     args = parser.parse_args()
     if args.serve:
-        serve(args.serve)
+        benchmark_server(args.serve).run("stdio")
         return
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "memory.db")
         queries = build(path, args.memories, args.seed)[: args.queries]
-        parts = asyncio.run(measure(path, queries, args.k))
+        parts = asyncio.run(measure(path, queries, args.k, args.transport))
     ms = 1e3
     added = [(r - e - s) * ms for e, r, s in zip(parts["echo"], parts["recall"], parts["store"])]
     figures = {
-        "memories": args.memories, "queries": len(queries), "k": args.k, "load_average": os.getloadavg()[0],
+        "transport": args.transport, "memories": args.memories, "queries": len(queries), "k": args.k,
+        "load_average": os.getloadavg()[0],
         "echo_ms": statistics.median(parts["echo"]) * ms, "recall_ms": statistics.median(parts["recall"]) * ms,
         "store_recall_ms": statistics.median(parts["store"]) * ms,
         "added_median_ms": statistics.median(added), "added_p90_ms": float(np.percentile(added, 90)),
@@ -130,7 +140,8 @@ def main() -> None:
     if args.json:
         print(json.dumps(figures))
         return
-    print(f"memories {args.memories}, queries {len(queries)}, k {args.k}, load average {figures['load_average']:.2f}")
+    print(f"{args.transport}: memories {args.memories}, queries {len(queries)}, k {args.k}, "
+          f"load average {figures['load_average']:.2f}")
     print(f"echo tool call        median {figures['echo_ms']:.3f} ms")
     print(f"recall tool call      median {figures['recall_ms']:.3f} ms")
     print(f"store's own recall    median {figures['store_recall_ms']:.3f} ms (inside the server)")

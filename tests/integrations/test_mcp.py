@@ -127,6 +127,7 @@ async def _round_trip(client: Client) -> None:
     why = _data(await client.call_tool("why_not", {"id": rule["id"], "query": "deploy on Friday",
                                                    "tiers": ["episodic"]}))
     assert why["reason"] == "gated" and why["failed_gates"]
+    assert why["detail"].startswith(f"memory {rule['id']} fails")  # the client's id, not the store's
 
     # Browse: newest first, paginated, by tier and tag.
     page = _data(await client.call_tool("list_memories", {"limit": 2}))

@@ -315,7 +315,10 @@ class MemoryService:
         if not changes:
             msg = "update_memory: give at least one of text, importance, tier, tags, entities"
             raise ValueError(msg)
-        memory = self.store.update(internal, tenant=tenant, **changes)
+        try:
+            memory = self.store.update(internal, tenant=tenant, **changes)
+        except KeyError:  # forgotten meanwhile (another client); the store's message names its own id
+            raise _missing("id", memory_id) from None
         return {**self._fields(tenant, internal), "text": memory.text}
 
     def forget(self, tenant: str, memory_id: str) -> dict[str, Any]:
@@ -405,7 +408,8 @@ class MemoryService:
             return {"id": memory_id, "reason": "not_found",
                     "detail": f"no live memory with id {memory_id} (forgotten, or never stored for you)"}
         answer = self.store.why_not(internal, query, None, k, tenant=tenant, **options)
-        out: dict[str, Any] = {"id": memory_id, "reason": answer.reason, "detail": answer.detail,
+        detail = answer.detail.replace(f"memory {internal} ", f"memory {memory_id} ")  # the store's id stays inside
+        out: dict[str, Any] = {"id": memory_id, "reason": answer.reason, "detail": detail,
                                "failed_gates": list(answer.failed_gates),
                                "generator_ranks": dict(answer.generator_ranks), "quotas": dict(answer.quotas),
                                "rank": answer.rank, "score": answer.score, "cutoff_score": answer.cutoff_score}
