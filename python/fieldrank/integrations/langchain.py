@@ -33,11 +33,7 @@ from ..memory import DEFAULT_TENANT, MemoryStore
 from . import _common
 
 try:
-    from langchain_core.callbacks import (
-        AsyncCallbackManagerForRetrieverRun,
-        CallbackManagerForRetrieverRun,
-        Callbacks,
-    )
+    from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun, Callbacks
     from langchain_core.runnables.config import run_in_executor
     from langchain_core.documents import BaseDocumentCompressor, Document
     from langchain_core.embeddings import Embeddings
