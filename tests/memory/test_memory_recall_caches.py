@@ -1,5 +1,5 @@
 """What a recall memoises (eligible rows, durable rows, timeline, frozen copies:
-``columns.Generation.derived``; the links as arrays: ``generators.LinkIndex``) never changes a
+``columns.Generation.derived``; the links as arrays: ``_signals._links.LinkIndex``) never changes a
 result: after every kind of change a recall served from the caches equals one computed from
 scratch, field for field; and the vectorised link and reinforcement paths follow their formulas."""
 
@@ -13,7 +13,7 @@ import pytest
 from fieldrank.memory import DEFAULT_PARAMS, MemoryStore
 from fieldrank.memory._columns import DerivedCache
 from fieldrank.memory._gates import GateSpec, eligible_rows
-from fieldrank.memory._generators import LinkIndex
+from fieldrank.memory._signals._links import LinkIndex
 from fieldrank.memory._schema import cue_vector
 
 from tests.helpers import DAY, unit_rows
@@ -164,14 +164,14 @@ def lived_in_store(rng: np.random.Generator) -> tuple[MemoryStore, np.ndarray]:
 def test_link_rows_by_id_table_equal_the_sorted_search(rng, mode, monkeypatch):
     """Graph activation maps link ids to rows through a table over ids, or (sparse ids) a sorted
     search: both give the same recall, field for field."""
-    from fieldrank.memory import _generators
+    from fieldrank.memory._signals import _graph
 
     store, _ = lived_in_store(rng)
     cues = unit_rows(rng, 6, DIM)
     with_table = [outcome(store.recall("deploy", q, 10, tenant="a", mode=mode, at_time=NOW, reinforce=False))
                   for q in cues]
-    monkeypatch.setattr(_generators, "_ID_TABLE_ROWS_FACTOR", -1)
-    monkeypatch.setattr(_generators, "_ID_TABLE_MIN", -1)
+    monkeypatch.setattr(_graph, "_ID_TABLE_ROWS_FACTOR", -1)
+    monkeypatch.setattr(_graph, "_ID_TABLE_MIN", -1)
     searched = [outcome(store.recall("deploy", q, 10, tenant="a", mode=mode, at_time=NOW, reinforce=False))
                 for q in cues]
     assert with_table == searched

@@ -36,12 +36,15 @@ from ._params import MemoryParams
 from ._schema import SECONDS_PER_DAY, TIERS
 from ._tier import TierStatistics
 
-__all__ = ["DerivedCache", "EntityPostings", "Generation", "GrowingArray", "RowBatch", "Snapshot", "creation_days"]
+__all__ = ["EMPTY_ROWS", "NO_MEMORY", "DerivedCache", "EntityPostings", "Generation", "GrowingArray", "RowBatch", "Snapshot",
+           "concatenated_ranges", "creation_days"]
 
 #: Initial capacity of a growing column; it doubles when full (amortised O(1) append).
 INITIAL_CAPACITY = 64
 #: ``supersedes`` / ``superseded_by`` of a memory without one.
 NO_MEMORY = -1
+#: No rows (shared: never written to).
+EMPTY_ROWS = np.empty(0, dtype=np.int64)
 TIER_CODE = {name: code for code, name in enumerate(TIERS)}
 #: Slots of derived values kept per generation (see the module notes): the eligible rows of the
 #: last tenants recalled (with their memos) and the timeline; the least recently used go first.
@@ -56,6 +59,16 @@ def creation_days(created_at: np.ndarray) -> np.ndarray:
     """``datetime64[D]`` creation day of each row (the relevance core's session dates), clipped to years 1–9999."""
     days = np.clip(np.floor(np.asarray(created_at, dtype=np.float64) / SECONDS_PER_DAY), *_TIMELINE_DAYS)
     return days.astype(np.int64).astype("datetime64[D]")
+
+
+def concatenated_ranges(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The concatenated ``arange(start, end)`` of every pair (as one array) and each range's length."""
+    lengths = np.maximum(ends - starts, 0)
+    total = int(lengths.sum())
+    if total == 0:
+        return EMPTY_ROWS, lengths
+    offsets = np.repeat(starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
+    return np.arange(total, dtype=np.int64) + offsets, lengths
 
 
 def frozen(array: np.ndarray) -> np.ndarray:

@@ -49,7 +49,7 @@ import numpy as np
 
 from .. import _core
 from ._columns import Snapshot
-from ._generators import CORE_TIER_CODE, Cue, candidate_cosine, durable_rows
+from ._query import Cue
 from ._params import (
     GRAPH_BOOST_MIN,
     RETRIEVAL_STRENGTH_MAX,
@@ -60,8 +60,9 @@ from ._params import (
     MemoryParams,
 )
 from ._schema import SECONDS_PER_DAY
+from ._similarity import CORE_TIER_CODE, candidate_cosine, durable_rows
 
-__all__ = ["FactorArrays", "durable_rows", "fuse", "fuse_reference", "hit_cosine", "native_fusion_params",
+__all__ = ["FactorArrays", "fuse", "fuse_reference", "hit_cosine", "native_fusion_params",
            "retrieval_strength", "storage_bounded", "with_score"]
 
 

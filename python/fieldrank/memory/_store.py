@@ -47,40 +47,31 @@ import threading
 import time
 import warnings
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, fields, replace
-from types import MappingProxyType
-from typing import Any, Mapping, Optional, Union
+from dataclasses import dataclass
+from typing import Any, Optional, Union
 
 import numpy as np
 
-from .. import _core
 from .. import _validation as _v
 from ..embed import Embedder, check_embedder, embed_documents, embed_queries
-from ..operators import cfs_pool, cfsr_pool
 from . import _confidence as _hit_confidence
-from ._columns import Generation, RowBatch, Snapshot
-from ._gates import Eligibility, GateSpec, eligible_rows, failed_gates, passes_union_gates
-from ._columns import NO_MEMORY
-from ._generators import (Admissions, Cue, LinkIndex, Relevance, by_cue_z, generate, generator_rank,
-                          mentioned_entities, relevance_core)
+from . import _pipeline as pipeline
+from ._columns import NO_MEMORY, Generation, RowBatch, Snapshot
+from ._gates import GateSpec
 from ._params import DEFAULT_PARAMS, MemoryParams
 from ._persistence import SYNCHRONOUS_MODES, TOMBSTONE, StoreBackend, StoreIOError, batch_of_records, open_backend
-from ._provenance import Hit, RecallResult, ScoreFactors, WhyNot, dominant_factor, weakest_factor
+from ._provenance import RecallResult, WhyNot
+from ._query import Cue, ModeQuotas, build_query
 from ._schema import (
     DEFAULT_IMPORTANCE,
     DEFAULT_MODE,
-    KEYWORD_MODE,
     DEFAULT_STORAGE_STRENGTH,
     DEFAULT_TENANT,
     DEFAULT_TIER,
     DEFAULT_VALENCE,
-    GENERATORS,
     IMPORTANCE_RANGE,
     MEMORY_ID_LIMIT,
-    MODE_GENERATORS,
-    PROTECTING_MODES,
     RECALL_COUNT_RANGE,
-    SECONDS_PER_DAY,
     TIERS,
     VALENCE_RANGE,
     Memory,
@@ -93,23 +84,12 @@ from ._schema import (
     check_tenant,
     check_text,
     check_tier,
-    check_tier_mask,
-    check_timestamp,
     check_valence,
-    check_valence_window,
-    cue_vector,
     embedding_rows,
     embedding_vector,
 )
-from ._scoring import (
-    MATRIX_COLUMNS,
-    FactorArrays,
-    fuse,
-    hit_cosine,
-    native_fusion_params,
-    retrieval_strength,
-    with_score,
-)
+from ._scoring import native_fusion_params, retrieval_strength
+from ._signals._links import LinkIndex
 
 __all__ = ["MemoryStore", "ReinforcementWarning"]
 
@@ -183,138 +163,20 @@ def _labels_per_item(value: object, n: int, name: str) -> list[tuple[str, ...]]:
     return [check_labels(item, f"{name}[{i}]") for i, item in enumerate(value)]
 
 
-def _with_replacements(snapshot: Snapshot, union: np.ndarray, eligible: np.ndarray) -> np.ndarray:
-    """The union plus the eligible replacement of every superseded candidate (so it can outrank it)."""
-    replaced_by = snapshot.superseded_by[union]
-    stale = replaced_by != NO_MEMORY
-    if not stale.any():
-        return union
-    extra = [row for row in (snapshot.row_of(int(i)) for i in replaced_by[stale].tolist())
-             if row is not None and eligible[row]]
-    return np.unique(np.concatenate([union, np.asarray(extra, dtype=np.int64)])) if extra else union
 
 
-def _rank_other_entities_below_the_cues(snapshot: Snapshot, factors: FactorArrays, margin: float) -> FactorArrays:
-    """Cap every candidate about other entities only at the best cue-entity candidate's score minus ``margin``.
-
-    With cue entities, a memory about entities none of which is the cue's (the lexical twin "Sarah's
-    favourite food" for "What is Sara's favourite food?") may still be returned, but never above
-    the best candidate about one of the cue's entities: how much the relevance core likes the twin's
-    words grows with the store (z units over more rows), a bounded additive penalty does not.
-    No-op without cue entities or without a candidate about them.
-    """
-    about_cue = factors.entity_containment > 0
-    other = snapshot.has_entities[factors.rows] & ~about_cue  # about entities, none of them the cue's
-    if not about_cue.any() or not other.any():
-        return factors
-    ceiling = float(factors.score[about_cue].max()) - margin
-    score = factors.score.copy()
-    score[other] = np.minimum(score[other], ceiling)
-    return with_score(factors, score)
 
 
-def _rank_superseded_below_replacements(snapshot: Snapshot, factors: FactorArrays, margin: float) -> FactorArrays:
-    """Cap a superseded candidate's score at its replacement's minus ``margin`` (when both are candidates).
-
-    Chains (A superseded by B superseded by C) are resolved newest first, so A < B < C.
-    """
-    rows = factors.rows
-    replaced_by = snapshot.superseded_by[rows]
-    if not (replaced_by != NO_MEMORY).any():
-        return factors
-    score = factors.score.copy()
-    stale_positions = np.flatnonzero(replaced_by != NO_MEMORY)
-    # each stale candidate's replacement among the candidates (rows are sorted): position or -1
-    replacement_rows = np.fromiter((-1 if (r := snapshot.row_of(int(i))) is None else r
-                                    for i in replaced_by[stale_positions].tolist()),
-                                   dtype=np.int64, count=stale_positions.size)
-    at = np.minimum(np.searchsorted(rows, replacement_rows), rows.size - 1)
-    found = (replacement_rows >= 0) & (rows[at] == replacement_rows)
-    pairs = list(zip(stale_positions[found].tolist(), at[found].tolist()))
-    for _ in range(len(pairs)):  # at most one pass per link of the longest chain
-        changed = False
-        for i, j in pairs:
-            if score[i] > score[j] - margin:
-                score[i] = score[j] - margin
-                changed = True
-        if not changed:
-            break
-    return with_score(factors, score)
 
 
-#: The FactorArrays column of each ScoreFactors field (the same name, except two); the float64
-#: columns in ScoreFactors' field order, and where its one bool field, ``durable``, goes among them.
-_COLUMN_OF_FIELD = {"importance": "importance_term", "tag": "tag_term"}
-_SCORE_FACTOR_FIELDS = tuple(f.name for f in fields(ScoreFactors))
-_FACTOR_COLUMNS = tuple(_COLUMN_OF_FIELD.get(name, name) for name in _SCORE_FACTOR_FIELDS if name != "durable")
-_DURABLE_FIELD = _SCORE_FACTOR_FIELDS.index("durable")
-#: The rows of the native factor matrix (FactorArrays.matrix) in ScoreFactors' float field order.
-_FACTOR_MATRIX_ROWS = np.asarray([MATRIX_COLUMNS.index(name) for name in _FACTOR_COLUMNS], dtype=np.int64)
-_COSINE_COLUMN, _SIM_COLUMN = _FACTOR_COLUMNS.index("cosine"), _FACTOR_COLUMNS.index("sim")
-
-def _reserve_protected_slots(order: np.ndarray, chosen: np.ndarray, k: int) -> tuple[np.ndarray, frozenset]:
-    """numpy formulation of ``_core.memory_reserve_slots`` (its reference in the parity tests).
-
-    Make sure every one of ``chosen`` (positions into the union) is in the top ``k`` of ``order``.
-
-    ``chosen`` are the protected memories the cue-conditioned gate picked for the reserved share
-    (at most ``protected_share · k`` of them, best first). Those already in the top ``k`` keep
-    their place; each missing one takes the place of the lowest-ranked hit that is not chosen,
-    and the displaced hits come next, in their order. Returns the new order and the positions that
-    entered through a reserved slot. ``k`` >= 1 (the store reserves slots only then): ``k <= 0``
-    is a ValueError here as in the native kernel.
-    """
-    if k <= 0:
-        msg = f"k must be a positive integer, got {k}"
-        raise ValueError(msg)
-    if chosen.size == 0 or order.size <= k:
-        return order, frozenset()
-    top, rest = order[:k], order[k:]
-    entering = chosen[~_position_table(top, order.size)[chosen]]
-    if entering.size == 0:
-        return order, frozenset()
-    replaceable = np.flatnonzero(~_position_table(chosen, order.size)[top])
-    leaving_at = replaceable[::-1][:entering.size]
-    leaving = top[np.sort(leaving_at)]
-    kept = np.delete(top, leaving_at)
-    remaining = rest[~_position_table(entering, order.size)[rest]]
-    return np.concatenate([kept, entering, leaving, remaining]), frozenset(entering.tolist())
 
 
-def _position_table(positions: np.ndarray, size: int) -> np.ndarray:
-    """bool ``(size,)``: True at ``positions``."""
-    table = np.zeros(size, dtype=bool)
-    table[positions] = True
-    return table
 
 
-def _held_in_sorted(sorted_rows: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """bool per one of ``rows``: held by ``sorted_rows`` (sorted, unique); ``np.isin`` without its sort."""
-    if sorted_rows.size == 0:
-        return np.zeros(rows.size, dtype=bool)
-    position = np.minimum(np.searchsorted(sorted_rows, rows), sorted_rows.size - 1)
-    return sorted_rows[position] == rows
 
 
-def _positions_in_sorted(sorted_rows: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Positions in ``sorted_rows`` (sorted, unique) of those ``rows`` it holds, in the order of ``rows``."""
-    if sorted_rows.size == 0:
-        return np.empty(0, dtype=np.int64)
-    position = np.searchsorted(sorted_rows, rows)
-    held = position < sorted_rows.size
-    held[held] = sorted_rows[position[held]] == rows[held]
-    return position[held]
 
 
-def _frozen(cls: type, values: dict) -> Any:
-    """An instance of the frozen dataclass ``cls`` with every field given in ``values``.
-
-    What the generated ``__init__`` does (no defaults to fill, no ``__post_init__``), without its
-    ``object.__setattr__`` per field: a recall builds two such objects per hit, about 30 fields.
-    """
-    instance = object.__new__(cls)
-    instance.__dict__.update(values)
-    return instance
 
 
 def _optional_id(value: object) -> Optional[int]:
@@ -354,85 +216,8 @@ class _UnitRows:
     rows: np.ndarray
 
 
-@dataclass(frozen=True)
-class _Scored:
-    """The scored, gated union of one recall (internal)."""
-
-    snapshot: Snapshot
-    cue: Cue
-    eligible: Eligibility
-    admissions: Admissions
-    factors: FactorArrays
-    order: np.ndarray  # positions into factors.rows, best first
-    ranking_scores: np.ndarray  # score per position of `order`
-    rerank: bool
-    core: Relevance
-    reserved: frozenset  # positions into factors.rows that hold a reserved protected slot
 
 
-def recall_trace(snapshot: Snapshot, cue: Cue, gates: GateSpec, mode: str, k: int, params: MemoryParams,
-                 links: LinkIndex, fusion_params) -> _Scored:
-    """The one recall pipeline: a pure function of (snapshot, cue, gates, mode, k, params, links).
-
-    Returns the trace (:class:`_Scored`): the eligibility, every generator's admissions, the gated
-    union with its factors, the final order and the reserved slots. :meth:`MemoryStore.recall`
-    turns it into hits; :meth:`MemoryStore.why_not` reads the same trace (and, for a memory no
-    generator admitted, the generator orders the trace's own scores give), so the two never
-    disagree, at near-ties included.
-    """
-    if cue.infer_entities and params.infer_cue_entities and cue.text:
-        named = mentioned_entities(snapshot, cue.text)
-        if named:
-            cue = replace(cue, entities=named, derived={})
-    eligible = eligible_rows(snapshot, gates)
-    generators = MODE_GENERATORS[mode]
-    core = relevance_core(snapshot, cue, eligible, params,
-                          params.quota("relevance") if "relevance" in generators else 0)
-    admissions = generate(snapshot, cue, eligible, generators, params, links, core)
-    union = _with_replacements(snapshot, admissions.union(), eligible.mask)
-    union = union[passes_union_gates(snapshot, union, gates)]
-    factors = fuse(snapshot, union, cue, admissions.activation_of(union), core.by_row, params,
-                   fusion_params)
-    if cue.entities:
-        factors = _rank_other_entities_below_the_cues(snapshot, factors, params.other_entity_margin)
-    factors = _rank_superseded_below_replacements(snapshot, factors, params.superseded_margin)
-    ids = snapshot.ids[union]
-    rerank = mode == "rerank" and union.size > 0
-    if rerank:
-        pool_ids = np.arange(union.size, dtype=np.int64)
-        vectors = np.ascontiguousarray(snapshot.embeddings[union])
-        fused = factors.score.astype(np.float32)
-        if params.rerank_operator == "cfsr":
-            ranking = cfsr_pool(pool_ids, vectors, cue.vector, union.size, sims=fused)
-        else:
-            ranking = cfs_pool(pool_ids, vectors, cue.vector, union.size, sims=fused)
-        order = np.asarray(ranking.ids, dtype=np.int64)
-        position_scores = np.empty(union.size)
-        position_scores[order] = np.asarray(ranking.scores, dtype=np.float64)
-    else:
-        order = np.lexsort((ids, -factors.score))
-        position_scores = factors.score
-    reserved: frozenset = frozenset()
-    slots = int(params.protected_share * k)
-    if mode in PROTECTING_MODES and slots > 0:
-        tier = admissions.by_generator.get("importance", np.empty(0, np.int64))
-        held = cue.derived.get("by_cue_z")  # the protected tier's order by z, kept by protected_tier
-        if (held is not None and held[0] is snapshot and held[1].size == tier.size
-                and _held_in_sorted(union, held[1]).all()):
-            # the whole tier was admitted (tier is a permutation of its sorted rows) and every
-            # row of it is a candidate: by_cue_z of those rows is the order already held
-            tier_rows, z = held[2], held[3]
-        else:
-            tier_rows, z = by_cue_z(snapshot, cue, tier[_held_in_sorted(union, tier)])
-        # the cue-conditioned gate: only a durable memory whose similarity to this cue is
-        # unusual for it (memory-side z >= protected_min_z) may hold a reserved slot
-        chosen = np.searchsorted(union, tier_rows[z >= params.protected_min_z][:slots])
-        if chosen.size and order.size > k:
-            order, entering = _core.memory_reserve_slots(order, chosen, k)  # = _reserve_protected_slots
-            reserved = frozenset(entering.tolist())
-    return _frozen(_Scored, {"snapshot": snapshot, "cue": cue, "eligible": eligible, "admissions": admissions,
-                             "factors": factors, "order": order, "ranking_scores": position_scores[order],
-                             "rerank": rerank, "core": core, "reserved": reserved})
 
 
 class MemoryStore:
@@ -491,7 +276,7 @@ class MemoryStore:
         self._params = params
         #: The fused score's constants for the native kernel, built once with the params.
         self._fusion_params = native_fusion_params(params)
-        self._quotas_by_mode: dict[str, Mapping] = {}
+        self._quotas = ModeQuotas(params)
         self._lock = threading.RLock()
         self._links: dict[int, dict[int, float]] = {}
         self._link_index = LinkIndex(self._links)
@@ -1147,115 +932,14 @@ class MemoryStore:
             return int(n - rows.size)
 
     # ------------------------------------------------------------------ recall
-    def _cue(
-        self,
-        cue_text: Optional[str],
-        cue_vector_value: Optional[np.ndarray],
-        *,
-        mode: str,
-        tenant: str,
-        required_tags: Optional[Iterable[str]],
-        tier_mask: Optional[Iterable[str]],
-        valence_window: Optional[tuple[float, float]],
-        min_importance: Optional[float],
-        at_time: Optional[float],
-        cue_tags: Optional[Iterable[str]],
-        cue_entities: Optional[Iterable[str]],
-        cue_valence: Optional[float],
-        cue_time: Optional[float],
-    ) -> tuple[Cue, GateSpec]:
-        if cue_text is not None:
-            check_text(cue_text, "cue_text")
-        if cue_vector_value is None and cue_text is not None and self._embedder is not None:
-            cue_vector_value = self._embedded_texts([cue_text], "cue_vector", queries=True)[0]
-        if cue_vector_value is not None:
-            vector: Optional[np.ndarray] = cue_vector(cue_vector_value, self._dim)
-        elif mode != KEYWORD_MODE:
-            msg = (f"cue_vector is required in mode {mode!r} (the dense generator and every candidate's "
-                   f"cosine read it); pass it, build the store with an embedder, or use "
-                   f"mode={KEYWORD_MODE!r} to recall on cue_text alone")
-            raise ValueError(msg)
-        elif not cue_text:
-            msg = f"a mode={KEYWORD_MODE!r} recall without cue_vector needs a non-empty cue_text"
-            raise ValueError(msg)
-        else:
-            vector = None
-        at = time.time() if at_time is None else check_timestamp(at_time, "at_time")
-        required = frozenset(check_labels(required_tags, "required_tags"))
-        gates = GateSpec(
-            tenant=check_tenant(tenant),
-            tier_mask=check_tier_mask(tier_mask),
-            required_tags=required,
-            valence_window=check_valence_window(valence_window),
-            min_importance=None if min_importance is None else check_importance(min_importance, "min_importance"),
-        )
-        cue = Cue(
-            text=cue_text,
-            vector=vector,
-            tags=frozenset(check_labels(cue_tags, "cue_tags")) | required,
-            entities=frozenset(check_labels(cue_entities, "cue_entities")),
-            infer_entities=cue_entities is None,
-            valence=None if cue_valence is None else check_valence(cue_valence, "cue_valence"),
-            time=at if cue_time is None else check_timestamp(cue_time, "cue_time"),
-            at_time=at,
-        )
-        return cue, gates
+    def _cue(self, cue_text: Optional[str], cue_vector_value: Optional[np.ndarray], **arguments: Any
+             ) -> tuple[Cue, GateSpec]:
+        """The checked cue and gates of a recall or why_not (:func:`._query.build_query`)."""
+        return build_query(cue_text, cue_vector_value, dim=self._dim,
+                           embed=None if self._embedder is None else self._embedded_query, **arguments)
 
-    def _score(self, snapshot: Snapshot, cue: Cue, gates: GateSpec, mode: str, k: int) -> _Scored:
-        return recall_trace(snapshot, cue, gates, mode, k, self._params, self._link_index, self._fusion_params)
-
-    def _hits(self, scored: _Scored, positions: Sequence[int], ranks: dict[int, dict[str, int]]) -> tuple[Hit, ...]:
-        """Hits with full provenance for the given positions of ``scored.order`` (the returned k, or
-        one memory for ``why_not``): the factor columns are gathered in one step for all of them."""
-        snapshot, f = scored.snapshot, scored.factors
-        where = np.asarray(positions, dtype=np.int64)
-        at = scored.order[where]
-        rows = f.rows[at]
-        # float64 columns in ScoreFactors' field order (``durable`` is the one bool, read apart),
-        # gathered for the hits before they are stacked
-        if f.matrix is not None:
-            values = f.matrix[_FACTOR_MATRIX_ROWS[:, None], at].T.tolist()
-        else:
-            values = np.stack([getattr(f, name)[at] for name in _FACTOR_COLUMNS], axis=1).tolist()
-        if f.cosine_pending:  # the cosine is provenance only: taken for these hits alone
-            cosine, sim = hit_cosine(snapshot, scored.cue, rows, self._params)
-            for j, (cos, s) in enumerate(zip(cosine.tolist(), sim.tolist())):
-                values[j][_COSINE_COLUMN] = cos
-                values[j][_SIM_COLUMN] = s
-        durable = f.durable[at].tolist()
-        ranking_scores = scored.ranking_scores[where].tolist()
-        ids, created = snapshot.ids[rows].tolist(), snapshot.created_at[rows].tolist()
-        counts, replaced_by = snapshot.recall_count[rows].tolist(), snapshot.superseded_by[rows].tolist()
-        tenant_codes = snapshot.tenant_codes[rows].tolist()
-        texts, tenant_names, at_time, rerank = snapshot.generation.texts, snapshot.generation.tenant_names, \
-            scored.cue.at_time, scored.rerank
-        reserved = scored.reserved
-        hits = []
-        for j, (position, i, row) in enumerate(zip(positions, at.tolist(), rows.tolist())):
-            factor_values = values[j]
-            factor_values.insert(_DURABLE_FIELD, durable[j])
-            by_field = dict(zip(_SCORE_FACTOR_FIELDS, factor_values))
-            factors = _frozen(ScoreFactors, by_field)
-            admitted = ranks.get(row, {})
-            hits.append(_frozen(Hit, {
-                "id": ids[j],
-                "rank": position + 1,
-                "score": ranking_scores[j],
-                "fused_score": factors.score,
-                "rerank_score": ranking_scores[j] if rerank else None,
-                "text": texts[row],
-                "tenant": tenant_names[tenant_codes[j]],
-                "factors": factors,
-                "dominant_factor": dominant_factor(by_field),
-                "weakest_factor": weakest_factor(by_field),
-                # ranks_for fills each row's dict in GENERATORS order, one dict per row
-                "admitted_by": MappingProxyType(admitted),
-                "age_days": max(at_time - created[j], 0.0) / SECONDS_PER_DAY,
-                "recall_count": counts[j],
-                "reserved_slot": i in reserved,
-                "superseded_by": None if replaced_by[j] == NO_MEMORY else replaced_by[j],
-            }))
-        return tuple(hits)
+    def _embedded_query(self, text: str) -> np.ndarray:
+        return self._embedded_texts([text], "cue_vector", queries=True)[0]
 
     def recall(
         self,
@@ -1338,40 +1022,15 @@ class MemoryStore:
             self._check_open()
             self._refresh()
             snapshot = self._generation.snapshot()
-        scored = self._score(snapshot, cue, gates, mode, k)
-        top = min(k, scored.order.size)
-        ranks = scored.admissions.ranks_for(scored.factors.rows[scored.order[:top]].tolist())
-        hits = self._hits(scored, range(top), ranks)
-        # Defence in depth: a memory appears at most once (an update mid-recall cannot duplicate it).
-        seen: set[int] = set()
-        unique_hits = []
-        for hit in hits:
-            if hit.id not in seen:
-                seen.add(hit.id)
-                unique_hits.append(hit)
-        unique_hits = list(_hit_confidence.annotate(unique_hits, cue.text, cue.vector is not None, min_confidence))
+        trace = self._run(snapshot, cue, gates, mode, k)
+        returned = list(_hit_confidence.annotate(pipeline.top_hits(trace), cue.text, cue.vector is not None,
+                                                 min_confidence))
         # The bookkeeping never fails the read: if it cannot be written, the hits come back unreinforced.
-        reinforced = reinforce and (not unique_hits or self._reinforce([hit.id for hit in unique_hits], cue.at_time))
-        generators = MODE_GENERATORS[mode]
-        return RecallResult(
-            hits=tuple(unique_hits),
-            mode=mode,
-            tenant=gates.tenant,
-            k=k,
-            admitted=MappingProxyType({g: snapshot.ids[scored.admissions.by_generator.get(g, np.empty(0, np.int64))]
-                                       for g in generators}),
-            candidate_ids=np.sort(snapshot.ids[scored.factors.rows]),
-            quotas=self._mode_quotas(mode),
-            reinforced=reinforced,
-        )
+        reinforced = reinforce and (not returned or self._reinforce([hit.id for hit in returned], cue.at_time))
+        return pipeline.recall_result(trace, returned, self._quotas.of(mode), reinforced)
 
-    def _mode_quotas(self, mode: str) -> Mapping:
-        """The quotas of ``mode``'s generators (read-only, shared by its recalls: the params never change)."""
-        quotas = self._quotas_by_mode.get(mode)
-        if quotas is None:
-            quotas = self._quotas_by_mode[mode] = MappingProxyType(
-                {g: self._params.quota(g) for g in MODE_GENERATORS[mode]})
-        return quotas
+    def _run(self, snapshot: Snapshot, cue: Cue, gates: GateSpec, mode: str, k: int) -> pipeline.Trace:
+        return pipeline.run(snapshot, cue, gates, mode, k, self._params, self._link_index, self._fusion_params)
 
     def _reinforce(self, memory_ids: list[int], at_time: float) -> bool:
         """Recall dynamics for the returned memories (see :mod:`._scoring`), persisted atomically.
@@ -1503,52 +1162,4 @@ class MemoryStore:
             self._refresh()
             snapshot = self._generation.snapshot()
             forgotten = memory_id in self._forgotten
-        generators = MODE_GENERATORS[mode]
-        quotas = MappingProxyType({g: self._params.quota(g) for g in generators})
-        if forgotten:
-            return WhyNot(memory_id, "tombstoned", f"memory {memory_id} was forgotten (tombstoned)", ("tombstone",),
-                          quotas=quotas)
-        row = snapshot.row_of(memory_id)
-        if row is None:
-            return WhyNot(memory_id, "not_found", f"no memory with id {memory_id}", quotas=quotas)
-        failed = failed_gates(snapshot, row, gates)
-        if "tombstone" in failed:
-            return WhyNot(memory_id, "tombstoned", f"memory {memory_id} was forgotten (tombstoned)", failed,
-                          quotas=quotas)
-        if "tenant" in failed:
-            detail = f"memory {memory_id} belongs to another tenant than {gates.tenant!r}"
-            return WhyNot(memory_id, "other_tenant", detail, failed, quotas=quotas)
-        if failed:
-            detail = f"memory {memory_id} fails the gate(s) {', '.join(failed)}"
-            return WhyNot(memory_id, "gated", detail, failed, quotas=quotas)
-        scored = self._score(snapshot, cue, gates, mode, k)
-        in_union = np.flatnonzero(scored.factors.rows == row)
-        if in_union.size == 0:
-            generator_ranks = MappingProxyType({
-                g: generator_rank(g, snapshot, cue, scored.eligible, row, scored.admissions, scored.core, self._params)
-                for g in generators
-            })
-            described = ", ".join(
-                f"{g}: {'cannot admit it' if r is None else f'rank {r} > quota {quotas[g]}'}"
-                for g, r in generator_ranks.items()
-            )
-            detail = f"memory {memory_id} was not admitted by any generator within its quota ({described})"
-            return WhyNot(memory_id, "not_admitted", detail, generator_ranks=generator_ranks, quotas=quotas)
-        position = int(np.flatnonzero(scored.order == in_union[0])[0])
-        ranks = scored.admissions.ranks_for([row])
-        hit = self._hits(scored, [position], ranks)[0]
-        cutoff_position = min(k, scored.order.size) - 1
-        cutoff = float(scored.ranking_scores[cutoff_position])
-        generator_ranks = MappingProxyType({g: hit.admitted_by.get(g) for g in generators})
-        if position < k:
-            detail = f"memory {memory_id} is returned at rank {position + 1}"
-            return WhyNot(memory_id, "returned", detail, generator_ranks=generator_ranks, quotas=quotas,
-                          rank=position + 1, score=hit.score, cutoff_score=cutoff, hit=hit)
-        if hit.score > cutoff:
-            detail = (f"memory {memory_id} was admitted but displaced to rank {position + 1} > k={k} by a protected "
-                      f"memory holding a reserved slot (score {hit.score:.4f} vs {cutoff:.4f} at rank {k})")
-        else:
-            detail = (f"memory {memory_id} was admitted but outranked: rank {position + 1} > k={k}, score "
-                      f"{hit.score:.4f} vs {cutoff:.4f} at rank {k} (short by {cutoff - hit.score:.4f})")
-        return WhyNot(memory_id, "outranked", detail, generator_ranks=generator_ranks, quotas=quotas,
-                      rank=position + 1, score=hit.score, cutoff_score=cutoff, hit=hit)
+        return pipeline.explain(self._run(snapshot, cue, gates, mode, k), memory_id, forgotten, self._quotas.of(mode))
