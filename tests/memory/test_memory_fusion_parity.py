@@ -251,7 +251,7 @@ def test_protected_order_union_and_ranks_equal_their_references(rng):
         reference = generators.protected_tier_reference(snapshot, cue, eligible, core, store.params)
         assert native.size and bits(native) == bits(reference)
         admissions = generators.generate(snapshot, cue, eligible, ("relevance", "bm25", "importance", "graph"),
-                                         store.params, store._link_index, core)
+                                         store.params, store._links.index, core)
         parts = [rows for rows in admissions.by_generator.values() if rows.size]
         assert bits(admissions.union()) == bits(np.unique(np.concatenate(parts)))
         wanted = rng.choice(admissions.union(), 12, replace=False).tolist()

@@ -40,14 +40,11 @@ snapshot is never returned by it.
 
 from __future__ import annotations
 
-import math
 import numbers
 import os
 import threading
-import time
 import warnings
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any, Optional, Union
 
 import numpy as np
@@ -56,8 +53,9 @@ from .. import _validation as _v
 from ..embed import Embedder, check_embedder, embed_documents, embed_queries
 from . import _confidence as _hit_confidence
 from . import _pipeline as pipeline
-from ._columns import NO_MEMORY, Generation, RowBatch, Snapshot
+from ._columns import Generation, RowBatch, Snapshot
 from ._gates import GateSpec
+from ._ingest import NewRows, UnitRows, checked_changes, checked_texts, new_rows, single_vector, updated_batch
 from ._params import DEFAULT_PARAMS, MemoryParams
 from ._persistence import SYNCHRONOUS_MODES, TOMBSTONE, StoreBackend, StoreIOError, batch_of_records, open_backend
 from ._provenance import RecallResult, WhyNot
@@ -69,27 +67,17 @@ from ._schema import (
     DEFAULT_TENANT,
     DEFAULT_TIER,
     DEFAULT_VALENCE,
-    IMPORTANCE_RANGE,
-    MEMORY_ID_LIMIT,
-    RECALL_COUNT_RANGE,
-    TIERS,
-    VALENCE_RANGE,
     Memory,
-    check_importance,
     check_labels,
     check_memory_id,
     check_mode,
     check_positive_int,
-    check_storage_strength,
     check_tenant,
     check_text,
-    check_tier,
-    check_valence,
-    embedding_rows,
-    embedding_vector,
 )
-from ._scoring import native_fusion_params, retrieval_strength
-from ._signals._links import LinkIndex
+from ._scoring import native_fusion_params
+from ._signals import _reinforcement as reinforcement
+from ._signals._links import CoRecallLinks
 
 __all__ = ["MemoryStore", "ReinforcementWarning"]
 
@@ -103,64 +91,6 @@ DEFAULT_SYNCHRONOUS = "FULL"
 PathLike = Union[str, "os.PathLike[str]"]
 
 
-def _is_scalar(value: object) -> bool:
-    return isinstance(value, (str, numbers.Number)) or (isinstance(value, np.ndarray) and value.ndim == 0)
-
-
-def _numeric_column(value: object, n: int, name: str, low: float, high: float) -> np.ndarray:
-    """A scalar (broadcast) or one value per item, as float64, each finite and in [low, high]."""
-    if isinstance(value, (bool, np.bool_, str, bytes)):
-        msg = f"{name} must be a real number or a sequence of real numbers, got {type(value).__name__}"
-        raise TypeError(msg)
-    if isinstance(value, numbers.Real) or (isinstance(value, np.ndarray) and value.ndim == 0):
-        values = np.full(n, _v.float_value(value, name), dtype=np.float64)
-    elif isinstance(value, (Sequence, np.ndarray)):
-        values = np.asarray(value)
-        if values.dtype == object and values.ndim == 1 and all(
-                isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_)) for v in values.tolist()):
-            # Python ints beyond int64 (numpy keeps them as objects): each as a float, or a ValueError.
-            values = np.asarray([_v.float_value(v, f"{name}[{i}]") for i, v in enumerate(values.tolist())])
-        if values.dtype.kind not in "fiu":
-            msg = f"{name} must hold real numbers, got dtype {values.dtype}"
-            raise TypeError(msg)
-        if values.ndim != 1 or values.shape[0] != n:
-            msg = f"{name} must be a scalar or have one value per memory ({n}), got shape {values.shape}"
-            raise ValueError(msg)
-        values = values.astype(np.float64)
-    else:
-        msg = f"{name} must be a real number or a sequence of real numbers, got {type(value).__name__}"
-        raise TypeError(msg)
-    bad = ~np.isfinite(values) | (values < low) | (values > high)
-    if bad.any():
-        position = int(np.flatnonzero(bad)[0])
-        msg = f"{name} must be finite and lie in [{low}, {high}], got {values[position]} at position {position}"
-        raise ValueError(msg)
-    return values
-
-
-def _per_item(value: object, n: int, name: str, check) -> list:
-    """A str/scalar (broadcast) or one value per item, each passed through ``check``."""
-    if _is_scalar(value):
-        return [check(value, name)] * n
-    if not isinstance(value, (Sequence, np.ndarray)):
-        msg = f"{name} must be a single value or one value per memory, got {type(value).__name__}"
-        raise TypeError(msg)
-    if len(value) != n:
-        msg = f"{name} must have one value per memory ({n}), got {len(value)}"
-        raise ValueError(msg)
-    return [check(item, f"{name}[{i}]") for i, item in enumerate(value)]
-
-
-def _labels_per_item(value: object, n: int, name: str) -> list[tuple[str, ...]]:
-    if value is None:
-        return [()] * n
-    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
-        msg = f"{name} must be a sequence with one collection of labels per memory, got {type(value).__name__}"
-        raise TypeError(msg)
-    if len(value) != n:
-        msg = f"{name} must have one entry per memory ({n}), got {len(value)}"
-        raise ValueError(msg)
-    return [check_labels(item, f"{name}[{i}]") for i, item in enumerate(value)]
 
 
 
@@ -175,45 +105,6 @@ def _labels_per_item(value: object, n: int, name: str) -> list[tuple[str, ...]]:
 
 
 
-
-
-
-
-def _optional_id(value: object) -> Optional[int]:
-    return None if int(value) == NO_MEMORY else int(value)
-
-
-def _sessions_per_item(value: object, n: int) -> Optional[list[Optional[str]]]:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return [check_text(value, "sessions")] * n
-    if not isinstance(value, Sequence):
-        msg = f"sessions must be a str, None or one str/None per memory, got {type(value).__name__}"
-        raise TypeError(msg)
-    if len(value) != n:
-        msg = f"sessions must have one entry per memory ({n}), got {len(value)}"
-        raise ValueError(msg)
-    return [None if item is None else check_text(item, f"sessions[{i}]") for i, item in enumerate(value)]
-
-
-def _supersedes_per_item(value: object, n: int) -> list[Optional[int]]:
-    if value is None:
-        return [None] * n
-    if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, np.ndarray)):
-        msg = f"supersedes must be a sequence with one id or None per memory, got {type(value).__name__}"
-        raise TypeError(msg)
-    if len(value) != n:
-        msg = f"supersedes must have one entry per memory ({n}), got {len(value)}"
-        raise ValueError(msg)
-    return [None if item is None else check_memory_id(item) for item in value]
-
-
-@dataclass(frozen=True)
-class _UnitRows:
-    """Embedding rows :meth:`MemoryStore.add` has already checked and normalised (``embedding_rows``'s output)."""
-
-    rows: np.ndarray
 
 
 
@@ -278,8 +169,7 @@ class MemoryStore:
         self._fusion_params = native_fusion_params(params)
         self._quotas = ModeQuotas(params)
         self._lock = threading.RLock()
-        self._links: dict[int, dict[int, float]] = {}
-        self._link_index = LinkIndex(self._links)
+        self._links = CoRecallLinks()
         self._forgotten: set[int] = set()
         self._next_id = 0
         self._closed = False
@@ -372,10 +262,7 @@ class MemoryStore:
         self._revision, self._purge_epoch = state.revision, state.purge_epoch
         self._apply_rows(state.rows)
         self._next_id = max(self._next_id, backend.next_id())
-        for a, b, weight in state.links:
-            self._links.setdefault(a, {})[b] = weight
-            self._links.setdefault(b, {})[a] = weight
-        self._link_index.touched(list(self._links))
+        self._links.load(state.links)
 
     def _apply_rows(self, records: list) -> None:
         """Bring the in-memory generation up to date with records read from the backend (caller holds the lock).
@@ -428,14 +315,7 @@ class MemoryStore:
             return
         own = self._own_revisions
         self._apply_rows([row for row in state.rows if row[-1] not in own])
-        for a, b, weight in state.links:
-            if self._links.get(a, {}).get(b) == weight:
-                continue
-            for x, y in ((a, b), (b, a)):
-                neighbours = dict(self._links.get(x, {}))  # copy-on-write
-                neighbours[y] = weight
-                self._links[x] = neighbours
-            self._link_index.touched((a, b))
+        self._links.merge(state.links)
         self._revision = state.revision
         self._own_revisions = {r for r in own if r > state.revision}
 
@@ -465,12 +345,7 @@ class MemoryStore:
         self._generation.tombstone(row)
         del self._generation.row_of[memory_id]
         self._forgotten.add(memory_id)
-        for other in self._links.pop(memory_id, {}):
-            neighbours = dict(self._links.get(other, {}))  # copy-on-write: readers may hold the old dict
-            neighbours.pop(memory_id, None)
-            self._links[other] = neighbours
-            self._link_index.touched((other,))
-        self._link_index.touched((memory_id,))
+        self._links.drop(memory_id)
 
     # ------------------------------------------------------------------ writing
     def add(
@@ -521,17 +396,10 @@ class MemoryStore:
         """
         if embedding is None:
             embedding = self._embedded_texts([check_text(text)], "embedding")[0]
-        if not isinstance(embedding, (np.ndarray, list, tuple)):
-            msg = f"embedding must be a numpy array of shape ({self._dim},), got {type(embedding).__name__}"
-            raise TypeError(msg)
-        vector = np.asarray(embedding)
-        if vector.ndim != 1:
-            msg = f"embedding must be 1-D with shape ({self._dim},), got shape {vector.shape}"
-            raise ValueError(msg)
         ids = self.add_many(
             [check_text(text)],
             # normalised once here (the messages name `embedding`); add_many stores these very bits
-            _UnitRows(embedding_vector(vector, self._dim, "embedding")[None, :]),
+            UnitRows(single_vector(embedding, self._dim, array_only=True)[None, :]),
             tenants=check_tenant(tenant),
             importances=importance,
             valences=valence,
@@ -578,78 +446,42 @@ class MemoryStore:
         np.ndarray
             int64 ids, in the order of ``texts``.
         """
-        if isinstance(texts, (str, bytes)) or not isinstance(texts, Sequence):
-            msg = f"texts must be a sequence of str, got {type(texts).__name__}"
-            raise TypeError(msg)
-        n = len(texts)
-        text_list = [check_text(t, f"texts[{i}]") for i, t in enumerate(texts)]
+        text_list = checked_texts(texts)
         if embeddings is None:
             embeddings = self._embedded_texts(text_list, "embeddings")
-        if isinstance(embeddings, _UnitRows):
-            vectors = embeddings.rows  # from add: checked and normalised already (normalising twice moves bits)
-        else:
-            vectors = embedding_rows(embeddings, self._dim, "embeddings")
-        if vectors.shape[0] != n:
-            msg = f"embeddings must have one row per text ({n}), got {vectors.shape[0]}"
-            raise ValueError(msg)
-        tenant_list = _per_item(tenants, n, "tenants", check_tenant)
-        tier_list = _per_item(tiers, n, "tiers", check_tier)
-        importance = _numeric_column(importances, n, "importances", *IMPORTANCE_RANGE)
-        valence = _numeric_column(valences, n, "valences", *VALENCE_RANGE)
-        storage = _numeric_column(storage_strengths, n, "storage_strengths", 1.0, math.inf)
-        if created_at is None:
-            created = np.full(n, time.time(), dtype=np.float64)
-        else:
-            created = _numeric_column(created_at, n, "created_at", -math.inf, math.inf)
-        if last_access is None:
-            accessed = created.copy()
-        else:
-            accessed = np.maximum(_numeric_column(last_access, n, "last_access", -math.inf, math.inf), created)
-        counts = _numeric_column(recall_counts, n, "recall_counts", *RECALL_COUNT_RANGE)
-        if not np.array_equal(counts, np.floor(counts)):
-            msg = "recall_counts must be whole numbers"
-            raise ValueError(msg)
-        tag_list = _labels_per_item(tags, n, "tags")
-        entity_list = _labels_per_item(entities, n, "entities")
-        session_list = _sessions_per_item(sessions, n)
-        replaced = _supersedes_per_item(supersedes, n)
-        if n == 0:
+        rows = new_rows(text_list, embeddings, self._dim, tenants=tenants, importances=importances, valences=valences,
+                        tiers=tiers, tags=tags, entities=entities, storage_strengths=storage_strengths,
+                        created_at=created_at, last_access=last_access, recall_counts=recall_counts,
+                        sessions=sessions, supersedes=supersedes)
+        if len(rows) == 0:
             return np.empty(0, dtype=np.int64)
         with self._lock:
             self._check_open()
             self._refresh()
-            stale_rows = self._check_supersedes(replaced, tenant_list)
+            return self._insert(rows)
 
-            def batch_from(first: int) -> RowBatch:
-                if first + n > MEMORY_ID_LIMIT:
-                    msg = f"the store has run out of memory ids (they lie below {MEMORY_ID_LIMIT})"
-                    raise ValueError(msg)
-                return RowBatch(
-                    ids=np.arange(first, first + n, dtype=np.int64), tenants=tenant_list, texts=text_list,
-                    embeddings=vectors, created_at=created, last_access=accessed,
-                    recall_count=counts.astype(np.int64), importance=importance, storage_strength=storage,
-                    valence=valence, tiers=tier_list, tags=tag_list, entities=entity_list, sessions=session_list,
-                    supersedes=np.asarray([NO_MEMORY if r is None else r for r in replaced], dtype=np.int64),
-                )
+    def _insert(self, rows: NewRows) -> np.ndarray:
+        """Give ``rows`` ids (in the backend's transaction, with one) and append them (caller holds the lock)."""
+        stale_rows = self._check_supersedes(rows.supersedes, rows.tenants)
+        n = len(rows)
+        if self._backend is not None:
+            built: list[RowBatch] = []
 
-            if self._backend is not None:
-                built: list[RowBatch] = []
+            def built_batch(first: int) -> RowBatch:
+                built.append(rows.batch(first))
+                return built[0]
 
-                def built_batch(first: int) -> RowBatch:
-                    built.append(batch_from(first))
-                    return built[0]
-
-                pairs = [(r, offset) for offset, r in enumerate(replaced) if r is not None]
-                first, revision = self._backend.insert(built_batch, n, pairs)
-                batch = built[0]
-                self._wrote(revision)
-            else:
-                first = self._next_id
-                batch = batch_from(first)
-            self._next_id = max(self._next_id, first + n)
-            self._generation.append(batch)
-            for offset, row in stale_rows:
-                self._generation.mark_superseded(row, first + offset)
+            pairs = [(r, offset) for offset, r in enumerate(rows.supersedes) if r is not None]
+            first, revision = self._backend.insert(built_batch, n, pairs)
+            batch = built[0]
+            self._wrote(revision)
+        else:
+            first = self._next_id
+            batch = rows.batch(first)
+        self._next_id = max(self._next_id, first + n)
+        self._generation.append(batch)
+        for offset, row in stale_rows:
+            self._generation.mark_superseded(row, first + offset)
         return batch.ids
 
     def _check_supersedes(self, replaced: list[Optional[int]], tenants: list[str]) -> list[tuple[int, int]]:
@@ -702,26 +534,6 @@ class MemoryStore:
             raise KeyError(msg)
         return row
 
-    def _memory_at(self, generation: Generation, row: int) -> Memory:
-        return Memory(
-            id=int(generation.ids.buffer[row]),
-            tenant=generation.tenant_names[int(generation.tenant_codes.buffer[row])],
-            text=generation.texts[row],
-            embedding=generation.embeddings.buffer[row].copy(),
-            created_at=float(generation.created_at.buffer[row]),
-            last_access=float(generation.last_access.buffer[row]),
-            recall_count=int(generation.recall_count.buffer[row]),
-            importance=float(generation.importance.buffer[row]),
-            storage_strength=float(generation.storage_strength.buffer[row]),
-            valence=float(generation.valence.buffer[row]),
-            tier=TIERS[int(generation.tier_codes.buffer[row])],
-            tags=generation.tags[row],
-            entities=generation.entities[row],
-            session=generation.sessions[row],
-            supersedes=_optional_id(generation.supersedes.buffer[row]),
-            superseded_by=_optional_id(generation.superseded_by.buffer[row]),
-        )
-
     def get(self, memory_id: int, *, tenant: Optional[str] = None) -> Memory:
         """The memory with this id.
 
@@ -742,7 +554,7 @@ class MemoryStore:
         with self._lock:
             self._check_open()
             self._refresh()
-            return self._memory_at(self._generation, self._live_row(memory_id, tenant))
+            return self._generation.memory(self._live_row(memory_id, tenant))
 
     def update(
         self,
@@ -774,52 +586,17 @@ class MemoryStore:
         """
         memory_id = check_memory_id(memory_id)
         tenant = None if tenant is None else check_tenant(tenant)
-        changes: dict[str, Any] = {}
-        if text is not None:
-            changes["text"] = check_text(text)
-            if embedding is None and self._embedder is not None:
-                # New words, new vector: keeping the old embedding would rank the new text by the old one.
-                embedding = self._embedded_texts([changes["text"]], "embedding")[0]
-        if embedding is not None:
-            vector = np.asarray(embedding)
-            if vector.ndim != 1:
-                msg = f"embedding must be 1-D with shape ({self._dim},), got shape {vector.shape}"
-                raise ValueError(msg)
-            changes["embedding"] = embedding_vector(vector, self._dim, "embedding")
-        if importance is not None:
-            changes["importance"] = check_importance(importance)
-        if valence is not None:
-            changes["valence"] = check_valence(valence)
-        if tier is not None:
-            changes["tier"] = check_tier(tier)
-        if tags is not None:
-            changes["tags"] = check_labels(tags, "tags")
-        if entities is not None:
-            changes["entities"] = check_labels(entities, "entities")
-        if storage_strength is not None:
-            changes["storage_strength"] = check_storage_strength(storage_strength)
+        if text is not None and embedding is None and self._embedder is not None:
+            # New words, new vector: keeping the old embedding would rank the new text by the old one.
+            embedding = self._embedded_texts([check_text(text)], "embedding")[0]
+        changes = checked_changes(self._dim, text=text, embedding=embedding, importance=importance, valence=valence,
+                                  tier=tier, tags=tags, entities=entities, storage_strength=storage_strength)
         with self._lock:
             self._check_open()
             self._refresh()
             generation = self._generation
             row = self._live_row(memory_id, tenant)
-            current = self._memory_at(generation, row)
-            if changes.get("storage_strength", current.storage_strength) < current.storage_strength:
-                msg = (f"storage_strength may not decrease (S never decreases): memory {memory_id} has "
-                       f"{current.storage_strength}, got {changes['storage_strength']}")
-                raise ValueError(msg)
-            merged = {**current.__dict__, **changes}
-            batch = RowBatch(
-                ids=np.array([memory_id], dtype=np.int64), tenants=[merged["tenant"]], texts=[merged["text"]],
-                embeddings=merged["embedding"][None, :].astype(np.float32),
-                created_at=np.array([merged["created_at"]]), last_access=np.array([merged["last_access"]]),
-                recall_count=np.array([merged["recall_count"]], dtype=np.int64),
-                importance=np.array([merged["importance"]]), storage_strength=np.array([merged["storage_strength"]]),
-                valence=np.array([merged["valence"]]), tiers=[merged["tier"]], tags=[merged["tags"]],
-                entities=[merged["entities"]], sessions=[merged["session"]],
-                supersedes=np.array([NO_MEMORY if merged["supersedes"] is None else merged["supersedes"]]),
-                superseded_by=np.array([NO_MEMORY if merged["superseded_by"] is None else merged["superseded_by"]]),
-            )
+            batch = updated_batch(generation.memory(row), changes)
             if self._backend is not None:
                 try:
                     revision = self._backend.replace(batch)
@@ -830,7 +607,7 @@ class MemoryStore:
                 self._wrote(revision)
             generation.tombstone(row)
             generation.append(batch)
-            return self._memory_at(generation, generation.row_of[memory_id])
+            return generation.memory(generation.row_of[memory_id])
 
     def forget(self, memory_id: int, *, tenant: Optional[str] = None) -> bool:
         """Tombstone a memory: from now on no recall returns it, from any generator.
@@ -905,31 +682,8 @@ class MemoryStore:
             elif purge:
                 self._forgotten.clear()
             old = self._generation
-            n = old.n
-            rows = np.flatnonzero(old.live.buffer[:n])
-            fresh = Generation(self._dim, self._params)
-            if rows.size:
-                fresh.append(RowBatch(
-                    ids=old.ids.buffer[rows].copy(),
-                    tenants=[old.tenant_names[c] for c in old.tenant_codes.buffer[rows].tolist()],
-                    texts=[old.texts[r] for r in rows.tolist()],
-                    embeddings=old.embeddings.buffer[rows].copy(),
-                    created_at=old.created_at.buffer[rows].copy(),
-                    last_access=old.last_access.buffer[rows].copy(),
-                    recall_count=old.recall_count.buffer[rows].copy(),
-                    importance=old.importance.buffer[rows].copy(),
-                    storage_strength=old.storage_strength.buffer[rows].copy(),
-                    valence=old.valence.buffer[rows].copy(),
-                    tiers=[TIERS[c] for c in old.tier_codes.buffer[rows].tolist()],
-                    tags=[old.tags[r] for r in rows.tolist()],
-                    entities=[old.entities[r] for r in rows.tolist()],
-                    sessions=[old.sessions[r] for r in rows.tolist()],
-                    supersedes=old.supersedes.buffer[rows].copy(),
-                    superseded_by=old.superseded_by.buffer[rows].copy(),
-                ))
-                fresh.lexical.build_now(fresh.texts, fresh.n)
-            self._generation = fresh
-            return int(n - rows.size)
+            self._generation = old.compacted(self._params)
+            return int(old.n - self._generation.n)
 
     # ------------------------------------------------------------------ recall
     def _cue(self, cue_text: Optional[str], cue_vector_value: Optional[np.ndarray], **arguments: Any
@@ -1030,7 +784,7 @@ class MemoryStore:
         return pipeline.recall_result(trace, returned, self._quotas.of(mode), reinforced)
 
     def _run(self, snapshot: Snapshot, cue: Cue, gates: GateSpec, mode: str, k: int) -> pipeline.Trace:
-        return pipeline.run(snapshot, cue, gates, mode, k, self._params, self._link_index, self._fusion_params)
+        return pipeline.run(snapshot, cue, gates, mode, k, self._params, self._links.index, self._fusion_params)
 
     def _reinforce(self, memory_ids: list[int], at_time: float) -> bool:
         """Recall dynamics for the returned memories (see :mod:`._scoring`), persisted atomically.
@@ -1046,78 +800,24 @@ class MemoryStore:
         :class:`ReinforcementWarning` names the file and the cause, and False is returned: the
         recall still returns its hits (``RecallResult.reinforced`` is False).
         """
-        params = self._params
         with self._lock:
             if self._closed:
                 return False
-            generation = self._generation
-            live_ids, rows = [], []
-            for memory_id in memory_ids:
-                row = generation.row_of.get(memory_id)
-                if row is None or not generation.live.buffer[row]:
-                    continue  # forgotten meanwhile
-                live_ids.append(memory_id)
-                rows.append(row)
-            # The returned memories are distinct: their updates are independent, one vectorised step.
-            at = np.asarray(rows, dtype=np.int64)
-            last = generation.last_access.buffer[at]
-            storage = generation.storage_strength.buffer[at]
-            gains = params.storage_gain * (1.0 - retrieval_strength(last, storage, at_time, params))
-            link_rows: list[tuple[int, int, float]] = []
-            changed: dict[int, dict[int, float]] = {}
-            if params.hebbian_rate > 0:
-                rate = params.hebbian_rate
-                # every returned memory's links as they were before this recall (the loop writes
-                # to `changed` only), looked up once each rather than once per pair
-                empty: dict[int, float] = {}
-                before = {a: self._links.get(a, empty) for a in live_ids}
-                for i, a in enumerate(live_ids):
-                    for b in live_ids[i + 1:]:
-                        low, high = (a, b) if a < b else (b, a)
-                        weight = before[low].get(high, 0.0)
-                        weight += rate * (1.0 - weight)
-                        changed.setdefault(low, {})[high] = weight
-                        changed.setdefault(high, {})[low] = weight
-                        link_rows.append((low, high, rate))
+            plan = reinforcement.plan(self._generation, self._links, memory_ids, at_time, self._params)
             if self._backend is None:
-                generation.storage_strength.buffer[at] = storage + gains
-                generation.last_access.buffer[at] = np.maximum(last, at_time)
-                generation.recall_count.buffer[at] = np.minimum(generation.recall_count.buffer[at] + 1,
-                                                                RECALL_COUNT_RANGE[1])
-                self._set_links(changed)
+                reinforcement.apply_in_memory(plan, self._generation, self._links)
                 return True
-            if not live_ids:
+            if not plan.ids:
                 return True
-            updates = [(float(at_time), gain, memory_id) for gain, memory_id in zip(gains.tolist(), live_ids)]
             try:
-                after = self._backend.reinforce(updates, link_rows)
+                after = self._backend.reinforce(plan.updates(), plan.link_rows)
             except StoreIOError as error:
                 self._reinforce_failures += 1
                 warnings.warn(ReinforcementWarning(
                     f"recall returned its hits unreinforced: {error}"), stacklevel=3)
                 return False
-            for memory_id, (last_value, count, strength) in after.rows.items():
-                row = generation.row_of.get(memory_id)
-                if row is not None:
-                    generation.last_access.buffer[row] = last_value
-                    generation.recall_count.buffer[row] = count
-                    generation.storage_strength.buffer[row] = strength
-            written: dict[int, dict[int, float]] = {}
-            for (low, high), weight in after.links.items():
-                written.setdefault(low, {})[high] = weight
-                written.setdefault(high, {})[low] = weight
-            self._set_links(written)
+            reinforcement.apply_stored(after, self._generation, self._links)
             return True
-
-    def _set_links(self, changed: dict[int, dict[int, float]]) -> None:
-        """Apply new link weights, ``{memory: {neighbour: weight}}`` (both directions given; caller holds
-        the lock). Copy-on-write: a recall iterating a neighbour dict never sees it change; one copy
-        per memory, however many of its links changed."""
-        for x, weights in changed.items():
-            neighbours = dict(self._links.get(x, {}))
-            neighbours.update(weights)
-            self._links[x] = neighbours
-        self._link_index.touched(changed)
 
     # ------------------------------------------------------------------ why not
     def why_not(

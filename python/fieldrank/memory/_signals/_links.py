@@ -9,7 +9,7 @@ import numpy as np
 
 from .._columns import EMPTY_ROWS, concatenated_ranges
 
-__all__ = ["LINK_QUIET_LOOKUPS", "LINK_REBUILD_MIN", "LinkIndex"]
+__all__ = ["LINK_QUIET_LOOKUPS", "LINK_REBUILD_MIN", "CoRecallLinks", "LinkIndex"]
 
 
 class LinkIndex:
@@ -120,3 +120,56 @@ LINK_REBUILD_MIN = 64
 #: ... or when some changed and the links then stayed unchanged for this many lookups (recalls
 #: without reinforcement read a current snapshot, with no per-memory reads).
 LINK_QUIET_LOOKUPS = 8
+
+
+class CoRecallLinks:
+    """The store's co-recall links, ``weights[a][b] == weights[b][a]``, and the :class:`LinkIndex` over them.
+
+    Every change is copy-on-write: a memory's neighbour dict is replaced, never modified, so a
+    recall iterating one never sees it change; the index is told which memories changed. Callers
+    hold the store's lock.
+    """
+
+    def __init__(self) -> None:
+        self.weights: dict[int, dict[int, float]] = {}
+        self.index = LinkIndex(self.weights)
+
+    def reindex(self) -> None:
+        """A fresh index (drops every memoised array)."""
+        self.index = LinkIndex(self.weights)
+
+    def load(self, rows) -> None:
+        """Every link ``(a, b, weight)`` of a store being opened (nothing reads the map yet)."""
+        for a, b, weight in rows:
+            self.weights.setdefault(a, {})[b] = weight
+            self.weights.setdefault(b, {})[a] = weight
+        self.index.touched(list(self.weights))
+
+    def merge(self, rows) -> None:
+        """Links ``(a, b, weight)`` read from storage (another process's recalls): the changed ones applied."""
+        for a, b, weight in rows:
+            if self.weights.get(a, {}).get(b) == weight:
+                continue
+            for x, y in ((a, b), (b, a)):
+                neighbours = dict(self.weights.get(x, {}))
+                neighbours[y] = weight
+                self.weights[x] = neighbours
+            self.index.touched((a, b))
+
+    def update(self, changed: dict[int, dict[int, float]]) -> None:
+        """New weights ``{memory: {neighbour: weight}}`` (both directions given): one copy per memory,
+        however many of its links changed."""
+        for x, weights in changed.items():
+            neighbours = dict(self.weights.get(x, {}))
+            neighbours.update(weights)
+            self.weights[x] = neighbours
+        self.index.touched(changed)
+
+    def drop(self, memory_id: int) -> None:
+        """Every link of a forgotten memory."""
+        for other in self.weights.pop(memory_id, {}):
+            neighbours = dict(self.weights.get(other, {}))
+            neighbours.pop(memory_id, None)
+            self.weights[other] = neighbours
+            self.index.touched((other,))
+        self.index.touched((memory_id,))
