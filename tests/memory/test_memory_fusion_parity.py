@@ -377,8 +377,8 @@ def _reference_kernels(monkeypatch) -> None:
 
         memory_reserve_slots = staticmethod(reserve)
 
-    monkeypatch.setattr(generators, "_core", Core())
-    monkeypatch.setattr(pipeline, "_core", Core())
+    monkeypatch.setattr(generators, "kernels", Core())
+    monkeypatch.setattr(pipeline, "kernels", Core())
 
 
 def _recorded(result) -> list:

@@ -32,7 +32,7 @@ from typing import Mapping, Optional
 
 import numpy as np
 
-from .. import _core
+from .. import _kernels as kernels
 from ..temporal import Timeline, _run_leg, _years_spanned, date_windows, time_intent
 from ._columns import EMPTY_ROWS, NO_MEMORY, Snapshot, frozen
 from ._gates import Eligibility
@@ -49,7 +49,7 @@ __all__ = ["Admissions", "KeyedOrdering", "ListedOrdering", "Ordering", "Relevan
 #: Bytes of eligible embeddings (rows x dim x 4) from which the relevance core's native leg splits
 #: its cosine pass across every core; below it the leg runs on the calling thread (the native
 #: defaults table says why; the scores are the same for any thread count).
-PARALLEL_LEG_MIN_BYTES = int(_core.DEFAULTS["memory_parallel_leg_min_bytes"])
+PARALLEL_LEG_MIN_BYTES = int(kernels.DEFAULTS["memory_parallel_leg_min_bytes"])
 
 
 @dataclass(frozen=True)
@@ -167,7 +167,7 @@ def relevance_core(snapshot: Snapshot, cue: Cue, eligible: Eligibility, params: 
         all_isolated = isolated.size == rows.size
     # the self-support, the score by row and the top in one native pass (relevance_tail_reference:
     # the numpy formulation it equals bit for bit)
-    by_row, top, top_scores = _core.memory_relevance_tail(
+    by_row, top, top_scores = kernels.memory_relevance_tail(
         np.asarray(scores, dtype=np.float64), rows, None if all_isolated else isolated, all_isolated, gamma, n,
         max(int(depth), 0))
     return Relevance(top, top_scores, by_row, cosines)
@@ -221,7 +221,7 @@ def relevance_leg_scores(snapshot: Snapshot, cue: Cue, eligible: Eligibility, pa
 
 def relevance_tail_reference(scores: np.ndarray, rows: np.ndarray, isolated: Optional[np.ndarray], gamma: float,
                              n: int, depth: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """numpy twin of ``_core.memory_relevance_tail`` (isolated: positions into ``rows`` given the
+    """numpy twin of ``kernels.memory_relevance_tail`` (isolated: positions into ``rows`` given the
     self-support ``s + gamma · max(s, 0)``; None: none): (by_row, top rows, their scores).
 
     The neighbour support of the ``default`` scorer lifts a dialogue turn by its neighbours' base
@@ -277,7 +277,7 @@ class Admissions:
         parts = [rows for rows in self.by_generator.values() if rows.size]
         if not parts:
             return EMPTY_ROWS
-        return _core.memory_sorted_unique(parts[0] if len(parts) == 1 else np.concatenate(parts))
+        return kernels.memory_sorted_unique(parts[0] if len(parts) == 1 else np.concatenate(parts))
 
     def ranks(self) -> dict[int, dict[str, int]]:
         """row -> {generator: 1-based rank} for every admitted row (loops over the small union)."""
@@ -292,7 +292,7 @@ class Admissions:
 
     def ranks_for(self, rows) -> dict[int, dict[str, int]]:
         """row -> {generator: 1-based rank} for the given rows only (the hits: one native lookup per
-        generator, ``_core.memory_ranks_of``; :meth:`ranks_for_reference` is its numpy formulation)."""
+        generator, ``kernels.memory_ranks_of``; :meth:`ranks_for_reference` is its numpy formulation)."""
         wanted_list = [int(r) for r in rows]
         out: dict[int, dict[str, int]] = {r: {} for r in wanted_list}
         if not wanted_list:
@@ -302,7 +302,7 @@ class Admissions:
             admitted = self.by_generator.get(name)
             if admitted is None or admitted.size == 0:
                 continue
-            for row, rank in zip(wanted_list, _core.memory_ranks_of(wanted, admitted).tolist()):
+            for row, rank in zip(wanted_list, kernels.memory_ranks_of(wanted, admitted).tolist()):
                 if rank:
                     out[row][name] = rank
         return out
@@ -401,7 +401,7 @@ class _PrefilterOrdering(Ordering):
         subset = None if self.eligible.all_rows else self.eligible.rows
         # trusted inputs (rows validated on ingest, the cue at the boundary, eligible rows sorted and
         # unique): the raw kernel, not the public wrapper's per-call checks of the subset
-        return np.asarray(_core.prefilter(self.snapshot.embeddings, self.cue.vector, quota, subset).ids,
+        return np.asarray(kernels.prefilter(self.snapshot.embeddings, self.cue.vector, quota, subset).ids,
                           dtype=np.int64)
 
     def rank_of(self, row: int) -> Optional[int]:
@@ -476,7 +476,7 @@ def protected_tier(snapshot: Snapshot, cue: Cue, eligible: Eligibility, core: Re
     placed), so a durable memory that is close in meaning but shares no word with the cue (the
     truncation trap's victim) ranks as high as one the lexical half of the relevance likes.
 
-    Both orders and the interleaving in one native call (``_core.memory_protected_order``; the
+    Both orders and the interleaving in one native call (``kernels.memory_protected_order``; the
     tier's z from :func:`~._similarity.cue_tier_z`, numpy's einsum), equal to :func:`protected_tier_reference`; the
     order by z is kept for the reserved slots' gate (:func:`by_cue_z` reads it back).
     """
@@ -489,7 +489,7 @@ def protected_tier(snapshot: Snapshot, cue: Cue, eligible: Eligibility, core: Re
         tier_rows, tier_z = EMPTY_ROWS, np.empty(0)
     else:
         tier_rows, tier_z = stats.rows, cue_tier_z(snapshot, cue, stats)
-    merged, by_z, z = _core.memory_protected_order(candidates, core.by_row, tier_rows, tier_z)
+    merged, by_z, z = kernels.memory_protected_order(candidates, core.by_row, tier_rows, tier_z)
     if cue.vector is not None:
         cue.derived["by_cue_z"] = (snapshot, candidates, by_z, z)
     return merged

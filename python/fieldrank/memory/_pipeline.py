@@ -30,7 +30,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
-from .. import _core
+from .. import _kernels as kernels
 from ..operators import cfs_pool, cfsr_pool
 from ._columns import EMPTY_ROWS, NO_MEMORY, Snapshot
 from ._gates import Eligibility, GateSpec, eligible_rows, failed_gates, passes_union_gates
@@ -60,7 +60,7 @@ _COSINE_COLUMN, _SIM_COLUMN = _FACTOR_COLUMNS.index("cosine"), _FACTOR_COLUMNS.i
 
 
 def reserve_slots_reference(order: np.ndarray, chosen: np.ndarray, k: int) -> tuple[np.ndarray, frozenset]:
-    """numpy formulation of ``_core.memory_reserve_slots`` (its reference in the parity tests).
+    """numpy formulation of ``kernels.memory_reserve_slots`` (its reference in the parity tests).
 
     Make sure every one of ``chosen`` (positions into the union) is in the top ``k`` of ``order``.
 
@@ -196,7 +196,7 @@ def _reserved_slots(snapshot: Snapshot, cue: Cue, admissions: Admissions, union:
     chosen = np.searchsorted(union, tier_rows[z >= params.protected_min_z][:slots])
     if not (chosen.size and order.size > k):
         return order, frozenset()
-    order, entering = _core.memory_reserve_slots(order, chosen, k)  # = reserve_slots_reference
+    order, entering = kernels.memory_reserve_slots(order, chosen, k)  # = reserve_slots_reference
     return order, frozenset(entering.tolist())
 
 
