@@ -1,4 +1,5 @@
-"""What a write passes in, checked once at the boundary: new rows (``add``/``add_many``) and changes (``update``).
+"""What a store's constructor and writes take, checked once at the boundary: options, new rows
+(``add``/``add_many``) and changes (``update``).
 
 Every keyword of :meth:`MemoryStore.add_many` takes one value for all memories or one per
 memory (:func:`new_rows`); :func:`checked_changes` checks the fields an ``update`` changes and
@@ -18,7 +19,10 @@ from typing import Any, Optional
 import numpy as np
 
 from .. import _validation as _v
+from ..embed import Embedder, check_embedder
 from ._columns import NO_MEMORY, RowBatch
+from ._params import MemoryParams
+from ._persistence import SYNCHRONOUS_MODES
 from ._schema import (
     IMPORTANCE_RANGE,
     MEMORY_ID_LIMIT,
@@ -28,6 +32,7 @@ from ._schema import (
     check_importance,
     check_labels,
     check_memory_id,
+    check_positive_int,
     check_storage_strength,
     check_tenant,
     check_text,
@@ -37,7 +42,25 @@ from ._schema import (
     embedding_vector,
 )
 
-__all__ = ["NewRows", "UnitRows", "checked_changes", "checked_texts", "new_rows", "single_vector", "updated_batch"]
+__all__ = ["NewRows", "UnitRows", "checked_changes", "checked_options", "checked_texts", "new_rows", "single_vector", "updated_batch"]
+
+
+def checked_options(dim: Optional[int], params: object, synchronous: object,
+                    embedder: Optional[Embedder]) -> tuple[Optional[Embedder], Optional[int]]:
+    """A store's constructor options: the embedder and the dimension (its embedder's by default)."""
+    embedder = check_embedder(embedder)
+    if dim is None and embedder is not None:
+        dim = embedder.dim
+    if embedder is not None and dim != embedder.dim:
+        msg = f"dim {dim} differs from the embedder's dimension {embedder.dim}"
+        raise ValueError(msg)
+    if not isinstance(params, MemoryParams):
+        msg = f"params must be a MemoryParams, got {type(params).__name__}"
+        raise TypeError(msg)
+    if synchronous not in SYNCHRONOUS_MODES:
+        msg = f"synchronous must be one of {SYNCHRONOUS_MODES}, got {synchronous!r}"
+        raise ValueError(msg)
+    return embedder, None if dim is None else check_positive_int(dim, "dim")
 
 
 @dataclass(frozen=True)

@@ -1,24 +1,11 @@
 """``MemoryStore``: long-lived agent memory with multi-signal fused recall (SPEC §8).
 
-Pipeline of one recall:
-
-1. **gates pushed down**: the rows of the cue's tenant that are live and pass every hard gate
-   (:mod:`._gates`);
-2. **relevance core**: ``fieldrank.temporal.temporal_batch`` with the ``default`` preset's
-   parameters scores every eligible row (:func:`.generators.relevance_core`);
-3. **candidate generation**: each generator of the mode admits up to its own quota from those
-   rows, independently; in the protecting modes the protected tier (every durable row) is
-   admitted whole; the union is taken, plus the replacement of every superseded candidate
-   (:mod:`._generators`);
-4. **gates on the union** (re-checked per candidate);
-5. **fused score** of every candidate: relevance plus bounded additive terms; with cue
-   entities, memories about other entities capped below the best one about the cue's; superseded
-   memories capped below their replacement (:mod:`._scoring`); in ``rerank`` mode the fused union
-   is then reranked by CFS-R or CFS (``fieldrank.cfsr_pool`` / ``cfs_pool`` with the fused scores
-   as the pool's query similarities);
-6. the top ``k``, with a reserved share for the protected memories a cue-conditioned gate picks, with
-   provenance (:mod:`._provenance`); with ``reinforce=True`` the returned memories are
-   strengthened and linked (SPEC §8 recall dynamics), as SQL increments with a file.
+The store holds the lifecycle: opening a backend and loading it, writes (``add``, ``add_many``,
+``update``, ``forget``, ``compact``), catching up with other processes (:mod:`._sync`) and the
+bookkeeping a recall writes back (:mod:`._signals._reinforcement`). A recall checks its query
+once (:mod:`._query`), takes a snapshot of the rows under the lock and runs the pipeline on it
+(:mod:`._pipeline`: candidates, factors, fusion, tier, hits as one trace that ``why_not``
+reads too).
 
 Several processes or store objects may share a file: ids are allocated in the file, and every
 public call (``len``, ``in`` and ``tenants`` included) first applies what others committed
@@ -50,14 +37,15 @@ from typing import Any, Optional, Union
 import numpy as np
 
 from .. import _validation as _v
-from ..embed import Embedder, check_embedder, embed_documents, embed_queries
+from ..embed import Embedder, embed_documents, embed_queries
 from . import _confidence as _hit_confidence
 from . import _pipeline as pipeline
 from ._columns import Generation, RowBatch, Snapshot
 from ._gates import GateSpec
-from ._ingest import NewRows, UnitRows, checked_changes, checked_texts, new_rows, single_vector, updated_batch
+from ._ingest import (NewRows, UnitRows, checked_changes, checked_options, checked_texts, new_rows, single_vector,
+                      updated_batch)
 from ._params import DEFAULT_PARAMS, MemoryParams
-from ._persistence import SYNCHRONOUS_MODES, TOMBSTONE, StoreBackend, StoreIOError, batch_of_records, open_backend
+from ._persistence import TOMBSTONE, StoreBackend, StoreIOError, batch_of_records, open_backend
 from ._provenance import RecallResult, WhyNot
 from ._query import Cue, ModeQuotas, build_query
 from ._schema import (
@@ -78,6 +66,8 @@ from ._schema import (
 from ._scoring import native_fusion_params
 from ._signals import _reinforcement as reinforcement
 from ._signals._links import CoRecallLinks
+from ._signals._supersession import stale_rows_of
+from ._sync import SyncState
 
 __all__ = ["MemoryStore", "ReinforcementWarning"]
 
@@ -89,26 +79,6 @@ DEFAULT_K = _v.DEFAULTS["k"]  # results per recall: the core's k, as for a hybri
 DEFAULT_SYNCHRONOUS = "FULL"
 
 PathLike = Union[str, "os.PathLike[str]"]
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 class MemoryStore:
@@ -150,20 +120,7 @@ class MemoryStore:
         synchronous: str = DEFAULT_SYNCHRONOUS,
         embedder: Optional[Embedder] = None,
     ) -> None:
-        self._embedder = check_embedder(embedder)
-        if dim is None and self._embedder is not None:
-            dim = self._embedder.dim
-        if self._embedder is not None and dim != self._embedder.dim:
-            msg = f"dim {dim} differs from the embedder's dimension {self._embedder.dim}"
-            raise ValueError(msg)
-        if not isinstance(params, MemoryParams):
-            msg = f"params must be a MemoryParams, got {type(params).__name__}"
-            raise TypeError(msg)
-        if synchronous not in SYNCHRONOUS_MODES:
-            msg = f"synchronous must be one of {SYNCHRONOUS_MODES}, got {synchronous!r}"
-            raise ValueError(msg)
-        if dim is not None:
-            dim = check_positive_int(dim, "dim")
+        self._embedder, dim = checked_options(dim, params, synchronous, embedder)
         self._params = params
         #: The fused score's constants for the native kernel, built once with the params.
         self._fusion_params = native_fusion_params(params)
@@ -173,12 +130,8 @@ class MemoryStore:
         self._forgotten: set[int] = set()
         self._next_id = 0
         self._closed = False
-        #: File revision this store has applied (see :meth:`_refresh`), and revisions it wrote itself.
-        self._revision = 0
-        self._own_revisions: set[int] = set()
-        self._data_version = -1
-        #: The file's purge epoch this store has reconciled with (see :meth:`_reconcile`).
-        self._purge_epoch = 0
+        #: How far this store has caught up with its backend (:meth:`_refresh`).
+        self._sync = SyncState()
         self._reinforce_failures = 0
         if path is None:
             if dim is None:
@@ -256,12 +209,9 @@ class MemoryStore:
 
     # ------------------------------------------------------------------ loading
     def _load(self) -> None:
-        backend = self._backend
-        self._data_version = backend.data_version()
-        state = backend.changes(None, None)  # one snapshot: rows, links, revision and purge epoch agree
-        self._revision, self._purge_epoch = state.revision, state.purge_epoch
+        state = self._sync.load(self._backend)
         self._apply_rows(state.rows)
-        self._next_id = max(self._next_id, backend.next_id())
+        self._next_id = max(self._next_id, self._backend.next_id())
         self._links.load(state.links)
 
     def _apply_rows(self, records: list) -> None:
@@ -289,35 +239,26 @@ class MemoryStore:
             generation.append(batch_of_records(live, self._dim, self._backend.path))
 
     def _refresh(self) -> None:
-        """Apply what other processes (or store objects) committed to the file since the last look.
+        """Apply what other processes (or store objects) committed since the last look (:mod:`._sync`).
 
         Caller holds the lock; every public call that reads or writes calls it first, so a call
-        that starts after another process's ``forget()`` returned never sees that memory.
-        ``PRAGMA data_version`` says cheaply whether anything changed (no file read when nothing
-        did); then, in one read snapshot (:meth:`SqliteBackend.changes`): if another store purged
-        (the file's purge epoch moved), every memory the file no longer holds live is forgotten
-        here; then the rows written after this store's last applied revision are applied, except
-        the ones whose latest write was this store's own (already applied). A closed store does
-        nothing (its calls raise, or answer from memory: ``len``, ``in``).
+        that starts after another process's ``forget()`` returned never sees that memory. After
+        another store's purge, every memory the backend no longer holds live is forgotten first.
+        A closed store does nothing (its calls raise, or answer from memory: ``len``, ``in``).
         """
-        backend = self._backend
-        if backend is None or self._closed:
+        if self._backend is None or self._closed:
             return
-        version = backend.data_version()
-        if version == self._data_version:
+        state = self._sync.pending(self._backend)
+        if state is None:
             return
-        state = backend.changes(self._revision, self._purge_epoch)
         if state.live_ids is not None:
             self._reconcile(state.live_ids, state.tombstoned_ids)
-        self._purge_epoch = state.purge_epoch
-        self._data_version = version
-        if state.revision <= self._revision:
+        records = self._sync.unapplied(state)
+        if records is None:
             return
-        own = self._own_revisions
-        self._apply_rows([row for row in state.rows if row[-1] not in own])
+        self._apply_rows(records)
         self._links.merge(state.links)
-        self._revision = state.revision
-        self._own_revisions = {r for r in own if r > state.revision}
+        self._sync.applied(state)
 
     def _reconcile(self, live_ids: frozenset, tombstoned_ids: frozenset) -> None:
         """After another store's purge: forget every memory the file no longer holds live (caller holds the lock).
@@ -330,15 +271,6 @@ class MemoryStore:
             if memory_id not in live_ids:
                 self._forget_row(memory_id, row)
         self._forgotten = set(tombstoned_ids)
-
-    def _wrote(self, revision: int) -> None:
-        """Record a revision this store committed itself (caller holds the lock)."""
-        if revision == self._revision + 1:
-            self._revision = revision  # nobody else wrote in between
-        else:
-            self._own_revisions.add(revision)
-        if self._backend is not None:
-            self._data_version = -1  # look again at the next call (another writer may have committed)
 
     def _forget_row(self, memory_id: int, row: int) -> None:
         """Tombstone ``row`` in memory and drop its links (caller holds the lock)."""
@@ -462,7 +394,7 @@ class MemoryStore:
 
     def _insert(self, rows: NewRows) -> np.ndarray:
         """Give ``rows`` ids (in the backend's transaction, with one) and append them (caller holds the lock)."""
-        stale_rows = self._check_supersedes(rows.supersedes, rows.tenants)
+        stale_rows = stale_rows_of(self._generation, rows.supersedes, rows.tenants)
         n = len(rows)
         if self._backend is not None:
             built: list[RowBatch] = []
@@ -474,7 +406,7 @@ class MemoryStore:
             pairs = [(r, offset) for offset, r in enumerate(rows.supersedes) if r is not None]
             first, revision = self._backend.insert(built_batch, n, pairs)
             batch = built[0]
-            self._wrote(revision)
+            self._sync.wrote(revision)
         else:
             first = self._next_id
             batch = rows.batch(first)
@@ -483,24 +415,6 @@ class MemoryStore:
         for offset, row in stale_rows:
             self._generation.mark_superseded(row, first + offset)
         return batch.ids
-
-    def _check_supersedes(self, replaced: list[Optional[int]], tenants: list[str]) -> list[tuple[int, int]]:
-        """(offset, row of the stale memory) per superseding item; each must be live and of the same tenant."""
-        out = []
-        for offset, memory_id in enumerate(replaced):
-            if memory_id is None:
-                continue
-            row = self._generation.row_of.get(memory_id)
-            if row is None:
-                msg = f"supersedes[{offset}]: no live memory with id {memory_id}"
-                raise KeyError(msg)
-            tenant = self._generation.tenant_names[int(self._generation.tenant_codes.buffer[row])]
-            if tenant != tenants[offset]:
-                msg = (f"supersedes[{offset}]: memory {memory_id} belongs to tenant {tenant!r}, not "
-                       f"{tenants[offset]!r}; a memory can only supersede one of its own tenant")
-                raise ValueError(msg)
-            out.append((offset, row))
-        return out
 
     def _embedded_texts(self, texts: list[str], what: str, *, queries: bool = False) -> np.ndarray:
         """The embedder's rows for ``texts`` (a ``ValueError`` naming ``what`` without an embedder)."""
@@ -601,10 +515,10 @@ class MemoryStore:
                 try:
                     revision = self._backend.replace(batch)
                 except KeyError:  # forgotten (or purged) by another process since the refresh
-                    self._data_version = -1
+                    self._sync.look_again()
                     self._refresh()
                     raise
-                self._wrote(revision)
+                self._sync.wrote(revision)
             generation.tombstone(row)
             generation.append(batch)
             return generation.memory(generation.row_of[memory_id])
@@ -638,9 +552,9 @@ class MemoryStore:
                 revision = self._backend.tombstone(memory_id)
                 if revision is None:  # another process forgot it after the refresh
                     was_live = False
-                    self._data_version = -1
+                    self._sync.look_again()
                 else:
-                    self._wrote(revision)
+                    self._sync.wrote(revision)
             self._forget_row(memory_id, row)
             return was_live
 
@@ -676,9 +590,7 @@ class MemoryStore:
                     if row is not None:
                         self._forget_row(memory_id, row)
                 self._forgotten.difference_update(purged)
-                if epoch is not None and epoch == self._purge_epoch + 1:
-                    self._purge_epoch = epoch  # else another store purged too: the next refresh reconciles
-                self._data_version = -1
+                self._sync.purged(epoch)
             elif purge:
                 self._forgotten.clear()
             old = self._generation

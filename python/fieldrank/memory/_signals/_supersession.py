@@ -6,12 +6,14 @@ its fused score is capped below the replacement's (:func:`rank_superseded_below_
 
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 
-from .._columns import NO_MEMORY, Snapshot
+from .._columns import NO_MEMORY, Generation, Snapshot
 from .._scoring import FactorArrays, with_score
 
-__all__ = ["rank_superseded_below_replacements", "with_replacements"]
+__all__ = ["rank_superseded_below_replacements", "stale_rows_of", "with_replacements"]
 
 
 def with_replacements(snapshot: Snapshot, union: np.ndarray, eligible: np.ndarray) -> np.ndarray:
@@ -52,3 +54,25 @@ def rank_superseded_below_replacements(snapshot: Snapshot, factors: FactorArrays
         if not changed:
             break
     return with_score(factors, score)
+
+
+def stale_rows_of(generation: Generation, replaced: list[Optional[int]], tenants: list[str]) -> list[tuple[int, int]]:
+    """(offset, row of the stale memory) per new memory that supersedes one (``replaced[offset]``, an id or None).
+
+    Each stale memory must be live and of the new memory's tenant (a KeyError / ValueError naming it).
+    """
+    out = []
+    for offset, memory_id in enumerate(replaced):
+        if memory_id is None:
+            continue
+        row = generation.row_of.get(memory_id)
+        if row is None:
+            msg = f"supersedes[{offset}]: no live memory with id {memory_id}"
+            raise KeyError(msg)
+        tenant = generation.tenant_names[int(generation.tenant_codes.buffer[row])]
+        if tenant != tenants[offset]:
+            msg = (f"supersedes[{offset}]: memory {memory_id} belongs to tenant {tenant!r}, not "
+                   f"{tenants[offset]!r}; a memory can only supersede one of its own tenant")
+            raise ValueError(msg)
+        out.append((offset, row))
+    return out
