@@ -1,10 +1,11 @@
 """Candidate generators (SPEC §8 step 1): each signal admits up to its own quota, independently.
 
-Every generator searches only the eligible rows (see :mod:`._gates`) and returns rows best first.
-They never see each other's output, except ``graph``, which by definition expands the union of
-the others; its quota is its own, and it admits only rows the others did not, so no generator
-can consume another's budget. :class:`Admissions` records which generators admitted each row
-and at which 1-based rank.
+Every generator searches only the eligible rows (see :mod:`._gates`) and orders them
+(:class:`Ordering`); it admits the top of its order, up to its quota. They never see each
+other's output, except ``graph``, which by definition expands the union of the others; its quota
+is its own, and it admits only rows the others did not, so no generator can consume another's
+budget. :class:`Admissions` records which generators admitted each row, at which 1-based rank,
+and each generator's ordering (``why_not`` reads a row's rank from it).
 
 ======================  ==========================================================================
 generator               admits (best first; every tie -> lower row, i.e. older insertion, first)

@@ -88,7 +88,12 @@ def graph_activation(
         weight_parts.append((weight_of_seed[link_at] * link_weights)[keep])
     if not target_parts:
         return EMPTY_ROWS, np.empty(0)
-    targets, weights = np.concatenate(target_parts), np.concatenate(weight_parts)
+    return _summed(np.concatenate(target_parts), np.concatenate(weight_parts), eligible, within)
+
+
+def _summed(targets: np.ndarray, weights: np.ndarray, eligible: Eligibility,
+            within: Optional[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Every term summed per target row (eligible, positive, among ``within`` when given), sparse."""
     allowed = eligible.mask[targets] & (weights > 0.0)
     if within is not None and within.size:
         wanted = np.zeros(eligible.mask.size, dtype=bool)  # a table, not a search per target
