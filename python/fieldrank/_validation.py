@@ -632,6 +632,7 @@ _INTERVAL_CHECKS = {
     _tables.POSITIVE_REAL: positive_real,
     _tables.NON_NEGATIVE_REAL: non_negative_real,
     _tables.FLAG: flag,
+    _tables.NON_NEGATIVE_INT: non_negative_int,
 }
 
 
