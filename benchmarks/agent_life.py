@@ -17,7 +17,7 @@ import sys
 import time
 
 from fieldrank.evaluation import _agent_life as al
-from results_page import generated_line
+from results_page import cell, opening
 
 SIZES = (1_000, 10_000, 50_000)
 MODES = ("hybrid", "vector", "full")
@@ -44,16 +44,9 @@ def run(sizes, modes, latency_sizes, repeats: int) -> list[dict]:
     return out
 
 
-def _f(value: float) -> str:
-    return f"{value:.2f}"
-
-
 def report(rows: list[dict], command: str) -> str:
     lines = [
-        "# Memory store: the agent-life benchmark (generated)",
-        "",
-        generated_line(command),
-        "",
+        *opening("Memory store: the agent-life benchmark", command),
         "A simulated agent's year (`fieldrank/evaluation/_agent_life.py` says how the stores are filled: "
         "LoCoMo turns and agent notes with their all-MiniLM-L6-v2 vectors, 0-3 Zipf entities from 320 names "
         "with near-twins, tags, sessions, ~2 % durable, single `add()` calls interleaved with `forget`, "
@@ -85,11 +78,11 @@ def report(rows: list[dict], command: str) -> str:
             for r in row["records"]:
                 if r["split"] != split:
                     continue
-                stale = _f(r["stale_above"]) if r["case"] == "d" else "-"
+                stale = cell(r["stale_above"]) if r["case"] == "d" else "-"
                 lines.append(
-                    f"| {row['size']} | {r['mode']} | {r['variant']} | {r['case']} | {r['cues']} | {_f(r['union'])} | "
-                    f"{_f(r['cos@10'])} | {_f(r['bm25@10'])} | {_f(r['hit@1'])} | {_f(r['cos@1'])} | "
-                    f"{_f(r['bm25@1'])} | {_f(r['hit@10'])} | {_f(r['false_rescue'])} ({r['rescues']}) | {stale} |")
+                    f"| {row['size']} | {r['mode']} | {r['variant']} | {r['case']} | {r['cues']} | {cell(r['union'])} | "
+                    f"{cell(r['cos@10'])} | {cell(r['bm25@10'])} | {cell(r['hit@1'])} | {cell(r['cos@1'])} | "
+                    f"{cell(r['bm25@1'])} | {cell(r['hit@10'])} | {cell(r['false_rescue'])} ({r['rescues']}) | {stale} |")
     lines += ["", "## Latency: recall vs one fp32 scan, side by side", "",
               "Default mode, bare held-out cues, `reinforce=False`; each cue's recall then `fieldrank.prefilter` "
               "over the tenant's live rows (a contiguous float32 copy), in rounds; medians.", "",

@@ -16,7 +16,7 @@ import sys
 import time
 
 from fieldrank.evaluation import _memory_suite as ms
-from results_page import generated_line
+from results_page import cell, opening
 
 SIZES = (1_000, 10_000, 50_000)
 MODES = ("hybrid", "full", "vector")
@@ -44,20 +44,9 @@ def run(sizes, modes, invariant_sizes) -> list[dict]:
     return rows
 
 
-def _fmt(value) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.2f}"
-    return str(value)
-
-
 def report(rows: list[dict], command: str) -> str:
     lines = [
-        "# Memory store: adversarial suite (generated)",
-        "",
-        generated_line(command),
-        "",
+        *opening("Memory store: adversarial suite", command),
         "Five cases of `shared/seeds/003` (>= 40 hand-written scenarios each, all-MiniLM-L6-v2 vectors "
         "committed) among LoCoMo filler drawn at run time (~2 % important; beyond 5,882 turns the "
         "conversations are drawn again with a small embedding jitter, so some filler texts repeat). "
@@ -74,10 +63,10 @@ def report(rows: list[dict], command: str) -> str:
     for row in rows:
         for mode, per_case in row["metrics"].items():
             for case, m in per_case.items():
-                stale = (f"{_fmt(m['stale_below_current_marked'])} / {_fmt(m['stale_below_current_unmarked'])}"
+                stale = (f"{cell(m['stale_below_current_marked'])} / {cell(m['stale_below_current_unmarked'])}"
                          if m["stale_below_current_marked"] is not None else "-")
                 lines.append(
-                    f"| {row['size']:,} | {mode} | {case} | {m['scenarios']} | {_fmt(m['protected_recall@budget'])} | "
+                    f"| {row['size']:,} | {mode} | {case} | {m['scenarios']} | {cell(m['protected_recall@budget'])} | "
                     f"{m['hit@1']:.2f} | {m['hit@10']:.2f} | {m['dense_hit@1']:.2f} | {m['dense_hit@10']:.2f} | "
                     f"{m['relevance_hit@1']:.2f} | {m['relevance_hit@10']:.2f} | {m['rescued_by_non_dense']} | "
                     f"{m['false_rescue_rate']:.2f} ({m['false_rescues']}/{m['rescues_by_layer']}) | "

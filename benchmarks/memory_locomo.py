@@ -28,7 +28,7 @@ import numpy as np
 from fieldrank import MemoryStore
 from fieldrank.evaluation import locomo
 from fieldrank.evaluation._runner import Corpus, evaluate
-from results_page import generated_line
+from results_page import opening
 
 EMBEDDING_SETS = ("minilm-l6-v2", "mpnet-base-v2")
 SPLITS = ("holdout", "tune")
@@ -86,10 +86,7 @@ def run(embedding_set: str, splits=SPLITS) -> dict:
 
 def report(results: dict, command: str) -> str:
     lines = [
-        "# The memory store on LoCoMo (generated)",
-        "",
-        generated_line(command, shared_cpus=False),
-        "",
+        *opening("The memory store on LoCoMo", command, shared_cpus=False),
         "Each conversation's turns are memories of one tenant of one `MemoryStore` (sessions as memory "
         "sessions, session dates as `created_at`, default importance 0.5); every question is a "
         "`recall()` in the default mode (k = 10, `reinforce=False`). `default` is `HybridRetriever` with "

@@ -75,6 +75,17 @@ def forgotten_first(store: MemoryStore, method: str, other: MemoryStore, memory_
         delattr(store._backend, method)
 
 
+@pytest.fixture
+def two_stores(tmp_path):
+    """The file of make_file at ``path`` open in two stores ``a`` and ``b`` (closed after the test)."""
+    path = str(tmp_path / "m.sqlite")
+    make_file(path)
+    a, b = MemoryStore(path), MemoryStore(path)
+    yield path, a, b
+    a.close()
+    b.close()
+
+
 def live_in_file(path) -> set[int]:
     with sqlite3.connect(path) as connection:
         return {i for (i,) in connection.execute("SELECT id FROM memories WHERE tombstone = 0")}
@@ -130,12 +141,10 @@ def test_a_lagging_reader_never_returns_a_forgotten_memory(tmp_path, steps):
     reader.close()
 
 
-def test_a_stale_store_compacts_and_purges_only_after_refreshing(tmp_path):
+def test_a_stale_store_compacts_and_purges_only_after_refreshing(two_stores):
     """compact() refreshes first: a store that has not seen another's forget neither keeps nor
     purges on its stale view, and a forget committed between its refresh and its purge is dropped too."""
-    path = str(tmp_path / "m.sqlite")
-    make_file(path)
-    a, b = MemoryStore(path), MemoryStore(path)
+    path, a, b = two_stores
     assert a.forget(5)
     dropped = b.compact(purge=True)  # b had not seen the forget
     assert dropped == 1
@@ -146,14 +155,10 @@ def test_a_stale_store_compacts_and_purges_only_after_refreshing(tmp_path):
         b.compact(purge=True)
     assert_gone(b, 6)
     assert_gone(a, 6)
-    a.close()
-    b.close()
 
 
-def test_update_of_a_forgotten_or_purged_id_raises_and_never_revives(tmp_path):
-    path = str(tmp_path / "m.sqlite")
-    make_file(path)
-    a, b = MemoryStore(path), MemoryStore(path)
+def test_update_of_a_forgotten_or_purged_id_raises_and_never_revives(two_stores):
+    path, a, b = two_stores
     assert b.get(4).id == 4 and b.get(8).id == 8
     # forgotten (not purged) in another store, b stale: KeyError, nothing written
     assert a.forget(4)
@@ -178,27 +183,19 @@ def test_update_of_a_forgotten_or_purged_id_raises_and_never_revives(tmp_path):
     with forgotten_first(b, "tombstone", a, 12):
         assert b.forget(12) is False
     assert_gone(b, 12)
-    a.close()
-    b.close()
 
 
-def test_a_supersede_of_a_memory_forgotten_elsewhere_raises_and_writes_nothing(tmp_path):
-    path = str(tmp_path / "m.sqlite")
-    make_file(path)
-    a, b = MemoryStore(path), MemoryStore(path)
+def test_a_supersede_of_a_memory_forgotten_elsewhere_raises_and_writes_nothing(two_stores):
+    path, a, b = two_stores
     assert b.get(2).id == 2
     with forgotten_first(b, "insert", a, 2), pytest.raises(KeyError, match="supersedes"):
         b.add("replacement", unit_rows(1, 5)[0], supersedes=2, created_at=NOW)
     assert len(b) == len(a) == N - 1
     assert 2 not in live_in_file(path)
-    a.close()
-    b.close()
 
 
-def test_reinforcement_never_links_or_revives_a_memory_forgotten_elsewhere(tmp_path):
-    path = str(tmp_path / "m.sqlite")
-    make_file(path)
-    a, b = MemoryStore(path), MemoryStore(path)
+def test_reinforcement_never_links_or_revives_a_memory_forgotten_elsewhere(two_stores):
+    path, a, b = two_stores
     result = b.recall(None, VECTORS[0], 5, mode="vector", at_time=NOW, reinforce=False)
     hit_ids = result.ids.tolist()
     victim = hit_ids[1]
@@ -209,8 +206,6 @@ def test_reinforcement_never_links_or_revives_a_memory_forgotten_elsewhere(tmp_p
         assert connection.execute("SELECT recall_count, tombstone FROM memories WHERE id = ?",
                                   (victim,)).fetchone() == (0, 1)
     assert_gone(b, victim)
-    a.close()
-    b.close()
 
 
 # ---------------------------------------------------------------------------- two real processes
