@@ -22,15 +22,14 @@ EXCEPTIONS = {
         "the harness fits the runtime's confidence model and needs its logit feature, one formula",
     ("fieldrank.memory._confidence", "fieldrank._confidence._best_other"):
         "the store's hit confidence uses the retriever's margin feature, one formula",
-    ("fieldrank.hybrid", "fieldrank.bm25._check_texts"): "the retriever checks its texts by BM25's own rule",
-    ("fieldrank.hybrid", "fieldrank.operators._batch_trusted"):
-        "trusted side door into _core for checked corpora (issue #26: one door into the native core)",
-    ("fieldrank.hybrid", "fieldrank.operators._pool_trusted"): "trusted side door (issue #26, one door)",
-    ("fieldrank.hybrid", "fieldrank.operators._prefilter_batch_trusted"): "trusted side door (issue #26, one door)",
-    ("fieldrank.hybrid", "fieldrank.operators._rrf_batch_trusted"): "trusted side door (issue #26, one door)",
-    ("fieldrank.hybrid", "fieldrank.temporal._run_leg"): "the temporal leg's runner, shared with the store (issue #26)",
-    ("fieldrank.hybrid", "fieldrank.temporal._years_spanned"):
-        "question feature with a year span, one of three copies (issue #26: one implementation per rule)",
+    ("fieldrank._retriever.corpus", "fieldrank.bm25._check_texts"):
+        "the retriever checks its texts by BM25's own rule (until the lexical package names it publicly)",
+    ("fieldrank._retriever.legs.rerank", "fieldrank.operators._batch_trusted"):
+        "trusted side door into _core for checked corpora (issue #33: one door, _kernels)",
+    ("fieldrank._retriever.legs.rerank", "fieldrank.operators._pool_trusted"): "trusted side door (issue #33)",
+    ("fieldrank._retriever.context", "fieldrank.operators._prefilter_batch_trusted"):
+        "trusted side door (issue #33)",
+    ("fieldrank._retriever.fusion", "fieldrank.operators._rrf_batch_trusted"): "trusted side door (issue #33)",
     ("fieldrank.memory._generators", "fieldrank.temporal._run_leg"): "the store runs the temporal leg (issue #26)",
     ("fieldrank.memory._generators", "fieldrank.temporal._years_spanned"): "question feature (issue #26)",
     ("fieldrank.memory._lexical", "fieldrank.bm25._Statistics"):
@@ -112,4 +111,4 @@ def test_the_scan_sees_a_private_import():
     assert ("bm25", "_check_texts") in names
     assert _absolute(module, False, 1, "bm25") == "fieldrank.bm25"
     assert _is_module("fieldrank.operators") and not _is_module("fieldrank.operators._pool_trusted")
-    assert ("fieldrank.hybrid", "fieldrank.operators._pool_trusted") in private_uses()
+    assert ("fieldrank._retriever.legs.rerank", "fieldrank.operators._pool_trusted") in private_uses()

@@ -32,7 +32,7 @@ of queries, cosines summed in float64, z-normalisation with numpy's pairwise sum
 neighbour and prior terms and the top-k, per query on its own thread. Scores are float64 and a
 query's scores do not depend on the batch or the thread count, so a batch equals its queries one
 by one, exactly. A :class:`fieldrank.HybridRetriever` searching every document of a large corpus
-passes the corpus moments instead (``_run_leg(moments=)``): the cosines' mean and standard
+passes the corpus moments instead (``run_leg(moments=)``): the cosines' mean and standard
 deviation then come from them, fp32 cosines screen the rows and only those near the k-th score
 are re-scored in double (docs/design.md, "Temporal leg"); this function keeps the pairwise path. :func:`fieldrank.reference.temporal_batch` is the same formula in numpy (the
 oracle of the parity tests); only the question texts are read in Python (the regular expressions
@@ -346,18 +346,20 @@ def _is_iso_date(value: Any) -> bool:
 # the other way round).
 
 
-def _years_spanned(timeline: Timeline, rows: Optional[np.ndarray]) -> tuple[int, ...]:
-    """The calendar years the session dates of ``rows`` (None: every row) span."""
+def years_spanned(timeline: Timeline, rows: Optional[np.ndarray]) -> tuple[int, ...]:
+    """The calendar years the session dates of ``rows`` (None: every row) span (the timeline has dates)."""
     t = timeline.time if rows is None else timeline.time[rows]
     years = t.astype("datetime64[Y]").astype(int) + 1970
     return tuple(range(int(years.min()), int(years.max()) + 1))
 
 
-def question_features(questions: Optional[Sequence[str]], timeline: Timeline, rows: Optional[np.ndarray]):
+def question_features(questions: Optional[Sequence[str]], timeline: Timeline, rows: Optional[np.ndarray], *,
+                      years: Optional[Sequence[int]] = None):
     """Per query: time intent (bool ``(B,)``) and the named periods (:func:`date_windows`).
 
     ``rows`` are the corpus rows the queries may see (None: all); a month or day without a year is
-    looked up in every year their session dates span. ``questions=None`` gives ``(None, None)`` (no
+    looked up in every year their session dates span (``years``: that span, computed already by a
+    caller that holds it, e.g. for every row). ``questions=None`` gives ``(None, None)`` (no
     priors); without session dates in ``timeline`` the periods are None.
     """
     if questions is None:
@@ -368,7 +370,8 @@ def question_features(questions: Optional[Sequence[str]], timeline: Timeline, ro
     intent = time_intent(questions)
     windows = None
     if timeline.time is not None:
-        years = _years_spanned(timeline, rows)
+        if years is None:
+            years = years_spanned(timeline, rows)
         windows = [date_windows(q, years) for q in questions]
     return intent, windows
 
@@ -417,7 +420,7 @@ def _window_arrays(windows: Optional[Sequence[Sequence[tuple[np.datetime64, np.d
     return offsets, days
 
 
-def _run_leg(E: np.ndarray, Q: np.ndarray, lexical: Optional[np.ndarray], k: int, timeline: Timeline,
+def run_leg(E: np.ndarray, Q: np.ndarray, lexical: Optional[np.ndarray], k: int, timeline: Timeline,
              intent: Optional[np.ndarray], windows, params: TemporalParams, rows: Optional[np.ndarray],
              check_rows: bool, n_threads: int, row_order: bool = False, lexical_begin: Optional[int] = None,
              moments: Optional[_core.NativeTemporalMoments] = None, screen: bool = True,
@@ -479,6 +482,11 @@ def _run_leg(E: np.ndarray, Q: np.ndarray, lexical: Optional[np.ndarray], k: int
     return Ranking(r.ids, r.scores)
 
 
+# The names the memory store imports until it moves to the public ones above.
+_run_leg = run_leg
+_years_spanned = years_spanned
+
+
 def temporal_batch(E: np.ndarray, Q: np.ndarray, lexical: Optional[np.ndarray], k: int = 50, *,
                    timeline: Timeline, questions: Optional[Sequence[str]] = None,
                    params: TemporalParams = TemporalParams(), subset: Optional[np.ndarray] = None,
@@ -511,7 +519,7 @@ def temporal_batch(E: np.ndarray, Q: np.ndarray, lexical: Optional[np.ndarray], 
     """
     E, Q, lexical, rows, n_threads = check_leg_call(E, Q, lexical, k, timeline, questions, params, subset, n_threads)
     intent, windows = question_features(questions, timeline, rows)
-    return _run_leg(E, Q, lexical, k, timeline, intent, windows, params, rows, True, n_threads)
+    return run_leg(E, Q, lexical, k, timeline, intent, windows, params, rows, True, n_threads)
 
 
 def temporal(E: np.ndarray, q: np.ndarray, lexical: Optional[np.ndarray], k: int = 50, *, timeline: Timeline,
