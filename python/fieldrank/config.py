@@ -79,15 +79,13 @@ from pathlib import Path
 from typing import Any, ClassVar, Optional, Union
 
 from . import _confidence as _conf
-from . import _core
+from . import _kernels
 from . import _validation as _v
 from ._api import public_dir
 from ._retriever.legs import (
     DEFAULT_WEIGHT,
     LEG_REGISTRY,
-    POOL_DENSE,
     POOL_MODES,
-    POOL_UNION,
     BM25Leg,
     CFSLeg,
     CFSRLeg,
@@ -131,7 +129,7 @@ __all__ = [
 __dir__ = public_dir(__all__)
 
 
-_D = _core.DEFAULTS
+_D = _kernels.DEFAULTS
 
 #: The preset weights: the only RRF weights written down in the package. ``cfsr_locked`` is
 #: the write-ups' CFS-R weight in the locked stack ("CFS-R weighted 3x").

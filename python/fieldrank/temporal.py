@@ -48,11 +48,11 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from . import _core
+from . import _kernels
 from . import _validation as _v
 from ._results import Ranking
 
-_D = _core.DEFAULTS  # the native core's defaults table: the leg's default formula comes from it
+_D = _kernels.DEFAULTS  # the native core's defaults table: the leg's default formula comes from it
 
 __all__ = [
     "TemporalParams",
@@ -423,7 +423,7 @@ def _window_arrays(windows: Optional[Sequence[Sequence[tuple[np.datetime64, np.d
 def run_leg(E: np.ndarray, Q: np.ndarray, lexical: Optional[np.ndarray], k: int, timeline: Timeline,
              intent: Optional[np.ndarray], windows, params: TemporalParams, rows: Optional[np.ndarray],
              check_rows: bool, n_threads: int, row_order: bool = False, lexical_begin: Optional[int] = None,
-             moments: Optional[_core.NativeTemporalMoments] = None, screen: bool = True,
+             moments: Optional[_kernels.NativeTemporalMoments] = None, screen: bool = True,
              native: bool = False) -> Ranking:
     """The native leg on checked arguments (no copy of ``E``; ``rows`` sorted, None: all rows).
 
@@ -436,7 +436,7 @@ def run_leg(E: np.ndarray, Q: np.ndarray, lexical: Optional[np.ndarray], k: int,
     retriever scores only the block a subset spans). The leg then runs on views of that block of
     ``E`` and of the timeline (no copy), with the same scores and ids.
 
-    ``moments``: ``_core.temporal_moments(E)`` of this very ``E`` (the same array, refused
+    ``moments``: ``_kernels.temporal_moments(E)`` of this very ``E`` (the same array, refused
     otherwise; not modified since), held by the caller (the retriever computes them once per
     corpus). Over all rows (``rows`` None, no ``lexical_begin``,
     top-k) the cosines' mean and standard deviation then come from them and fp32 cosines screen
@@ -468,7 +468,7 @@ def run_leg(E: np.ndarray, Q: np.ndarray, lexical: Optional[np.ndarray], k: int,
         day = None if day is None else day[lexical_begin:end]
         rows = None if rows is None else rows - lexical_begin
     offsets, days = _window_arrays(windows if timeline.time is not None else None)
-    r = _core.temporal_batch(
+    r = _kernels.temporal_batch(
         E, Q, np.ascontiguousarray(session), params.alpha, params.gamma, params.radius, params.decay,
         params.tau, params.delta, params.before_days, params.after_days, k, lexical32=lex32, lexical64=lex64,
         rows=rows, cue=cue, day=day,

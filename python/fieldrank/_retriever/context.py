@@ -13,19 +13,26 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Optional, TypeVar
+from typing import Any, Callable, NamedTuple, Optional, TypeVar
 
 import numpy as np
 
-from .. import _core
-from .. import operators as _ops
+from .. import _kernels
+from .. import _lexical
 from .. import temporal as _temporal
 from .corpus import Corpus
-from .legs.base import LegOutput
 
-__all__ = ["QueryContext"]
+__all__ = ["LegOutput", "QueryContext"]
 
 T = TypeVar("T")
+
+
+class LegOutput(NamedTuple):
+    """One leg's ranking for one query: ids best first, raw scores, CFS-R coefficients (or None)."""
+
+    ids: np.ndarray
+    scores: np.ndarray
+    coef: Optional[np.ndarray]
 
 
 class QueryContext:
@@ -82,23 +89,23 @@ class QueryContext:
     def _share_dense(self, depth: int) -> None:
         corpus, Q, sub = self.corpus, self.Q, self.subset
         if self.n == 1:  # the single-query scan; its 1-D arrays are the group's one row
-            pre = _core.prefilter(corpus.E, Q[0], depth, sub)
+            pre = _kernels.prefilter(corpus.E, Q[0], depth, sub)
             self._dense = [LegOutput(pre.ids, pre.scores, None)]
         else:
-            pre = _ops._prefilter_batch_trusted(corpus.E, Q, depth, sub, self.n_threads)
+            pre = _kernels.prefilter_batch_trusted(corpus.E, Q, depth, sub, self.n_threads)
             self._dense = [LegOutput(ids, scores, None) for ids, scores in zip(pre.ids, pre.scores)]
         self._dense_depth = depth
 
     def _share_lexical(self, depth: int, all_scores: bool) -> None:
         bm25, sub = self.corpus.bm25, self.subset
-        token_ids = list(map(bm25._token_ids, bm25._tokenize(self.texts)))
+        token_ids = [_lexical.token_ids(bm25, tokens) for tokens in _lexical.tokenize(bm25, self.texts)]
         # Every document's scores of all queries in one native call when a leg blends them; the
         # BM25 top lists then rank those rows instead of scoring again.
         if all_scores:
             # Without a BM25 top list, only the block of documents the subset spans is scored
             # (a conversation of a long log): the temporal leg reads no other column.
             docs = None if sub is None or depth or not sub.size else (int(sub[0]), int(sub[-1]) + 1)
-            self._lexical_scores = bm25._scores_matrix(token_ids, self.n_threads, docs)
+            self._lexical_scores = _lexical.scores_matrix(bm25, token_ids, self.n_threads, docs)
             self._lexical_begin = None if docs is None else docs[0]
         if depth:
             mask = None
@@ -107,9 +114,9 @@ class QueryContext:
                 mask[sub] = True
             self._lexical_depth = depth
             if self._lexical_scores is None:
-                self._lexical = [LegOutput(*bm25._rank(ids, depth, mask), None) for ids in token_ids]
+                self._lexical = [LegOutput(*_lexical.rank(bm25, ids, depth, mask), None) for ids in token_ids]
             else:
-                self._lexical = [LegOutput(*bm25._rank(ids, depth, mask, row), None)
+                self._lexical = [LegOutput(*_lexical.rank(bm25, ids, depth, mask, row), None)
                                  for ids, row in zip(token_ids, self._lexical_scores)]
 
     # ---------------------------------------------------------------- what legs read

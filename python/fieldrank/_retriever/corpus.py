@@ -13,10 +13,11 @@ from typing import Optional, Sequence, Union
 
 import numpy as np
 
-from .. import _core
+from .. import _kernels
 from .. import _validation as _v
 from .. import temporal as _temporal
-from ..bm25 import BM25Index, BM25Params, _check_texts
+from .._lexical import check_texts
+from ..bm25 import BM25Index, BM25Params
 
 __all__ = ["UNIT_NORM_ATOL", "Corpus", "CorpusMoments", "SubsetLike", "build_corpus", "check_texts", "moments_apply"]
 
@@ -30,7 +31,7 @@ _FLOAT32_STRIDE = (np.dtype(np.float32).itemsize,)  # a 1-D float32 array read i
 SubsetLike = Union[np.ndarray, Sequence[int], None]
 
 #: Rows per dimension from which the temporal leg over every document uses the corpus moments.
-_MOMENTS_MIN_ROWS_PER_DIM = int(_core.DEFAULTS["temporal_moments_min_rows_per_dim"])
+_MOMENTS_MIN_ROWS_PER_DIM = int(_kernels.DEFAULTS["temporal_moments_min_rows_per_dim"])
 
 
 def moments_apply(n_rows: int, dim: int) -> bool:
@@ -48,19 +49,19 @@ class CorpusMoments:
     def __init__(self, E: np.ndarray) -> None:
         self._E = E
         self._lock = threading.Lock()
-        self._value: Optional[_core.NativeTemporalMoments] = None
+        self._value: Optional[_kernels.NativeTemporalMoments] = None
 
     @property
-    def value(self) -> Optional[_core.NativeTemporalMoments]:
+    def value(self) -> Optional[_kernels.NativeTemporalMoments]:
         """The moments if computed already, else None (nothing is computed)."""
         return self._value
 
-    def get(self) -> _core.NativeTemporalMoments:
+    def get(self) -> _kernels.NativeTemporalMoments:
         value = self._value
         if value is None:
             with self._lock:
                 if self._value is None:  # every hardware thread: the same bits for any count
-                    self._value = _core.temporal_moments(self._E, 0)
+                    self._value = _kernels.temporal_moments(self._E, 0)
                 value = self._value
         return value
 
@@ -178,11 +179,6 @@ class Corpus:
         if ids is not None and len(ids) == len(self.texts):
             return None
         return ids
-
-
-def check_texts(texts: object, name: str) -> list[str]:
-    """``texts`` checked: a sequence of str (not one str), as a list."""
-    return _check_texts(texts, name)
 
 
 def build_corpus(texts: tuple[str, ...], embeddings: object, normalize: object, bm25_params: BM25Params,

@@ -12,8 +12,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .. import _core
-from .. import operators as _ops
+from .. import _kernels
 from .._results import Ranking
 
 __all__ = ["weighted_rrf", "weighted_rrf_batch"]
@@ -22,11 +21,11 @@ __all__ = ["weighted_rrf", "weighted_rrf_batch"]
 def weighted_rrf(rankings: Sequence[np.ndarray], weights: Sequence[float], k: int, k0: float
                  ) -> tuple[np.ndarray, np.ndarray]:
     """The fused ``(ids, scores)`` of one query's rankings (int64 ids best first, none twice)."""
-    fused = _core.rrf_unchecked(rankings, weights, k, k0)
+    fused = _kernels.rrf_unchecked(rankings, weights, k, k0)
     return fused.ids, fused.scores
 
 
 def weighted_rrf_batch(rankings: Sequence[Sequence[np.ndarray]], weights: Sequence[float], k: int, k0: float,
                        n_threads: int) -> list[Ranking]:
     """:func:`weighted_rrf` of many queries (one list of rankings each), one query per thread."""
-    return _ops._rrf_batch_trusted(rankings, weights, k, k0, n_threads)
+    return _kernels.rrf_batch_trusted(rankings, weights, k, k0, n_threads)

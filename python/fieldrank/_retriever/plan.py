@@ -19,7 +19,7 @@ from .._results import Ranking
 from .context import QueryContext
 from .corpus import Corpus
 from .fusion import weighted_rrf, weighted_rrf_batch
-from .legs.base import LegOutput
+from .context import LegOutput
 
 __all__ = ["PLAN_CACHE_SIZE", "LegPlan", "PlanCache"]
 

@@ -11,7 +11,8 @@ from .. import _confidence as _conf
 from .. import _validation as _v
 from .._results import SearchHit
 from .corpus import Corpus
-from .legs.base import Leg, LegOutput
+from .context import LegOutput
+from .legs.base import Leg
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..config import RetrieverConfig

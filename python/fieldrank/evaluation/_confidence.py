@@ -220,7 +220,7 @@ def fit_params(results: Sequence[tuple[conf.Features, np.ndarray]],
     top = np.concatenate([np.arange(f.hits.shape[0]) == 0 for f, _ in kept]).astype(np.float64)
     hb, hw = conf.fit_logistic(hits, y)
     partial = ConfidenceParams(mb, tuple(mw), hb, tuple(hw), (0.0, 1.0, 0.0))
-    cb, cw = conf.fit_logistic(np.column_stack([conf._product_logit(memory, hits, partial), top]), y)
+    cb, cw = conf.fit_logistic(np.column_stack([conf.product_logit(memory, hits, partial), top]), y)
     return ConfidenceParams(mb, tuple(mw), hb, tuple(hw), (cb, float(cw[0]), float(cw[1])))
 
 

@@ -80,7 +80,7 @@ def hit_features(cue_text: str, texts: Sequence[str], cosines: Sequence[float],
     hits[:, 0] = cos
     hits[:, 1] = coverage
     hits[:, 2] = s
-    hits[:, 3] = s - conf._best_other(s)
+    hits[:, 3] = s - conf.best_other(s)
     memory[:] = (float(cos.max()), float(coverage.max()), anywhere)
     return conf.Features(memory, hits)
 

@@ -11,7 +11,7 @@ added; an update keeps its id, so it keeps its place), each memory one document.
 on, a memory's context document is its own tokens plus those of the memories at positions
 ``i ± 1 … i ± context_window`` of that order that share its session key (same tenant and
 ``session``; a memory without a session has no neighbours), built by the very function
-:class:`~fieldrank.bm25.BM25Index` uses (``fieldrank.bm25._context_token_ids``). A forgotten memory
+:class:`~fieldrank.bm25.BM25Index` uses (``fieldrank._lexical.context_token_ids``). A forgotten memory
 leaves the corpus at once: its words leave every statistic and every neighbour's context
 document. Because the order is by id and only live memories count, a store reopened from its
 file, a compacted store and a store that got its memories one by one hold the same documents.
@@ -26,15 +26,15 @@ Main and delta
   memory is scored from the delta.
 
 Changes are applied lazily, on the next lexical query (``catch_up``): new rows are tokenized once,
-by the package's one tokenizer (:class:`fieldrank._tokenizer.Tokenizer`; their tokens are kept, so neither re-expansion nor a rebuild tokenizes again), the memories within
+by the package's one tokenizer (:class:`fieldrank._lexical.Tokenizer`; their tokens are kept, so neither re-expansion nor a rebuild tokenizes again), the memories within
 ``context_window`` positions of each change are re-expanded, and the statistics of both document
 sets (document frequencies, total length, N) are updated by what changed. An addition re-expands
 at most ``context_window`` memories on each side of its position (appending: the ones before it).
 
 Scores. A query scores the delta memories that share a term with it as a small BM25 matrix, made
-by the main index's own build (``fieldrank.bm25._index_matrix``, expansion included) against the
+by the main index's own build (``fieldrank._lexical.index_matrix``, expansion included) against the
 current statistics of the whole corpus (an entry depends only on its document and those), and
-scored by the same native scorer (``fieldrank.bm25._matrix_scores``: float32 sums over query terms
+scored by the same native scorer (``fieldrank._lexical.matrix_scores``: float32 sums over query terms
 in query order): with every memory in the delta (a store below
 ``bm25_delta_min_docs``), or right after a rebuild, the leg's scores equal ``BM25Index.scores`` over
 the live memories bit for bit (tested). The main index keeps the statistics of its last build:
@@ -61,8 +61,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from .._tokenizer import Tokenizer
-from ..bm25 import BM25Index, _context_token_ids, _index_matrix, _matrix_scores, _Statistics
+from .._lexical import BM25Index, Statistics, Tokenizer, context_token_ids, index_matrix, matrix_scores
 from ._params import MemoryParams
 
 __all__ = ["LexicalLeg"]
@@ -217,7 +216,7 @@ class LexicalLeg:
         rows = self._order_rows
         sessions = _ByPosition(self._session_keys(n_rows), rows)
         tokens = _ByPosition(self._tokens, rows)
-        contexts = _context_token_ids(tokens, sessions, self._window, docs=positions)
+        contexts = context_token_ids(tokens, sessions, self._window, docs=positions)
         return [np.asarray(c, dtype=np.int64) for c in contexts]
 
     def _set_delta(self, row: int, document: Optional[tuple[np.ndarray, Optional[np.ndarray]]]) -> None:
@@ -341,7 +340,7 @@ class LexicalLeg:
         own = [self._tokens[r].tolist() for r in order.tolist()]
         contexts = None
         if self._window > 0:
-            contexts = _context_token_ids(own, self._session_keys(n_rows)[order], self._window)
+            contexts = context_token_ids(own, self._session_keys(n_rows)[order], self._window)
         # The statistics of the corpus as it is now (the delta scores against them).
         self._own_df[:] = 0
         self._context_df[:] = 0
@@ -398,7 +397,7 @@ class LexicalLeg:
                 if hit.size == 0:
                     return _empty()
                 matrix = self._delta_matrix_of(hit)
-                scores = _matrix_scores((matrix.data, matrix.indices, matrix.indptr, True), None, hit.size,
+                scores = matrix_scores((matrix.data, matrix.indices, matrix.indptr, True), None, hit.size,
                                         [query_terms])[0]
                 keep = scores > 0
                 return hit[keep], scores[keep]
@@ -410,7 +409,7 @@ class LexicalLeg:
         # an entry depends only on its document and the statistics: each row's score is the one a
         # matrix of the hit rows alone gives (the same float32 sums in query order); the native scorer
         # reads only the query terms' postings, so no pass over the delta's tokens
-        scores = _matrix_scores(matrix, None, every.size, [query_terms])[0]
+        scores = matrix_scores(matrix, None, every.size, [query_terms])[0]
         keep = (scores > 0) & (every < n)
         return every[keep], scores[keep]
 
@@ -418,15 +417,15 @@ class LexicalLeg:
         """The BM25 matrix of the delta's ``delta_rows`` (sorted) against the corpus statistics now, made
         by the main index's build (an entry depends only on its document and those statistics)."""
         n_terms, n_docs = len(self._vocabulary), int(self._order_rows.size)
-        own = _Statistics(self._own_df[:n_terms], n_docs, np.float64(self._own_length) / np.float64(n_docs))
+        own = Statistics(self._own_df[:n_terms], n_docs, np.float64(self._own_length) / np.float64(n_docs))
         documents = [self._delta[r] for r in delta_rows.tolist()]
         contexts, statistics = None, (own, own)
         if self._window > 0:
             contexts = [context for _, context in documents]
-            statistics = (own, _Statistics(self._context_df[:n_terms], n_docs,
+            statistics = (own, Statistics(self._context_df[:n_terms], n_docs,
                                            np.float64(self._context_length) / np.float64(n_docs)))
         # The build writes each term's postings in increasing document order.
-        return _index_matrix(self._bm25_params, [tokens for tokens, _ in documents], n_terms, contexts, statistics)
+        return index_matrix(self._bm25_params, [tokens for tokens, _ in documents], n_terms, contexts, statistics)
 
     def _kept_main_rows(self, n: int) -> tuple[np.ndarray, bool]:
         """Which main documents a query over rows ``[0, n)`` reads (unchanged, below n), and whether

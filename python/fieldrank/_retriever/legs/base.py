@@ -12,29 +12,17 @@ the kind known to the configuration files, the plan, saved indexes and ``fieldra
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Optional, TypeVar
-
-import numpy as np
+from typing import Any, ClassVar, Optional, TypeVar
 
 from ... import _param_tables as _tables
 from ... import _validation as _v
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..context import QueryContext
-    from ..corpus import Corpus
+from ..context import LegOutput, QueryContext
+from ..corpus import Corpus
 
 __all__ = ["DEFAULT_WEIGHT", "LEG_REGISTRY", "Leg", "LegOutput", "register_leg"]
 
 #: Weight of a leg that does not say otherwise (plain, unweighted RRF).
 DEFAULT_WEIGHT = 1.0
-
-
-class LegOutput(NamedTuple):
-    """One leg's ranking for one query: ids best first, raw scores, CFS-R coefficients (or None)."""
-
-    ids: np.ndarray
-    scores: np.ndarray
-    coef: Optional[np.ndarray]
 
 
 def _set(obj: object, name: str, value: object) -> None:

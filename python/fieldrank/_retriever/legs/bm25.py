@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
-from ... import _core
-from .base import DEFAULT_WEIGHT, Leg, LegOutput, register_leg
+from ... import _kernels
+from ..context import LegOutput, QueryContext
+from .base import DEFAULT_WEIGHT, Leg, register_leg
 
-if TYPE_CHECKING:  # pragma: no cover
-    from ..context import QueryContext
 
 __all__ = ["BM25Leg"]
 
@@ -26,7 +25,7 @@ class BM25Leg(Leg):
     kind: ClassVar[str] = "bm25"
     needs_vector: ClassVar[bool] = False
     needs_text: ClassVar[bool] = True
-    depth: int = _core.DEFAULTS["k"]
+    depth: int = _kernels.DEFAULTS["k"]
     weight: float = DEFAULT_WEIGHT
     name: str = "bm25"
 

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
-from ... import _core
-from .base import DEFAULT_WEIGHT, Leg, LegOutput, register_leg
+from ... import _kernels
+from ..context import LegOutput, QueryContext
+from .base import DEFAULT_WEIGHT, Leg, register_leg
 
-if TYPE_CHECKING:  # pragma: no cover
-    from ..context import QueryContext
 
 __all__ = ["CosineLeg"]
 
@@ -30,7 +29,7 @@ class CosineLeg(Leg):
     """
 
     kind: ClassVar[str] = "cosine"
-    depth: int = _core.DEFAULTS["k"]
+    depth: int = _kernels.DEFAULTS["k"]
     weight: float = DEFAULT_WEIGHT
     name: str = "cosine"
 

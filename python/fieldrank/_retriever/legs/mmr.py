@@ -5,14 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ... import _core
+from ... import _kernels
 from ... import _param_tables as _tables
 from .base import DEFAULT_WEIGHT, register_leg
 from .rerank import PooledLeg
 
 __all__ = ["MMRLeg"]
 
-_D = _core.DEFAULTS
+_D = _kernels.DEFAULTS
 
 
 @register_leg

@@ -9,17 +9,16 @@ CFS) reranks the sorted union of the dense top-``p`` and the BM25 top-``union_p`
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any, ClassVar, Optional
+from typing import Any, ClassVar, Optional
 
 import numpy as np
 
 from ... import _param_tables as _tables
 from ... import _validation as _v
-from ... import operators as _ops
-from .base import Leg, LegOutput
+from ... import _kernels
+from ..context import LegOutput, QueryContext
+from .base import Leg
 
-if TYPE_CHECKING:  # pragma: no cover
-    from ..context import QueryContext
 
 __all__ = ["POOL_DENSE", "POOL_MODES", "POOL_UNION", "PooledLeg", "RerankLeg"]
 
@@ -78,7 +77,7 @@ class RerankLeg(Leg):
 
             def one(b: int) -> LegOutput:
                 pool_ids = np.union1d(dense[b].ids[:p], lexical[b].ids[:union_p])
-                return self._output(_ops._pool_trusted(self.kind, pool_ids, E[pool_ids], ctx.Q[b], self.depth, None,
+                return self._output(_kernels.pool_trusted(self.kind, pool_ids, E[pool_ids], ctx.Q[b], self.depth, None,
                                                        params))
 
             return ctx.map_queries(one)
@@ -86,9 +85,9 @@ class RerankLeg(Leg):
             depth = self.pool_depth
             pre = ctx.dense_tops(depth)[0]
             ids = pre.ids[:depth]
-            return [self._output(_ops._pool_trusted(self.kind, ids, E[ids], ctx.Q[0], self.depth, pre.scores[:depth],
+            return [self._output(_kernels.pool_trusted(self.kind, ids, E[ids], ctx.Q[0], self.depth, pre.scores[:depth],
                                                     params))]
-        r = _ops._batch_trusted(self.kind, E, ctx.Q, self.depth, self.batch_pool(), ctx.subset, ctx.n_threads, params)
+        r = _kernels.batch_trusted(self.kind, E, ctx.Q, self.depth, self.batch_pool(), ctx.subset, ctx.n_threads, params)
         coef = r.coef if self.has_coef else [None] * ctx.n
         return [LegOutput(ids, scores, c) for ids, scores, c in zip(r.ids, r.scores, coef)]
 

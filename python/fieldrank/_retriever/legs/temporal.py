@@ -5,16 +5,15 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
-from ... import _core
+from ... import _kernels
 from ... import temporal as _temporal
 from ...temporal import TemporalParams
-from .base import DEFAULT_WEIGHT, Leg, LegOutput, register_leg
+from ..context import LegOutput, QueryContext
+from ..corpus import Corpus
+from .base import DEFAULT_WEIGHT, Leg, register_leg
 
-if TYPE_CHECKING:  # pragma: no cover
-    from ..context import QueryContext
-    from ..corpus import Corpus
 
 __all__ = ["TemporalLeg"]
 
@@ -41,7 +40,7 @@ class TemporalLeg(Leg):
     kind: ClassVar[str] = "temporal"
     needs_text: ClassVar[bool] = True
     needs_timeline: ClassVar[bool] = True
-    depth: int = _core.DEFAULTS["k"]
+    depth: int = _kernels.DEFAULTS["k"]
     weight: float = DEFAULT_WEIGHT
     alpha: float = TemporalParams.alpha
     gamma: float = TemporalParams.gamma
