@@ -46,6 +46,7 @@ from typing import Optional, Union
 import numpy as np
 
 from . import _validation as _v
+from ._lexical.index import check_query
 from . import embed as _embed
 from . import persistence as _persistence
 from . import temporal as _temporal
@@ -71,13 +72,6 @@ LegKind = Leg
 
 #: Read by the benchmarks (whether a corpus takes the temporal leg's moments path).
 moments_apply = moments_apply
-
-
-def _check_text(text: object, name: str) -> str:
-    if not isinstance(text, str):
-        msg = f"{name} must be a str, got {type(text).__name__}"
-        raise TypeError(msg)
-    return text
 
 
 class HybridRetriever:
@@ -348,13 +342,13 @@ class HybridRetriever:
         threshold = threshold_value(min_confidence)
         checked_text = None  # the text is checked once, also when the embedder needs it first
         if vector is None and text is not None and self._embedder is not None and self._config.needs_vector:
-            checked_text = _check_text(text, "text")
+            checked_text = check_query(text, "text")
             vector = _embed.embed_query(self._embedder, checked_text)
         self._check_query_inputs(text is not None, vector is not None, "vector")
         plan = self._plan_for(k)
         corpus = self._corpus
         Q = corpus.query_vector(vector) if self._needs_vector else None
-        texts = [checked_text if checked_text is not None else _check_text(text, "text")] if self._needs_text else None
+        texts = [checked_text if checked_text is not None else check_query(text, "text")] if self._needs_text else None
         sub = None if subset is None else corpus.subset_ids(subset)
         outputs = plan.run(corpus, texts, Q, 1, sub, 1)[0]
         ids, scores = plan.fuse_one(outputs)
