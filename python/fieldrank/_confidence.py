@@ -58,7 +58,7 @@ import numpy as np
 
 from . import _lexical
 
-__all__ = ["HIT_FEATURES", "MEMORY_FEATURES", "Features", "Model", "QueryTerms", "best_other", "calibrated", "confidence",
+__all__ = ["HIT_FEATURES", "MEMORY_FEATURES", "Features", "Model", "QueryTerms", "assemble", "best_other", "calibrated", "confidence",
            "features", "fit_logistic", "product_logit", "query_terms"]
 
 #: The per-query features of the memory model, in the order of ``ConfidenceParams.memory_weights``.
@@ -203,19 +203,26 @@ def features(E: np.ndarray, q: np.ndarray, bm25, terms: QueryTerms, hit_ids: np.
     """The :class:`Features` of one result: hits ``hit_ids`` (best first) with fused ``scores``, the
     (d,) unit query vector ``q``, the query's :func:`query_terms`, ``subset`` the sorted ids the
     query could see (None: every document of ``E`` / ``bm25``)."""
-    k = int(hit_ids.shape[0])
+    if hit_ids.shape[0] == 0:
+        return assemble(np.empty(0), np.empty(0), np.empty(0), 0.0)
+    coverage, memory_coverage = _coverage(bm25, terms, hit_ids, subset)
+    return assemble(E[hit_ids] @ q, coverage, scores, memory_coverage)
+
+
+def assemble(cosines: np.ndarray, coverage: np.ndarray, scores: Sequence[float], memory_coverage: float) -> Features:
+    """The :class:`Features` of one result from its hits' cosines, coverages and fused scores (best
+    first) and the memory's coverage: the one layout of the retriever's and the store's features."""
+    k = int(len(scores))
     hits = np.zeros((k, len(HIT_FEATURES)), dtype=np.float64)
     memory = np.zeros(len(MEMORY_FEATURES), dtype=np.float64)
     if k == 0:
         return Features(memory, hits)
-    cos = E[hit_ids] @ q
-    coverage, memory_coverage = _coverage(bm25, terms, hit_ids, subset)
     s = np.asarray(scores, dtype=np.float64)
-    hits[:, 0] = cos
+    hits[:, 0] = cosines
     hits[:, 1] = coverage
     hits[:, 2] = s
     hits[:, 3] = s - best_other(s)
-    memory[:] = (float(cos.max()), float(coverage.max()), memory_coverage)
+    memory[:] = (float(cosines.max()), float(coverage.max()), memory_coverage)
     return Features(memory, hits)
 
 

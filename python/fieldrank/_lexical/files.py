@@ -104,9 +104,15 @@ def check_loaded(directory: Path, retriever: Any, n_docs: int) -> None:
     if not bool(np.all(np.isfinite(data))) or bool(np.any(data < 0)):
         msg = f"{data_file} must hold finite scores >= 0"
         raise BM25FormatError(msg)
+    _check_vocabulary_ids(directory / _BM25S_VOCAB_FILENAME, vocab, n_terms)
+    _check_nonoccurrence(directory / _BM25S_NONOCCURRENCE_FILENAME, retriever, n_terms)
+
+
+def _check_vocabulary_ids(path: Path, vocab: dict, n_terms: int) -> None:
+    """Integer ids, one column in ``[0, n_terms)`` per term, no two tokens sharing one."""
     ids = list(vocab.values())
     if not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
-        msg = f"{directory / _BM25S_VOCAB_FILENAME} must map every token to an integer id"
+        msg = f"{path} must map every token to an integer id"
         raise BM25FormatError(msg)
     ids_array = np.asarray(ids, dtype=np.int64) if ids else np.empty(0, dtype=np.int64)
     # Every term id names a column in [0, n_terms); the empty token's id may be n_terms.
@@ -114,22 +120,24 @@ def check_loaded(directory: Path, retriever: Any, n_docs: int) -> None:
     empty_id = vocab.get("", 0)
     if (term_ids.size and (int(term_ids.min()) < 0 or int(term_ids.max()) >= n_terms)) or not 0 <= empty_id <= n_terms:
         msg = (
-            f"{directory / _BM25S_VOCAB_FILENAME} must map tokens to ids in [0, {n_terms}), "
+            f"{path} must map tokens to ids in [0, {n_terms}), "
             f"got ids from {int(ids_array.min())} to {int(ids_array.max())}"
         )
         raise BM25FormatError(msg)
     if np.unique(ids_array).size != ids_array.size:
-        msg = f"{directory / _BM25S_VOCAB_FILENAME} maps two tokens to the same id"
+        msg = f"{path} maps two tokens to the same id"
         raise BM25FormatError(msg)
+
+
+def _check_nonoccurrence(path: Path, retriever: Any, n_terms: int) -> None:
+    """BM25L / BM25+: one finite float per term."""
     nonoccurrence = getattr(retriever, "nonoccurrence_array", None)
     if nonoccurrence is not None:
         nonoccurrence = np.asarray(nonoccurrence)
         if nonoccurrence.shape != (n_terms,) or nonoccurrence.dtype.kind != "f" or not bool(
                 np.all(np.isfinite(nonoccurrence))):
             msg = (
-                f"{directory / _BM25S_NONOCCURRENCE_FILENAME} must hold {n_terms} finite floats (one per term), "
+                f"{path} must hold {n_terms} finite floats (one per term), "
                 f"got dtype {nonoccurrence.dtype} and shape {nonoccurrence.shape}"
             )
             raise BM25FormatError(msg)
-
-

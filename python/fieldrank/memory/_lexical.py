@@ -250,6 +250,16 @@ class LexicalLeg:
         if added + len(forgotten) + len(self._delta) > self._delta_limit():
             self._rebuild(texts, max(n_rows, self._n_seen))
             return
+        arriving = self._take_rows(texts, n_rows)
+        ids = self._ids(self._n_seen)
+        touched_rows, before = self._touched(ids, forgotten, arriving)
+        self._leave(ids, forgotten, before)
+        arriving = self._join(ids, arriving)
+        forgotten_set = set(forgotten)
+        self._reexpand(ids, [r for r in touched_rows if r not in forgotten_set], arriving.tolist(), before)
+
+    def _take_rows(self, texts: Sequence[str], n_rows: int) -> np.ndarray:
+        """Tokenize the rows ``[seen, n_rows)``; the live ones among them (the rows arriving in the corpus)."""
         start = self._n_seen
         self._tokens.extend(self._tokenize_rows(texts[start:n_rows]))
         self._n_seen = max(n_rows, start)
@@ -262,65 +272,71 @@ class LexicalLeg:
         for r in range(start, self._n_seen):
             if not live[r]:
                 self._tokens[r] = _EMPTY_TOKENS  # forgotten before the leg saw it: never in the corpus
-        ids = self._ids(self._n_seen)
-        window = self._window
+        return arriving
 
-        # 1. Positions whose context document may change, in the corpus order before the change.
-        count = self._order_rows.size
-        forgotten_positions = np.searchsorted(self._order_ids, ids[forgotten]) if forgotten else np.empty(0, np.int64)
-        insertion_points = np.searchsorted(self._order_ids, ids[arriving]) if arriving.size else np.empty(0, np.int64)
+    def _touched(self, ids: np.ndarray, forgotten: list[int],
+                 arriving: np.ndarray) -> tuple[list[int], dict[int, np.ndarray]]:
+        """The rows whose context document may change (within ``window`` positions of a change, in the
+        corpus order before it) and their context documents before the change."""
+        window, count = self._window, self._order_rows.size
+        if window == 0:
+            return [], {}
         touched: set[int] = set()
-        if window > 0:
-            for p in forgotten_positions.tolist():
+        if forgotten:
+            for p in np.searchsorted(self._order_ids, ids[forgotten]).tolist():
                 touched.update(range(max(p - window, 0), min(p + window + 1, count)))
-            for q in insertion_points.tolist():
+        if arriving.size:
+            for q in np.searchsorted(self._order_ids, ids[arriving]).tolist():
                 touched.update(range(max(q - window, 0), min(q + window, count)))
-        touched_positions = sorted(touched)
-        touched_rows = self._order_rows[touched_positions].tolist() if touched_positions else []
-        before = dict(zip(touched_rows, self._contexts(touched_positions, self._n_seen))) if window > 0 else {}
+        positions = sorted(touched)
+        rows = self._order_rows[positions].tolist() if positions else []
+        return rows, dict(zip(rows, self._contexts(positions, self._n_seen)))
 
-        # 2. Forgotten rows leave the statistics and the corpus.
+    def _leave(self, ids: np.ndarray, forgotten: list[int], before: dict[int, np.ndarray]) -> None:
+        """Forgotten rows leave the statistics and the corpus."""
         self._count([self._tokens[r] for r in forgotten], -1, context=False)
-        if window > 0:
+        if self._window > 0:
             self._count([before[r] for r in forgotten], -1, context=True)
         for r in forgotten:
             self._in_corpus[r] = False
             self._set_delta(r, None)
             self._tokens[r] = _EMPTY_TOKENS  # never read again: free the memory
         if forgotten:
-            self._order_ids = np.delete(self._order_ids, forgotten_positions)
-            self._order_rows = np.delete(self._order_rows, forgotten_positions)
+            positions = np.searchsorted(self._order_ids, ids[forgotten])
+            self._order_ids = np.delete(self._order_ids, positions)
+            self._order_rows = np.delete(self._order_rows, positions)
 
-        # 3. Arriving rows join the corpus at their id's place.
+    def _join(self, ids: np.ndarray, arriving: np.ndarray) -> np.ndarray:
+        """Arriving rows join the corpus at their id's place; returns them in id order."""
         if arriving.size:
-            by_id = np.argsort(ids[arriving], kind="stable")
-            arriving = arriving[by_id]
+            arriving = arriving[np.argsort(ids[arriving], kind="stable")]
             places = np.searchsorted(self._order_ids, ids[arriving])
             self._order_ids = np.insert(self._order_ids, places, ids[arriving])
             self._order_rows = np.insert(self._order_rows, places, arriving)
             self._in_corpus[arriving] = True
             self._count([self._tokens[r] for r in arriving.tolist()], +1, context=False)
+        return arriving
 
-        # 4. Re-expand the touched rows still live, expand the arriving ones.
-        forgotten_set = set(forgotten)
-        kept = [r for r in touched_rows if r not in forgotten_set]
-        changed = kept + arriving.tolist()
-        if window > 0 and changed:
-            positions = np.searchsorted(self._order_ids, ids[np.asarray(changed, dtype=np.int64)]).tolist()
-            after = dict(zip(changed, self._contexts(positions, self._n_seen)))
-            for r in kept:
-                old, new = before[r], after[r]
-                if old.size == new.size and np.array_equal(np.sort(old), np.sort(new)):
-                    continue  # a change next to it that is not in its session
-                self._count([old], -1, context=True)
-                self._count([new], +1, context=True)
-                self._set_delta(r, (self._tokens[r], new))
-            self._count([after[r] for r in arriving.tolist()], +1, context=True)
-            for r in arriving.tolist():
-                self._set_delta(r, (self._tokens[r], after[r]))
-        else:
-            for r in arriving.tolist():
+    def _reexpand(self, ids: np.ndarray, kept: list[int], arriving: list[int], before: dict[int, np.ndarray]) -> None:
+        """Re-expand the touched rows still live (those whose context changed go to the delta), expand
+        the arriving ones."""
+        changed = kept + arriving
+        if self._window == 0 or not changed:
+            for r in arriving:
                 self._set_delta(r, (self._tokens[r], None))
+            return
+        positions = np.searchsorted(self._order_ids, ids[np.asarray(changed, dtype=np.int64)]).tolist()
+        after = dict(zip(changed, self._contexts(positions, self._n_seen)))
+        for r in kept:
+            old, new = before[r], after[r]
+            if old.size == new.size and np.array_equal(np.sort(old), np.sort(new)):
+                continue  # a change next to it that is not in its session
+            self._count([old], -1, context=True)
+            self._count([new], +1, context=True)
+            self._set_delta(r, (self._tokens[r], new))
+        self._count([after[r] for r in arriving], +1, context=True)
+        for r in arriving:
+            self._set_delta(r, (self._tokens[r], after[r]))
 
     def _rebuild(self, texts: Sequence[str], n_rows: int) -> None:
         """Build the main index over the live rows of ``[0, n_rows)``; the delta empties."""
