@@ -137,9 +137,11 @@ def check_rows_finite_nonzero(E: np.ndarray, name: str = "E", rows: Optional[np.
         return
     finite_rows = np.isfinite(X).all(axis=1)
     norms_sq = np.einsum("ij,ij->i", X, X, dtype=np.float64)
-    # The kernels accumulate in float32: a row whose float32 squared norm overflows is bad there too.
+    # The kernels accumulate in float32: a row whose float32 squared norm overflows is bad there too
+    # (a wider row is cast first: einsum will not narrow it itself).
     with np.errstate(over="ignore"):
-        overflow = ~np.isfinite(np.einsum("ij,ij->i", X, X, dtype=np.float32))
+        X32 = X.astype(np.float32, copy=False)
+        overflow = ~np.isfinite(np.einsum("ij,ij->i", X32, X32, dtype=np.float32))
     bad = np.flatnonzero(~finite_rows | overflow | ~np.isfinite(norms_sq) | (norms_sq < _MIN_ROW_NORM_SQ))
     if not bad.size:
         return
