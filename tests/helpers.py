@@ -6,8 +6,11 @@ fixtures and the hypothesis profiles.
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import sqlite3
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 
@@ -21,7 +24,9 @@ ORDER_GAP = 1e-5
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DIR = REPO_ROOT.parent / "shared"
-LOCOMO_DIR = SHARED_DIR / "data" / "locomo"
+#: The LoCoMo folder: ``$FIELDRANK_LOCOMO_DIR`` (as :func:`fieldrank.evaluation.locomo.resolve_data_dir`
+#: reads it: a worktree elsewhere can point at the data), else ``../shared/data/locomo``.
+LOCOMO_DIR = Path(os.environ.get("FIELDRANK_LOCOMO_DIR") or SHARED_DIR / "data" / "locomo")
 #: The SIMD kernel variants this CPU runs, portable first.
 SUPPORTED_KERNEL_VARIANTS = list(_core.supported_kernel_variants())
 
@@ -30,6 +35,14 @@ SUPPORTED_KERNEL_VARIANTS = list(_core.supported_kernel_variants())
 DAY = 86400.0
 #: Words the memory tests' filler texts are drawn from (none of them in a cue or an answer).
 FILLER_WORDS = ("amber", "basalt", "cobalt", "dune", "ember", "fjord", "garnet", "harbor", "indigo", "juniper")
+
+
+def load_tool(name: str) -> ModuleType:
+    """The script ``tools/<name>.py`` imported as a module (the tools are no package)."""
+    spec = importlib.util.spec_from_file_location(name, REPO_ROOT / "tools" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def normalized(v: np.ndarray) -> np.ndarray:

@@ -5,7 +5,7 @@ A name that starts with ``_`` is private to its module (a private *module* such 
 every module of ``python/fieldrank`` (no import) and finds ``from .mod import _name`` and
 ``alias._name`` where ``alias`` is a package module. Each current exception is listed with its
 reason; a new use fails, and so does an exception that is gone (remove it from the list).
-Issue #26 (one door into the native core, one implementation per rule) removes these.
+Issue #33 (the redesign) empties this list: each owner deletes its lines as its module switches.
 """
 
 from __future__ import annotations
@@ -18,10 +18,6 @@ SOURCE_ROOT = PACKAGE.parent
 
 #: (module, the other module's private name it uses) -> why, for now.
 EXCEPTIONS = {
-    ("fieldrank.evaluation._confidence", "fieldrank._confidence._product_logit"):
-        "the harness fits the runtime's confidence model and needs its logit feature, one formula",
-    ("fieldrank.memory._confidence", "fieldrank._confidence._best_other"):
-        "the store's hit confidence uses the retriever's margin feature, one formula",
     ("fieldrank.hybrid", "fieldrank.bm25._check_texts"): "the retriever checks its texts by BM25's own rule",
     ("fieldrank.hybrid", "fieldrank.operators._batch_trusted"):
         "trusted side door into _core for checked corpora (issue #26: one door into the native core)",
@@ -33,15 +29,6 @@ EXCEPTIONS = {
         "question feature with a year span, one of three copies (issue #26: one implementation per rule)",
     ("fieldrank.memory._generators", "fieldrank.temporal._run_leg"): "the store runs the temporal leg (issue #26)",
     ("fieldrank.memory._generators", "fieldrank.temporal._years_spanned"): "question feature (issue #26)",
-    ("fieldrank.memory._lexical", "fieldrank.bm25._Statistics"):
-        "the store's lexical index reuses BM25's build and scoring (issue #26: four private BM25 functions)",
-    ("fieldrank.memory._lexical", "fieldrank.bm25._context_token_ids"): "BM25's build, reused (issue #26)",
-    ("fieldrank.memory._lexical", "fieldrank.bm25._index_matrix"): "BM25's build, reused (issue #26)",
-    ("fieldrank.memory._lexical", "fieldrank.bm25._matrix_scores"): "BM25's scoring, reused (issue #26)",
-    ("fieldrank.reference", "fieldrank.quantized._corpus"):
-        "the numpy twin of the quantized prefilter checks its corpus with the operator's own check",
-    ("fieldrank.reference", "fieldrank.quantized._factor"): "the twin's rescoring depth, the operator's own",
-    ("fieldrank.reference", "fieldrank.quantized._kind"): "the twin checks the kind with the operator's own check",
 }
 
 
@@ -69,29 +56,35 @@ def _private(name: str) -> bool:
     return name.startswith("_") and not name.startswith("__")
 
 
+def uses_in(module: str, is_package: bool, text: str) -> set[tuple[str, str]]:
+    """(module, other module's private name) for every use in one module's source ``text``."""
+    found = set()
+    tree = ast.parse(text)
+    aliases = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            source = _absolute(module, is_package, node.level, node.module)
+            if not source.startswith("fieldrank"):
+                continue
+            for alias in node.names:
+                if _is_module(f"{source}.{alias.name}"):
+                    aliases[alias.asname or alias.name] = f"{source}.{alias.name}"
+                elif _private(alias.name) and source != module:
+                    found.add((module, f"{source}.{alias.name}"))
+        elif isinstance(node, ast.Import):
+            aliases.update({a.asname or a.name: a.name for a in node.names if a.name.startswith("fieldrank")})
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
+                and _private(node.attr) and aliases[node.value.id] != module):
+            found.add((module, f"{aliases[node.value.id]}.{node.attr}"))
+    return found
+
+
 def private_uses() -> set[tuple[str, str]]:
     """(module, other module's private name) for every use in the package's sources."""
     found = set()
     for path in sorted(PACKAGE.rglob("*.py")):
-        module = _module_name(path)
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        aliases = {}
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom):
-                source = _absolute(module, path.name == "__init__.py", node.level, node.module)
-                if not source.startswith("fieldrank"):
-                    continue
-                for alias in node.names:
-                    if _is_module(f"{source}.{alias.name}"):
-                        aliases[alias.asname or alias.name] = f"{source}.{alias.name}"
-                    elif _private(alias.name) and source != module:
-                        found.add((module, f"{source}.{alias.name}"))
-            elif isinstance(node, ast.Import):
-                aliases.update({a.asname or a.name: a.name for a in node.names if a.name.startswith("fieldrank")})
-        for node in ast.walk(tree):
-            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
-                    and _private(node.attr) and aliases[node.value.id] != module):
-                found.add((module, f"{aliases[node.value.id]}.{node.attr}"))
+        found |= uses_in(_module_name(path), path.name == "__init__.py", path.read_text(encoding="utf-8"))
     return found
 
 
@@ -104,12 +97,11 @@ def test_no_module_uses_another_modules_private_names():
 
 
 def test_the_scan_sees_a_private_import():
-    """The scanner itself: a private name imported by ``from`` and one read through an alias."""
-    tree_text = "from .bm25 import _check_texts\nfrom . import operators as ops\nops._pool_trusted\n"
-    module = "fieldrank.example"
-    tree = ast.parse(tree_text)
-    names = [(n.module, a.name) for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names]
-    assert ("bm25", "_check_texts") in names
-    assert _absolute(module, False, 1, "bm25") == "fieldrank.bm25"
-    assert _is_module("fieldrank.operators") and not _is_module("fieldrank.operators._pool_trusted")
-    assert ("fieldrank.hybrid", "fieldrank.operators._pool_trusted") in private_uses()
+    """The scanner itself: a private name imported by ``from``, one read through a module alias, and
+    neither a private module (``_kernels``) nor a public name of one counts."""
+    text = ("from .bm25 import _check_texts\nfrom . import operators as ops\nops._ranking\n"
+            "from . import _kernels\n_kernels.pool_trusted\nfrom ._lexical import rank\n")
+    assert _absolute("fieldrank.example", False, 1, "bm25") == "fieldrank.bm25"
+    assert _is_module("fieldrank.operators") and not _is_module("fieldrank.operators._ranking")
+    assert uses_in("fieldrank.example", False, text) == {
+        ("fieldrank.example", "fieldrank.bm25._check_texts"), ("fieldrank.example", "fieldrank.operators._ranking")}

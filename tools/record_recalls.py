@@ -12,6 +12,10 @@ What is recorded (every float as its exact bits, every array as dtype, shape and
   in every mode, k = 10 and 30, with every gate, cue tags, entities, valence and time;
   ``why_not`` of returned, outranked, gated and other-tenant memories; a sequence of 100
   reinforcing recalls (each recorded) and recalls after it;
+- a lifecycle on a file-backed store (a temporary folder): two tenants, labelled memories with
+  supersedes, recalls and ``why_not`` after ``update`` (text, embedding, tags, importance),
+  ``forget``, ``compact()``, ``compact(purge=True)``, reinforcing recalls, and after closing and
+  reopening the file (``get`` of updated, forgotten-and-purged and superseded memories too);
 - the adversarial suite (``fieldrank.evaluation._memory_suite``) at 1k and 10k LoCoMo filler
   (skipped when ``../shared/data/locomo`` is absent), every scenario in three modes, plus a
   default-mode reinforcing sequence over its cues.
@@ -31,6 +35,7 @@ import dataclasses
 import os
 import pickle
 import sys
+import tempfile
 from typing import Any
 
 import numpy as np
@@ -151,8 +156,71 @@ def record_benchmark_store(n: int, d: int = 384) -> list:
     return out
 
 
-def record_adversarial(size: int) -> list:
-    filler = suite_module.load_filler(size)
+def _lifecycle_step(store: MemoryStore, label: str, cues: list[tuple[str, np.ndarray]], labelled: list[int],
+                    at: float) -> list:
+    """Recalls in three modes for both tenants, plus why_not of the labelled memories, at one step."""
+    out = []
+    for text, vector in cues:
+        for tenant in ("agent", "other"):
+            for mode in ("hybrid", "full", "keyword"):
+                result = store.recall(text, vector, 10, tenant=tenant, mode=mode, at_time=at, reinforce=False)
+                out.append(("lifecycle", label, tenant, mode, canonical(result)))
+        for memory_id in labelled[:6] + labelled[10:12] + labelled[20:22]:  # kept, forgotten, forgotten late
+            why = store.why_not(int(memory_id), text, vector, 10, tenant="agent", at_time=at)
+            out.append(("lifecycle-why_not", label, int(memory_id), canonical(why)))
+    return out
+
+
+def _get(store: MemoryStore, memory_id: int) -> Any:
+    try:
+        return canonical(store.get(memory_id))
+    except KeyError as error:
+        return ("KeyError", str(error))
+
+
+def record_lifecycle(n: int, d: int = 384) -> list:
+    """update, forget, compact, compact(purge=True) and a reopen of a file-backed store, recorded at each step."""
+    rng = np.random.default_rng(23 + n)
+    with tempfile.TemporaryDirectory(prefix="record_recalls_") as folder:
+        path = os.path.join(folder, "store.db")
+        store = MemoryStore(path, dim=d)
+        E = rng.normal(size=(n, d)).astype(np.float32)
+        E /= np.linalg.norm(E, axis=1, keepdims=True)
+        store.add_many(bench_memory._texts(rng, n), E, tenants="agent", importances=rng.uniform(0.05, 0.9, n),
+                       created_at=NOW - rng.uniform(0, 365, n) * DAY)
+        store.add_many(bench_memory._texts(rng, n // 10), E[: n // 10], tenants="other", created_at=NOW - DAY)
+        labelled = _with_labels(store, rng, d, 100)
+        cues = [(text, vector) for text, vector in zip(bench_memory._texts(np.random.default_rng(29), 3),
+                                                         queries(E, 3, seed=31))]
+        out: list = [("lifecycle", n)] + _lifecycle_step(store, "built", cues, labelled, NOW)
+        for i, memory_id in enumerate(labelled[:10]):
+            vector = E[i] if i % 2 else None
+            store.update(memory_id, text=f"changed note {i} " + cues[i % 3][0] if i % 3 else None,
+                         embedding=vector, tags=["tag2"] if i % 4 == 0 else None,
+                         importance=0.95 if i % 5 == 0 else None)
+        out += _lifecycle_step(store, "updated", cues, labelled, NOW)
+        forgotten = labelled[10:20] + [int(i) for i in range(0, n, max(1, n // 50))]
+        out.append(("forget", tuple(store.forget(m) for m in forgotten)))
+        out += _lifecycle_step(store, "forgotten", cues, labelled, NOW)
+        out.append(("compact", store.compact()))
+        out += _lifecycle_step(store, "compacted", cues, labelled, NOW)
+        for i, (text, vector) in enumerate(cues * 4):
+            result = store.recall(text, vector, 10, tenant="agent", at_time=NOW + i * DAY)
+            out.append(("lifecycle-reinforcing", i, canonical(result)))
+        out.append(("forget-late", tuple(store.forget(m) for m in labelled[20:25])))
+        out.append(("compact-purge", store.compact(purge=True)))
+        out += _lifecycle_step(store, "purged", cues, labelled, NOW + 20 * DAY)
+        store.close()
+        store = MemoryStore(path)
+        out += _lifecycle_step(store, "reopened", cues, labelled, NOW + 20 * DAY)
+        out += [("get", m, _get(store, m)) for m in labelled[:12] + labelled[-12:] + forgotten[:3]]
+        out.append(("tenants", store.tenants()))
+        store.close()
+    return out
+
+
+def record_adversarial(size: int, locomo_dir: str = suite_module.DEFAULT_LOCOMO_DIR) -> list:
+    filler = suite_module.load_filler(size, locomo_dir)
     if filler is None:
         print(f"adversarial {size}: no LoCoMo data, skipped", file=sys.stderr)
         return []
@@ -174,22 +242,30 @@ def record_adversarial(size: int) -> list:
     return out
 
 
+def record_all(sizes: list[int], locomo_dir: str = suite_module.DEFAULT_LOCOMO_DIR, *, verbose: bool = True) -> list:
+    """Every record, in a fixed order: benchmark stores, lifecycles, then the adversarial suite."""
+    records: list = []
+    for part, record in (("benchmark store", record_benchmark_store), ("lifecycle", record_lifecycle),
+                         ("adversarial", lambda n: record_adversarial(n, locomo_dir))):
+        for n in sizes:
+            records += record(n)
+            if verbose:
+                print(f"{part} {n}: {len(records)} records", file=sys.stderr)
+    return records
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
     parser.add_argument("--compare", help="a recording to compare with (== on every record)")
     parser.add_argument("--sizes", nargs="+", type=int, default=[1_000, 10_000])
+    parser.add_argument("--locomo", default=suite_module.DEFAULT_LOCOMO_DIR,
+                        help="the LoCoMo folder of the adversarial filler (default: ../shared/data/locomo)")
     args = parser.parse_args(argv)
-    records: list = []
-    for n in args.sizes:
-        records += record_benchmark_store(n)
-        print(f"benchmark store {n}: {len(records)} records", file=sys.stderr)
-    for n in args.sizes:
-        records += record_adversarial(n)
-        print(f"adversarial {n}: {len(records)} records", file=sys.stderr)
+    records = record_all(args.sizes, args.locomo)
     with open(args.out, "wb") as handle:
         pickle.dump(records, handle)
-    recalls = sum(1 for r in records if r[0] != "store" and r[0] != "adversarial")
+    recalls = sum(1 for r in records if r[0] not in ("store", "adversarial") and len(r) > 2)
     print(f"{recalls} recalls and why_nots recorded in {args.out}")
     if args.compare:
         with open(args.compare, "rb") as handle:

@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-import fieldrank.memory._persistence as backend
+import fieldrank.memory._persistence._sqlite as backend
 from fieldrank.memory import MemoryStore
 
 

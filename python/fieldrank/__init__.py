@@ -6,7 +6,7 @@ numpy twins live in :mod:`fieldrank.reference`. ``DEFAULTS`` is the core's table
 
 from __future__ import annotations
 
-from . import _core
+from . import _kernels
 from ._results import Ranking, Reconstruction
 from . import operators as _operators
 from .operators import *  # noqa: F403 - the operators (operators.__all__) are the package's own names
@@ -14,7 +14,7 @@ from .quantized import QuantizedCorpus
 
 __version__ = "0.1.0"
 
-DEFAULTS = dict(_core.DEFAULTS)
+DEFAULTS = dict(_kernels.DEFAULTS)
 
 
 def build_info() -> dict:
@@ -25,12 +25,12 @@ def build_info() -> dict:
     ``fieldrank._core.set_kernel_variant(name)``. ``variant_flags`` lists each compiled variant's
     compiler flags; ``cxx_flags`` are the flags of everything else.
     """
-    info = dict(_core.build_info())
+    info = dict(_kernels.build_info())
     info["variant_flags"] = info["variant_flags"].splitlines()
-    info["kernel_variant"] = _core.kernel_variant()
-    info["compiled_kernel_variants"] = list(_core.compiled_kernel_variants())
-    info["supported_kernel_variants"] = list(_core.supported_kernel_variants())
-    info["cpu_features"] = _core.cpu_features()
+    info["kernel_variant"] = _kernels.kernel_variant()
+    info["compiled_kernel_variants"] = list(_kernels.compiled_kernel_variants())
+    info["supported_kernel_variants"] = list(_kernels.supported_kernel_variants())
+    info["cpu_features"] = _kernels.cpu_features()
     return info
 
 
@@ -46,7 +46,7 @@ def tie_key(seed: int, lap: int, ids):
 
     seed, lap = _validation.tie_key_args(seed, lap)
     lap_bits = _validation.as_int64_bits(lap)  # the core casts lap and ids to uint64: same bits
-    return np.array([_core.tie_key(seed, lap_bits, _validation.as_int64_bits(int(i)))
+    return np.array([_kernels.tie_key(seed, lap_bits, _validation.as_int64_bits(int(i)))
                      for i in _validation.tie_key_ids(ids)], dtype=np.uint64)
 
 

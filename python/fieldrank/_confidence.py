@@ -52,20 +52,35 @@ import functools
 import math
 import threading
 import weakref
-from typing import TYPE_CHECKING, NamedTuple, Optional, Sequence
+from typing import NamedTuple, Optional, Protocol, Sequence
 
 import numpy as np
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .config import ConfidenceParams
+from . import _lexical
 
-__all__ = ["HIT_FEATURES", "MEMORY_FEATURES", "Features", "QueryTerms", "confidence", "features", "fit_logistic",
-           "query_terms"]
+__all__ = ["HIT_FEATURES", "MEMORY_FEATURES", "Features", "Model", "QueryTerms", "assemble", "best_other", "calibrated", "confidence",
+           "features", "fit_logistic", "product_logit", "query_terms"]
 
 #: The per-query features of the memory model, in the order of ``ConfidenceParams.memory_weights``.
 MEMORY_FEATURES = ("best_cosine", "best_coverage", "memory_coverage")
 #: The per-hit features of the hit model, in the order of ``ConfidenceParams.hit_weights``.
 HIT_FEATURES = ("cosine", "coverage", "score", "score_gap")
+
+
+class Model(Protocol):
+    """What the model reads of its coefficients (:class:`fieldrank.config.ConfidenceParams` is one;
+    this module does not import the configuration, which imports it)."""
+
+    @property
+    def memory_intercept(self) -> float: ...
+    @property
+    def memory_weights(self) -> tuple[float, ...]: ...
+    @property
+    def hit_intercept(self) -> float: ...
+    @property
+    def hit_weights(self) -> tuple[float, ...]: ...
+    @property
+    def calibration(self) -> tuple[float, ...]: ...
 
 
 class QueryTerms(NamedTuple):
@@ -89,21 +104,16 @@ def _idf(df: np.ndarray, n_docs: int) -> np.ndarray:
     return np.log1p((n_docs - df + 0.5) / (df + 0.5))
 
 
-def _postings(bm25):
-    matrix = bm25._retriever.scores
-    return matrix["indptr"], matrix["indices"]
-
-
 def query_terms(bm25, text: Optional[str]) -> QueryTerms:
     """The distinct terms of ``text`` under ``bm25``'s tokenizer (a :class:`fieldrank.bm25.BM25Index`),
     with their idf weights."""
-    tokens = [] if text is None else list(dict.fromkeys(bm25._tokenize([text])[0]))
+    tokens = [] if text is None else list(dict.fromkeys(_lexical.tokenize(bm25, [text])[0]))
     if not tokens:
         return QueryTerms(np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64), 0.0)
-    vocab = bm25._retriever.vocab_dict
+    vocab = _lexical.vocabulary(bm25)
     ids = np.asarray([vocab[t] for t in tokens if t in vocab], dtype=np.int64)
     n_docs = len(bm25)
-    indptr, _ = _postings(bm25)
+    indptr, _ = _lexical.postings(bm25)
     idf = _idf((indptr[ids + 1] - indptr[ids]).astype(np.float64), n_docs)
     unknown = len(tokens) - int(ids.size)
     total = float(idf.sum()) + unknown * math.log1p((n_docs + 0.5) / 0.5)
@@ -123,11 +133,11 @@ def _entry_keys(bm25) -> Optional[np.ndarray]:
         with _KEYS_LOCK:
             keys = _KEYS.get(bm25)
             if keys is None:
-                native = bm25._native_arrays()
+                native = _lexical.native_arrays(bm25)
                 if native is None or not native[3]:
                     keys = np.empty(0, dtype=np.int64)
                 else:
-                    indptr, indices = _postings(bm25)
+                    indptr, indices = _lexical.postings(bm25)
                     terms = np.repeat(np.arange(indptr.size - 1, dtype=np.int64), np.diff(indptr))
                     keys = terms * len(bm25) + indices
                 _KEYS[bm25] = keys
@@ -145,7 +155,7 @@ def _coverage(bm25, terms: QueryTerms, docs: np.ndarray, subset: Optional[np.nda
         at = np.minimum(np.searchsorted(keys, wanted), keys.size - 1)
         found = (keys[at] == wanted).reshape(terms.ids.size, docs.shape[0])
         if subset is None:
-            indptr, _ = _postings(bm25)
+            indptr, _ = _lexical.postings(bm25)
             anywhere = indptr[terms.ids + 1] > indptr[terms.ids]
         elif subset[-1] - subset[0] + 1 == subset.size:  # a block of consecutive ids (a conversation, a tenant)
             bounds = np.searchsorted(keys, (terms.ids[:, None] * n + np.array([subset[0], subset[-1] + 1])).ravel())
@@ -153,7 +163,7 @@ def _coverage(bm25, terms: QueryTerms, docs: np.ndarray, subset: Optional[np.nda
         else:
             anywhere = _in_subset(bm25, terms.ids, subset, found)
     else:
-        indptr, indices = _postings(bm25)
+        indptr, indices = _lexical.postings(bm25)
         found = np.zeros((terms.ids.size, docs.shape[0]), dtype=bool)
         for j, t in enumerate(terms.ids.tolist()):
             found[j] = np.isin(docs, indices[indptr[t]: indptr[t + 1]])
@@ -164,7 +174,7 @@ def _coverage(bm25, terms: QueryTerms, docs: np.ndarray, subset: Optional[np.nda
 
 def _in_subset(bm25, term_ids: np.ndarray, subset: np.ndarray, found: np.ndarray) -> np.ndarray:
     """Whether some document of ``subset`` holds each term (True where a returned hit does)."""
-    indptr, indices = _postings(bm25)
+    indptr, indices = _lexical.postings(bm25)
     anywhere = found.any(axis=1)
     for j, t in enumerate(term_ids.tolist()):
         if anywhere[j]:
@@ -176,7 +186,7 @@ def _in_subset(bm25, term_ids: np.ndarray, subset: np.ndarray, found: np.ndarray
     return anywhere
 
 
-def _best_other(values: np.ndarray) -> np.ndarray:
+def best_other(values: np.ndarray) -> np.ndarray:
     """For each entry, the largest of the other entries (the entry itself when it is alone)."""
     if values.shape[0] < 2:
         return values.copy()
@@ -193,24 +203,31 @@ def features(E: np.ndarray, q: np.ndarray, bm25, terms: QueryTerms, hit_ids: np.
     """The :class:`Features` of one result: hits ``hit_ids`` (best first) with fused ``scores``, the
     (d,) unit query vector ``q``, the query's :func:`query_terms`, ``subset`` the sorted ids the
     query could see (None: every document of ``E`` / ``bm25``)."""
-    k = int(hit_ids.shape[0])
+    if hit_ids.shape[0] == 0:
+        return assemble(np.empty(0), np.empty(0), np.empty(0), 0.0)
+    coverage, memory_coverage = _coverage(bm25, terms, hit_ids, subset)
+    return assemble(E[hit_ids] @ q, coverage, scores, memory_coverage)
+
+
+def assemble(cosines: np.ndarray, coverage: np.ndarray, scores: Sequence[float], memory_coverage: float) -> Features:
+    """The :class:`Features` of one result from its hits' cosines, coverages and fused scores (best
+    first) and the memory's coverage: the one layout of the retriever's and the store's features."""
+    k = int(len(scores))
     hits = np.zeros((k, len(HIT_FEATURES)), dtype=np.float64)
     memory = np.zeros(len(MEMORY_FEATURES), dtype=np.float64)
     if k == 0:
         return Features(memory, hits)
-    cos = E[hit_ids] @ q
-    coverage, memory_coverage = _coverage(bm25, terms, hit_ids, subset)
     s = np.asarray(scores, dtype=np.float64)
-    hits[:, 0] = cos
+    hits[:, 0] = cosines
     hits[:, 1] = coverage
     hits[:, 2] = s
-    hits[:, 3] = s - _best_other(s)
-    memory[:] = (float(cos.max()), float(coverage.max()), memory_coverage)
+    hits[:, 3] = s - best_other(s)
+    memory[:] = (float(cosines.max()), float(coverage.max()), memory_coverage)
     return Features(memory, hits)
 
 
 @functools.lru_cache(maxsize=64)
-def _arrays(params: "ConfidenceParams") -> tuple[np.ndarray, np.ndarray]:
+def _arrays(params: Model) -> tuple[np.ndarray, np.ndarray]:
     """The weight vectors of a (frozen, hashable) model as float64 arrays, once."""
     return np.asarray(params.memory_weights, dtype=np.float64), np.asarray(params.hit_weights, dtype=np.float64)
 
@@ -224,21 +241,21 @@ def _logit(p: np.ndarray) -> np.ndarray:
     return np.log(p) - np.log1p(-p)
 
 
-def _product_logit(memory: np.ndarray, hits: np.ndarray, params: "ConfidenceParams") -> np.ndarray:
+def product_logit(memory: np.ndarray, hits: np.ndarray, params: Model) -> np.ndarray:
     """logit(g * h) per hit; ``memory`` (n, len(MEMORY_FEATURES)) rows align with ``hits`` rows."""
     g = _sigmoid(params.memory_intercept + memory @ np.asarray(params.memory_weights))
     h = _sigmoid(params.hit_intercept + hits @ np.asarray(params.hit_weights))
     return _logit(g * h)
 
 
-def _calibrated(z: np.ndarray, top: np.ndarray, params: "ConfidenceParams") -> np.ndarray:
+def calibrated(z: np.ndarray, top: np.ndarray, params: Model) -> np.ndarray:
     c0, c1, c2 = params.calibration
     return _sigmoid(c0 + c1 * z + c2 * top)
 
 
-def confidence(f: Features, params: "ConfidenceParams") -> np.ndarray:
+def confidence(f: Features, params: Model) -> np.ndarray:
     """float64 (k,) confidences in [0, 1] of one result's hits, best first (the same numbers as
-    :func:`_product_logit` and :func:`_calibrated`, with the query's memory model evaluated once)."""
+    :func:`product_logit` and :func:`calibrated`, with the query's memory model evaluated once)."""
     k = f.hits.shape[0]
     if k == 0:
         return np.empty(0, dtype=np.float64)

@@ -22,9 +22,9 @@ from typing import Any, Optional
 
 import numpy as np
 
-from . import _core
+from . import _kernels
 
-_D = _core.DEFAULTS
+_D = _kernels.DEFAULTS
 
 #: Largest finite float32: the native kernels compute in float32 and cast every real parameter to float.
 FLOAT32_MAX = float(np.finfo(np.float32).max)

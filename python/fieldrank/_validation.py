@@ -38,10 +38,11 @@ from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
-from . import _core
+from . import _kernels
 from . import _param_tables as _tables
 
-DEFAULTS = _core.DEFAULTS
+DEFAULTS = _kernels.DEFAULTS
+native_layout = _kernels.native_layout  # the zero-copy check
 _MIN_ROW_NORM_SQ = DEFAULTS["min_row_norm_sq"]
 #: A corpus row's L2 norm may differ from 1 by at most this (the operators rank by dot product,
 #: which is the cosine only for unit rows). One constant, from the C++ table.
@@ -104,26 +105,6 @@ def floating_array(x: object, name: str, ndim: int) -> np.ndarray:
     if isinstance(x, np.ndarray) and x.dtype != np.float32:
         x = x.astype(np.float32)
     return float32_array(x, name, ndim)
-
-
-def native_layout(x: np.ndarray) -> np.ndarray:
-    """``x`` itself when its strides are exactly C order's, else a C-ordered copy.
-
-    numpy calls an array C-contiguous when its only odd strides are on length-1 axes (a
-    negative or zero stride there included), but the binding's layout check refuses those
-    ("incompatible function arguments"); only such degenerate views, and really strided or
-    F-ordered arrays, are copied.
-    """
-    expected = x.itemsize
-    canonical = True
-    for size, stride in zip(reversed(x.shape), reversed(x.strides)):
-        if size > 1 and stride != expected or stride < 0:
-            canonical = False
-            break
-        expected *= size
-    if canonical and x.flags.c_contiguous and x.flags.aligned:
-        return x
-    return np.array(x, order="C", copy=True)
 
 
 def corpus(E: object, name: str = "E") -> np.ndarray:

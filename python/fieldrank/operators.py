@@ -11,18 +11,17 @@ from typing import List, Optional, Sequence
 
 import numpy as np
 
-from . import _core
+from . import _kernels as _k
 from . import _validation as _v
 from ._results import OPERATOR_NAMES, Ranking, Reconstruction
 from .quantized import prefilter_quantized, prefilter_quantized_batch, quantize  # reduced-precision prefilter
 
 __all__ = list(OPERATOR_NAMES)
 
-_D = _core.DEFAULTS
+_D = _k.DEFAULTS
 
 
-def _ranking(native) -> Ranking:
-    return Ranking(native.ids, native.scores)
+_ranking = _k.ranking
 
 
 def _reconstruction(native) -> Reconstruction:
@@ -41,20 +40,20 @@ def prefilter(E: np.ndarray, q: np.ndarray, p: int = _D["p"], *, subset: Optiona
         (an empty subset is a ValueError).
     """
     E, q, subset = _v.corpus_call(E, q, subset)
-    return _ranking(_core.prefilter(E, q, _v.prefilter_params(p), subset))
+    return _ranking(_k.prefilter(E, q, _v.prefilter_params(p), subset))
 
 
 def prefilter_batch(E: np.ndarray, Q: np.ndarray, p: int = _D["p"], *, subset: Optional[np.ndarray] = None,
                     n_threads: int = 0) -> Ranking:
     """:func:`prefilter` for every row of ``Q`` (B, d); returns (B, min(p, n)) arrays."""
     E, Q, subset, n_threads = _v.batch_call(E, Q, subset, n_threads)
-    return _ranking(_core.prefilter_batch(E, Q, _v.prefilter_params(p), subset, n_threads))
+    return _ranking(_k.prefilter_batch(E, Q, _v.prefilter_params(p), subset, n_threads))
 
 
 def prefilter_pool(ids: np.ndarray, C: np.ndarray, q: np.ndarray, p: int = _D["p"]) -> Ranking:
     """Cosine top-``p`` of a caller's pool: ``ids`` (P,) unique int64, ``C`` (P, d) float32."""
     ids, C, q, _ = _v.pool(ids, C, q)
-    return _ranking(_core.prefilter_pool(ids, C, q, _v.prefilter_params(p)))
+    return _ranking(_k.prefilter_pool(ids, C, q, _v.prefilter_params(p)))
 
 
 def cfsr(E: np.ndarray, q: np.ndarray, k: int = _D["cfsr_k"], *, p: int = _D["p"], w: float = _D["w"],
@@ -68,7 +67,7 @@ def cfsr(E: np.ndarray, q: np.ndarray, k: int = _D["cfsr_k"], *, p: int = _D["p"
     """
     E, q, subset = _v.corpus_call(E, q, subset)
     k, w, lam, iters, tol, fista = _v.cfsr_params(k, w, lam, iters, tol, fista)
-    return _reconstruction(_core.cfsr(E, q, k, _v.prefilter_params(p), w, lam, iters, tol, fista, subset))
+    return _reconstruction(_k.cfsr(E, q, k, _v.prefilter_params(p), w, lam, iters, tol, fista, subset))
 
 
 def cfsr_batch(E: np.ndarray, Q: np.ndarray, k: int = _D["cfsr_k"], *, p: int = _D["p"], w: float = _D["w"],
@@ -77,7 +76,7 @@ def cfsr_batch(E: np.ndarray, Q: np.ndarray, k: int = _D["cfsr_k"], *, p: int = 
     """:func:`cfsr` for every row of ``Q`` (B, d); returns (B, m) arrays."""
     E, Q, subset, n_threads = _v.batch_call(E, Q, subset, n_threads)
     k, w, lam, iters, tol, fista = _v.cfsr_params(k, w, lam, iters, tol, fista)
-    return _reconstruction(_core.cfsr_batch(E, Q, k, _v.prefilter_params(p), w, lam, iters, tol, fista, subset,
+    return _reconstruction(_k.cfsr_batch(E, Q, k, _v.prefilter_params(p), w, lam, iters, tol, fista, subset,
                                             n_threads))
 
 
@@ -86,7 +85,7 @@ def cfsr_pool(ids: np.ndarray, C: np.ndarray, q: np.ndarray, k: int = _D["cfsr_k
               sims: Optional[np.ndarray] = None) -> Reconstruction:
     """CFS-R over a caller's pool (``ids`` (P,), ``C`` (P, d), optional cosines ``sims`` (P,))."""
     ids, C, q, sims = _v.pool(ids, C, q, sims)
-    return _reconstruction(_core.cfsr_pool(ids, C, q, *_v.cfsr_params(k, w, lam, iters, tol, fista), sims))
+    return _reconstruction(_k.cfsr_pool(ids, C, q, *_v.cfsr_params(k, w, lam, iters, tol, fista), sims))
 
 
 def cfs(E: np.ndarray, q: np.ndarray, k: int = _D["cfs_k"], *, p: int = _D["p"], sigma: float = _D["sigma"],
@@ -97,7 +96,7 @@ def cfs(E: np.ndarray, q: np.ndarray, k: int = _D["cfs_k"], *, p: int = _D["p"],
     """
     E, q, subset = _v.corpus_call(E, q, subset)
     k, sigma, beta, eps = _v.cfs_params(k, sigma, beta, eps)
-    return _ranking(_core.cfs(E, q, k, _v.prefilter_params(p), sigma, beta, eps, subset))
+    return _ranking(_k.cfs(E, q, k, _v.prefilter_params(p), sigma, beta, eps, subset))
 
 
 def cfs_batch(E: np.ndarray, Q: np.ndarray, k: int = _D["cfs_k"], *, p: int = _D["p"], sigma: float = _D["sigma"],
@@ -106,14 +105,14 @@ def cfs_batch(E: np.ndarray, Q: np.ndarray, k: int = _D["cfs_k"], *, p: int = _D
     """:func:`cfs` for every row of ``Q`` (B, d); returns (B, m) arrays."""
     E, Q, subset, n_threads = _v.batch_call(E, Q, subset, n_threads)
     k, sigma, beta, eps = _v.cfs_params(k, sigma, beta, eps)
-    return _ranking(_core.cfs_batch(E, Q, k, _v.prefilter_params(p), sigma, beta, eps, subset, n_threads))
+    return _ranking(_k.cfs_batch(E, Q, k, _v.prefilter_params(p), sigma, beta, eps, subset, n_threads))
 
 
 def cfs_pool(ids: np.ndarray, C: np.ndarray, q: np.ndarray, k: int = _D["cfs_k"], *, sigma: float = _D["sigma"],
              beta: float = _D["beta"], eps: float = _D["eps"], sims: Optional[np.ndarray] = None) -> Ranking:
     """CFS over a caller's pool."""
     ids, C, q, sims = _v.pool(ids, C, q, sims)
-    return _ranking(_core.cfs_pool(ids, C, q, *_v.cfs_params(k, sigma, beta, eps), sims))
+    return _ranking(_k.cfs_pool(ids, C, q, *_v.cfs_params(k, sigma, beta, eps), sims))
 
 
 def mmr(E: np.ndarray, q: np.ndarray, k: int = _D["mmr_k"], *, p: int = _D["p"], mu: float = _D["mu"],
@@ -121,7 +120,7 @@ def mmr(E: np.ndarray, q: np.ndarray, k: int = _D["mmr_k"], *, p: int = _D["p"],
     """MMR (docs/spec.md §4) over the prefilter top-``p``; scores are the MMR objective at each pick."""
     E, q, subset = _v.corpus_call(E, q, subset)
     k, mu = _v.mmr_params(k, mu)
-    return _ranking(_core.mmr(E, q, k, _v.prefilter_params(p), mu, subset))
+    return _ranking(_k.mmr(E, q, k, _v.prefilter_params(p), mu, subset))
 
 
 def mmr_batch(E: np.ndarray, Q: np.ndarray, k: int = _D["mmr_k"], *, p: int = _D["p"], mu: float = _D["mu"],
@@ -129,14 +128,14 @@ def mmr_batch(E: np.ndarray, Q: np.ndarray, k: int = _D["mmr_k"], *, p: int = _D
     """:func:`mmr` for every row of ``Q`` (B, d); returns (B, m) arrays."""
     E, Q, subset, n_threads = _v.batch_call(E, Q, subset, n_threads)
     k, mu = _v.mmr_params(k, mu)
-    return _ranking(_core.mmr_batch(E, Q, k, _v.prefilter_params(p), mu, subset, n_threads))
+    return _ranking(_k.mmr_batch(E, Q, k, _v.prefilter_params(p), mu, subset, n_threads))
 
 
 def mmr_pool(ids: np.ndarray, C: np.ndarray, q: np.ndarray, k: int = _D["mmr_k"], *, mu: float = _D["mu"],
              sims: Optional[np.ndarray] = None) -> Ranking:
     """MMR over a caller's pool."""
     ids, C, q, sims = _v.pool(ids, C, q, sims)
-    return _ranking(_core.mmr_pool(ids, C, q, *_v.mmr_params(k, mu), sims))
+    return _ranking(_k.mmr_pool(ids, C, q, *_v.mmr_params(k, mu), sims))
 
 
 def ring(E: np.ndarray, q: np.ndarray, k: int = _D["ring_k"], *, alpha: float = _D["alpha"], laps: int = _D["laps"],
@@ -147,7 +146,7 @@ def ring(E: np.ndarray, q: np.ndarray, k: int = _D["ring_k"], *, alpha: float = 
     bump instead of the neighbour term and returns cosine top-k in cosine order.
     """
     E, q, subset = _v.corpus_call(E, q, subset)
-    return _ranking(_core.ring(E, q, *_v.ring_params(k, alpha, laps, seed, ablation), subset))
+    return _ranking(_k.ring(E, q, *_v.ring_params(k, alpha, laps, seed, ablation), subset))
 
 
 def ring_batch(E: np.ndarray, Q: np.ndarray, k: int = _D["ring_k"], *, alpha: float = _D["alpha"],
@@ -155,7 +154,7 @@ def ring_batch(E: np.ndarray, Q: np.ndarray, k: int = _D["ring_k"], *, alpha: fl
                subset: Optional[np.ndarray] = None, n_threads: int = 0) -> Ranking:
     """:func:`ring` for every row of ``Q`` (B, d); returns (B, min(k, n)) arrays."""
     E, Q, subset, n_threads = _v.batch_call(E, Q, subset, n_threads)
-    return _ranking(_core.ring_batch(E, Q, *_v.ring_params(k, alpha, laps, seed, ablation), subset, n_threads))
+    return _ranking(_k.ring_batch(E, Q, *_v.ring_params(k, alpha, laps, seed, ablation), subset, n_threads))
 
 
 def ring_pool(ids: np.ndarray, C: np.ndarray, q: np.ndarray, k: int = _D["ring_k"], *, alpha: float = _D["alpha"],
@@ -163,7 +162,7 @@ def ring_pool(ids: np.ndarray, C: np.ndarray, q: np.ndarray, k: int = _D["ring_k
               sims: Optional[np.ndarray] = None) -> Ranking:
     """Ring over a caller's whole pool (no further prefilter)."""
     ids, C, q, sims = _v.pool(ids, C, q, sims)
-    return _ranking(_core.ring_pool(ids, C, q, *_v.ring_params(k, alpha, laps, seed, ablation), sims))
+    return _ranking(_k.ring_pool(ids, C, q, *_v.ring_params(k, alpha, laps, seed, ablation), sims))
 
 
 def rrf(rankings: Sequence[np.ndarray], weights: Optional[Sequence[float]] = None, k: int = _D["k"], *,
@@ -174,7 +173,7 @@ def rrf(rankings: Sequence[np.ndarray], weights: Optional[Sequence[float]] = Non
     leg 1. Returns up to ``k`` ids by fused score (float64), ties to the lower id.
     """
     legs, weight_values, k, k0 = _v.rrf_args(rankings, weights, k, k0)
-    return _ranking(_core.rrf(legs, weight_values, k, k0))
+    return _ranking(_k.rrf(legs, weight_values, k, k0))
 
 
 def rrf_batch(rankings: Sequence[Sequence[np.ndarray]], weights: Optional[Sequence[float]] = None,
@@ -187,39 +186,12 @@ def rrf_batch(rankings: Sequence[Sequence[np.ndarray]], weights: Optional[Sequen
     if not per_query:
         return []
     _, weight_values, k, k0 = per_query[0]
-    return [_ranking(r) for r in _core.rrf_batch([legs for legs, *_ in per_query], weight_values, k, k0)]
+    return [_ranking(r) for r in _k.rrf_batch([legs for legs, *_ in per_query], weight_values, k, k0)]
 
 
-# --------------------------------------------------------------------------- trusted entry points
-# For the layers above the operators (fieldrank.hybrid, the memory store): they validated their
-# corpus once at construction and each query once per call, so these skip the Python checks and
-# copies (the native checks of sizes and ids stay, and cost O(d) or O(pool)). Arguments must be
-# what the public functions above would have produced: C-ordered float32 matrices, int64 ids,
-# unique subsets, parameters already checked (a config's legs check them when built).
-_POOL_OPERATORS = {"cfsr": _core.cfsr_pool, "cfs": _core.cfs_pool, "mmr": _core.mmr_pool, "ring": _core.ring_pool}
-_BATCH_OPERATORS = {"cfsr": _core.cfsr_batch, "cfs": _core.cfs_batch, "mmr": _core.mmr_batch,
-                    "ring": _core.ring_batch}
-
-
-def _prefilter_batch_trusted(E: np.ndarray, Q: np.ndarray, p: int, subset: Optional[np.ndarray],
-                             n_threads: int) -> Ranking:
-    return _ranking(_core.prefilter_batch(E, Q, p, subset, n_threads))
-
-
-def _pool_trusted(kind: str, ids: np.ndarray, C: np.ndarray, q: np.ndarray, k: int, sims: Optional[np.ndarray],
-                  params: dict):
-    """``<kind>_pool`` on a checked pool; returns the native result (ids, scores[, coef])."""
-    return _POOL_OPERATORS[kind](ids, C, q, k, sims=sims, **params)
-
-
-def _batch_trusted(kind: str, E: np.ndarray, Q: np.ndarray, k: int, p: Optional[int], subset: Optional[np.ndarray],
-                   n_threads: int, params: dict):
-    """``<kind>_batch`` on a checked corpus and queries; ``p`` None for Ring (its pool follows k)."""
-    depth = {} if p is None else {"p": p}
-    return _BATCH_OPERATORS[kind](E, Q, k, subset=subset, n_threads=n_threads, **depth, **params)
-
-
-def _rrf_batch_trusted(rankings: Sequence[Sequence[np.ndarray]], weights: Sequence[float], k: int,
-                       k0: float, n_threads: int = 0) -> List[Ranking]:
-    """:func:`rrf_batch` on legs' own outputs (int64 ids without repeats), weights checked once."""
-    return [_ranking(r) for r in _core.rrf_batch(rankings, weights, k, k0, n_threads)]
+# The trusted entry points moved to fieldrank._kernels (batch_trusted, pool_trusted,
+# prefilter_batch_trusted, rrf_batch_trusted); these aliases go once hybrid.py reads them there.
+_prefilter_batch_trusted = _k.prefilter_batch_trusted
+_pool_trusted = _k.pool_trusted
+_batch_trusted = _k.batch_trusted
+_rrf_batch_trusted = _k.rrf_batch_trusted

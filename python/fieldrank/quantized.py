@@ -21,14 +21,14 @@ from typing import Optional, Tuple
 
 import numpy as np
 
-from . import _core
+from . import _kernels
 from . import _validation as _v
 from ._results import Ranking
 
 __all__ = ["KINDS", "QuantizedCorpus", "quantize", "prefilter_quantized", "prefilter_quantized_batch"]
 
 KINDS = ("bf16", "int8")
-_D = _core.DEFAULTS
+_D = _kernels.DEFAULTS
 
 
 @dataclass(frozen=True, eq=False)
@@ -87,14 +87,16 @@ def int8_codes(X: np.ndarray):
     return codes, scale, codes.sum(axis=1, dtype=np.int32)
 
 
-def _kind(kind: object) -> str:
+def check_kind(kind: object) -> str:
+    """``kind`` checked: one of :data:`KINDS` (the native and the numpy twin's one check)."""
     if not isinstance(kind, str):
         msg = f"kind must be a str, one of {KINDS}, got {type(kind).__name__}"
         raise TypeError(msg)
     return _v.one_of(kind, "kind", KINDS)
 
 
-def _corpus(QC: object) -> QuantizedCorpus:
+def check_corpus(QC: object) -> QuantizedCorpus:
+    """``QC`` checked: a :class:`QuantizedCorpus` (alike in both modules)."""
     if not isinstance(QC, QuantizedCorpus):
         msg = f"QC must be a QuantizedCorpus (build it with fieldrank.quantize(E, kind)), got {type(QC).__name__}"
         raise TypeError(msg)
@@ -102,7 +104,7 @@ def _corpus(QC: object) -> QuantizedCorpus:
 
 
 #: Widest int8 copy: int32 sums of d code products stay exact (the core's ``int8_max_dim``).
-INT8_MAX_DIM = int(_core.DEFAULTS["int8_max_dim"])
+INT8_MAX_DIM = int(_kernels.DEFAULTS["int8_max_dim"])
 
 
 def check_int8_dim(d: int, what: str = "copy") -> None:
@@ -132,7 +134,8 @@ def check_matches(QC: QuantizedCorpus, E: np.ndarray) -> None:
         raise ValueError(msg)
 
 
-def _factor(value: object) -> int:
+def check_factor(value: object) -> int:
+    """``rescore_factor`` checked: a positive int (alike in both modules)."""
     return _v.positive_int(value, "rescore_factor")
 
 
@@ -147,18 +150,18 @@ def quantize(E: np.ndarray, kind: str = "int8") -> QuantizedCorpus:
     E : (N, d) float32, rows finite with unit L2 norm (checked once here; see ``DEFAULTS["unit_norm_atol"]``).
     kind : "bf16" (2 bytes per value) or "int8" (1 byte per value plus a scale per row).
     """
-    kind = _kind(kind)
+    kind = check_kind(kind)
     E = _v.corpus(E)
     if kind == "int8":
         check_int8_dim(E.shape[1])
     # numpy allocates the copy (huge pages for large arrays: the scan reads them at full bandwidth).
     codes = np.empty(E.shape, dtype=np.uint16 if kind == "bf16" else np.int8)
     if kind == "bf16":
-        _core.quantize_bf16(E, codes)
+        _kernels.quantize_bf16(E, codes)
         return QuantizedCorpus("bf16", codes)
     scale = np.empty(E.shape[0], dtype=np.float32)
     sums = np.empty(E.shape[0], dtype=np.int32)
-    _core.quantize_int8(E, codes, scale, sums)
+    _kernels.quantize_int8(E, codes, scale, sums)
     return QuantizedCorpus("int8", codes, scale, sums)
 
 
@@ -171,14 +174,14 @@ def prefilter_quantized(QC: QuantizedCorpus, E: np.ndarray, q: np.ndarray, p: in
     rows of ``E`` are rescored exactly (and checked), and the best ``p`` returned with their exact
     fp32 cosines. ``QC`` must come from ``quantize(E, kind)`` for this ``E``.
     """
-    QC = _corpus(QC)
+    QC = check_corpus(QC)
     E, q, subset = _v.corpus_call(E, q, subset)
     check_matches(QC, E)
-    p, factor = _v.positive_int(p, "p"), _factor(rescore_factor)
+    p, factor = _v.positive_int(p, "p"), check_factor(rescore_factor)
     if QC.kind == "bf16":
-        native = _core.prefilter_bf16(QC.codes, E, q, p, factor, subset)
+        native = _kernels.prefilter_bf16(QC.codes, E, q, p, factor, subset)
     else:
-        native = _core.prefilter_int8(QC.codes, QC.scale, QC.sums, E, q, p, factor, subset)
+        native = _kernels.prefilter_int8(QC.codes, QC.scale, QC.sums, E, q, p, factor, subset)
     return Ranking(native.ids, native.scores)
 
 
@@ -186,12 +189,12 @@ def prefilter_quantized_batch(QC: QuantizedCorpus, E: np.ndarray, Q: np.ndarray,
                               rescore_factor: int = _D["quantized_rescore_factor"],
                               subset: Optional[np.ndarray] = None, n_threads: int = 0) -> Ranking:
     """:func:`prefilter_quantized` for every row of ``Q`` (B, d); returns (B, min(p, n)) arrays."""
-    QC = _corpus(QC)
+    QC = check_corpus(QC)
     E, Q, subset, n_threads = _v.batch_call(E, Q, subset, n_threads)
     check_matches(QC, E)
-    p, factor = _v.positive_int(p, "p"), _factor(rescore_factor)
+    p, factor = _v.positive_int(p, "p"), check_factor(rescore_factor)
     if QC.kind == "bf16":
-        native = _core.prefilter_bf16_batch(QC.codes, E, Q, p, factor, subset, n_threads)
+        native = _kernels.prefilter_bf16_batch(QC.codes, E, Q, p, factor, subset, n_threads)
     else:
-        native = _core.prefilter_int8_batch(QC.codes, QC.scale, QC.sums, E, Q, p, factor, subset, n_threads)
+        native = _kernels.prefilter_int8_batch(QC.codes, QC.scale, QC.sums, E, Q, p, factor, subset, n_threads)
     return Ranking(native.ids, native.scores)

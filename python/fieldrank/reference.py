@@ -12,7 +12,7 @@ from typing import List, Optional, Sequence
 
 import numpy as np
 
-from . import _core
+from . import _kernels
 from . import _validation as _v
 from . import quantized as _q
 from ._results import OPERATOR_NAMES, Ranking, Reconstruction
@@ -23,7 +23,7 @@ from .temporal import TemporalParams, Timeline, check_leg_call, question_feature
 # The native operators' names, then the reference's own: tie_key and the time-aware leg.
 __all__ = [*OPERATOR_NAMES, "tie_key", "temporal", "temporal_batch", "temporal_scores", "neighbour_support"]
 
-_D = _core.DEFAULTS
+_D = _kernels.DEFAULTS
 _MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
 _FLOAT32_MAX = _v.FLOAT32_MAX
 
@@ -115,7 +115,7 @@ def prefilter_pool(ids: np.ndarray, C: np.ndarray, q: np.ndarray, p: int = _D["p
 
 def quantize(E: np.ndarray, kind: str = "int8") -> QuantizedCorpus:
     """numpy twin of :func:`fieldrank.quantize`: bit-identical bf16 or int8 codes."""
-    kind = _q._kind(kind)
+    kind = _q.check_kind(kind)
     E = _v.corpus(E)
     if kind == "int8":
         _q.check_int8_dim(E.shape[1])
@@ -139,10 +139,10 @@ def prefilter_quantized(QC: QuantizedCorpus, E: np.ndarray, q: np.ndarray, p: in
                         rescore_factor: int = _D["quantized_rescore_factor"],
                         subset: Optional[np.ndarray] = None) -> Ranking:
     """Top ``rescore_factor · p`` rows by the reduced-precision score, rescored exactly; the best ``p``."""
-    QC = _q._corpus(QC)
+    QC = _q.check_corpus(QC)
     E, q, subset = _v.corpus_call(E, q, subset)
     _q.check_matches(QC, E)
-    p, factor = _v.prefilter_params(p), _q._factor(rescore_factor)
+    p, factor = _v.prefilter_params(p), _q.check_factor(rescore_factor)
     rows = np.arange(E.shape[0], dtype=np.int64) if subset is None else subset
     candidates = rows[_order(_quantized_scores(QC, rows, q), rows, factor * p)]
     _v.check_unit_rows(E, rows=candidates)
@@ -155,10 +155,10 @@ def prefilter_quantized_batch(QC: QuantizedCorpus, E: np.ndarray, Q: np.ndarray,
                               rescore_factor: int = _D["quantized_rescore_factor"],
                               subset: Optional[np.ndarray] = None, n_threads: int = 0) -> Ranking:
     """:func:`prefilter_quantized` for every row of ``Q``."""
-    QC = _q._corpus(QC)
+    QC = _q.check_corpus(QC)
     E, Q, subset, _ = _v.batch_call(E, Q, subset, n_threads)
     _q.check_matches(QC, E)  # in the native order, and even for an empty batch
-    p, _factor = _v.prefilter_params(p), _q._factor(rescore_factor)
+    p, _factor = _v.prefilter_params(p), _q.check_factor(rescore_factor)
     return _batch(lambda q: prefilter_quantized(QC, E, q, p, rescore_factor=rescore_factor, subset=subset), Q,
                   min(p, _candidates(E, subset)))
 

@@ -7,6 +7,7 @@ import asyncio
 import operator
 from typing import Annotated, TypedDict
 
+import numpy as np
 import pytest
 
 pytest.importorskip("langgraph.store.base", reason="needs langgraph (in the integrations extra)")
@@ -127,12 +128,46 @@ def test_filters_follow_langgraph_semantics(store):
         store.search(ALICE, filter={"text": {"$regex": "tea"}})
 
 
-def test_unindexed_items_are_kept_but_never_recalled(store):
+def test_unindexed_items_are_kept_and_listed_after_every_ranked_one_unscored(store):
     store.put(ALICE, "secret", {"text": "tea ceremony notes"}, index=False)
     store.put(ALICE, "tea", {"text": "tea ceremony on sunday", "title": "weekend"}, index=["title", "text"])
+    store.put(ALICE, "nofield", {"title": "tea ceremony"})  # no "text": nothing to index (#37)
     assert store.get(ALICE, "secret").value == {"text": "tea ceremony notes"}
-    assert _keys(store.search(ALICE, query="tea ceremony")) == ["tea"]
-    assert _keys(store.search(ALICE, query="weekend")) == ["tea"]  # the put's own index fields
+    hits = store.search(ALICE, query="tea ceremony")
+    assert _keys(hits) == ["tea", "secret", "nofield"]  # as InMemoryStore: ranked, then unscored as put
+    assert hits[0].score is not None and [hit.score for hit in hits[1:]] == [None, None]
+    assert _keys(store.search(ALICE, query="weekend")) == ["tea", "secret", "nofield"]  # the put's own fields
+    assert _keys(store.search(ALICE, query="tea ceremony", limit=1)) == ["tea"]
+    assert _keys(store.search(ALICE, query="tea", filter={"title": "tea ceremony"})) == ["nofield"]
+
+
+class _Float64Embedder:
+    """A float64 embedder whose row for an empty text is zeros (as many are): #37 found that an
+    item with nothing to index was embedded from "" and crashed the store's row check."""
+
+    dim = 8
+
+    def _rows(self, texts):
+        rows = np.array([[float(len(t) % 7 + 1), 1.0, 0, 0, 0, 0, 0, float(t.count("e"))] if t.strip()
+                         else [0.0] * 8 for t in texts], dtype=np.float64)
+        norms = np.linalg.norm(rows, axis=1, keepdims=True)
+        return np.divide(rows, norms, out=rows, where=norms > 0)
+
+    def embed_documents(self, texts, *, batch_size=None, progress=None):
+        return self._rows(texts)
+
+    def embed_queries(self, texts, *, batch_size=None, progress=None):
+        return self._rows(texts)
+
+
+def test_items_without_index_text_are_never_embedded():
+    store = FieldrankStore(MemoryStore(embedder=_Float64Embedder()), index={"fields": ["text"]})
+    store.put(ALICE, "off", {"text": "kept aside"}, index=False)
+    store.put(ALICE, "empty", {"other": 3})
+    store.put(ALICE, "on", {"text": "the kitchen"})
+    store.put(ALICE, "on", {"other": 4})  # an update that leaves nothing to index
+    assert {item.key for item in store.search(ALICE)} == {"off", "empty", "on"}
+    assert [hit.score for hit in store.search(ALICE, query="kitchen")] == [None, None, None]
 
 
 def test_the_store_reopens_with_its_items(tmp_path):
@@ -149,7 +184,7 @@ def test_the_store_reopens_with_its_items(tmp_path):
         assert store.get(ALICE, "db") == before
         assert store.get(ALICE, "gone") is None
         assert store.list_namespaces() == [("alice", "deep", "er"), ALICE]
-        assert _keys(store.search(("alice",), query="Postgres Orion")) == ["db"]
+        assert _keys(store.search(("alice",), query="Postgres Orion")) == ["db", "x"]  # x: unindexed, last
 
 
 def test_an_embedded_store_recalls_hybrid_with_scores_and_confidence():
@@ -159,7 +194,7 @@ def test_an_embedded_store_recalls_hybrid_with_scores_and_confidence():
         store.put(ALICE, f"m{i}", {"text": text})
     store.put(ALICE, "hidden", {"text": "kitchen budget"}, index=False)
     store.put(BOB, "other", {"text": "kitchen budget"})
-    assert "hidden" not in _keys(store.search(ALICE, query="kitchen budget", limit=10))
+    assert _keys(store.search(ALICE, query="kitchen budget", limit=10))[-1] == "hidden"  # last, unscored
     lone = FieldrankStore(MemoryStore(embedder=HashEmbedder(dim=48)))
     lone.put(ALICE, "hidden", {"text": "kitchen budget"}, index=False)  # its memory's text is empty, and
     lone.put(ALICE, "dog", {"text": "The dog needs a rabies booster."})  # the dense leg ranks it first:

@@ -17,7 +17,7 @@ import pytest
 
 import fieldrank
 import fieldrank.reference
-from fieldrank import _core
+from fieldrank import _core, _kernels
 from fieldrank import _validation as v
 
 from tests.helpers import unit_rows
@@ -239,16 +239,17 @@ def test_validation_does_not_copy_valid_input(good):
 
 @pytest.mark.parametrize(("op", "form"), OP_FORMS, ids=OP_FORM_IDS)
 def test_native_wrappers_hand_the_callers_arrays_to_core(monkeypatch, good, op, form):
-    """What reaches ``_core`` is the caller's own memory for valid input, a C-ordered copy otherwise."""
+    """What reaches ``_core`` (through its one door, ``_kernels``) is the caller's own memory for valid
+    input, a C-ordered copy otherwise."""
     name = op + {"single": "", "batch": "_batch", "pool": "_pool"}[form]
-    original = getattr(_core, name)
+    original = getattr(_kernels, name)
     received = []
 
     def spy(*args):
         received.append(args)
         return original(*args)
 
-    monkeypatch.setattr(_core, name, spy)
+    monkeypatch.setattr(_kernels, name, spy)
     corpus, query = names(form)
     run(fieldrank, op, form, good)
     sent = dict(zip((corpus, query), received[-1][1:3] if form == "pool" else received[-1][:2]))

@@ -13,7 +13,8 @@ import bm25s
 import numpy as np
 import Stemmer
 
-from fieldrank.bm25 import BM25Params, _context_token_ids
+from fieldrank._lexical import context_token_ids as _context_token_ids
+from fieldrank.bm25 import BM25Params
 
 
 class Bm25sOracle:

@@ -162,7 +162,7 @@ def test_native_score_matrix_is_bm25s_bit_for_bit(corpus: list[str], queries: li
 
 
 def test_native_scores_of_a_block_of_documents_are_those_columns(corpus: list[str], queries: list[str]) -> None:
-    from fieldrank.bm25 import _postings_sorted
+    from fieldrank._lexical.scoring import postings_sorted as _postings_sorted
 
     index = BM25Index(corpus, BM25Params(context_window=2))
     token_ids = [index._token_ids(tokens) for tokens in index._tokenize(queries)]
@@ -615,7 +615,7 @@ def test_query_tokens_equal_bm25s_tokenize(params):
 @pytest.mark.parametrize("window", [0, 2])
 def test_from_token_ids_equals_the_text_index(corpus: list[str], queries: list[str], window: int) -> None:
     """An index built from kept token ids (the memory store's rebuild) scores like one built from texts."""
-    from fieldrank.bm25 import _context_token_ids
+    from fieldrank._lexical import context_token_ids as _context_token_ids
 
     params = dataclasses.replace(DEFAULT_PARAMS, context_window=window)
     sessions = np.repeat(np.arange(len(corpus) // 5 + 1), 5)[: len(corpus)]
@@ -674,7 +674,7 @@ def test_build_is_deterministic_and_numbers_terms_by_first_occurrence(corpus: li
 
 def test_stop_word_lists_are_bm25s_lists() -> None:
     """Every list name selects the words bm25s.tokenize drops for it; an unknown name is refused."""
-    from fieldrank._tokenizer import STOPWORD_LISTS, Tokenizer, stopword_list
+    from fieldrank._lexical.tokenizer import STOPWORD_LISTS, Tokenizer, stopword_list
 
     for name in STOPWORD_LISTS:
         words = sorted(stopword_list(name))
@@ -692,7 +692,7 @@ def test_stop_word_lists_are_bm25s_lists() -> None:
 
 def test_tokenizer_ids_grow_one_vocabulary() -> None:
     """The memory store's path: texts tokenized in several calls share one growing vocabulary."""
-    from fieldrank._tokenizer import Tokenizer
+    from fieldrank._lexical.tokenizer import Tokenizer
 
     tokenizer = Tokenizer.of(DEFAULT_PARAMS)
     vocab: dict[str, int] = {}

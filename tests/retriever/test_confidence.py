@@ -196,7 +196,7 @@ def test_fit_params_gives_calibrated_probabilities_on_its_own_kind_of_data(rng):
         k = 10
         hits = np.column_stack([rng.normal(0.5 if holds else 0.1, 0.1, k), rng.random(k),
                                 np.sort(rng.normal(0, 1, k))[::-1], np.zeros(k)])
-        hits[:, 3] = hits[:, 2] - conf._best_other(hits[:, 2])
+        hits[:, 3] = hits[:, 2] - conf.best_other(hits[:, 2])
         memory = np.array([hits[:, 0].max(), hits[:, 1].max(), rng.random() if holds else 0.1 * rng.random()])
         p = 1 / (1 + np.exp(-(-2.0 + 2.0 * hits[:, 1] + 1.0 * hits[:, 2])))
         return conf.Features(memory, hits), (rng.random(k) < p) & holds
@@ -319,7 +319,7 @@ def test_confidence_properties():
         f = conf.Features(r.normal(size=3), r.normal(size=(10, 4)))
         c = conf.confidence(f, params)
         assert np.all((c >= 0) & (c <= 1))
-        product = conf._product_logit(np.broadcast_to(f.memory, (10, 3)), f.hits, params)
+        product = conf.product_logit(np.broadcast_to(f.memory, (10, 3)), f.hits, params)
         rest = np.argsort(product[1:], kind="stable")
         assert np.all(np.diff(c[1:][rest]) >= -1e-12)
 

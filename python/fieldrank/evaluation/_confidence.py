@@ -21,7 +21,7 @@ import numpy as np
 from .. import _confidence as conf
 from ..config import ConfidenceParams
 
-__all__ = ["CONFIDENCE_SEED", "ECE_BINS", "Labelled", "auroc", "collect_retriever", "collect_store", "cross_validate",
+__all__ = ["CONFIDENCE_SEED", "ECE_BINS", "Labelled", "auroc", "check_fittable", "collect_retriever", "collect_store", "cross_validate",
            "expected_calibration_error", "figures", "fit", "fit_params", "reliability_plot", "write_store_defaults"]
 
 #: Seed of the draw of each question's other conversation.
@@ -200,6 +200,29 @@ def reliability_plot(panels: dict[str, tuple[np.ndarray, np.ndarray]], path, tit
     plt.close(fig)
 
 
+def check_fittable(results: Sequence[tuple[conf.Features, np.ndarray]], absent: Sequence[conf.Features]) -> None:
+    """Refuse, saying what is missing, labelled results a model cannot be fitted from: the memory
+    model needs queries over a memory that holds the answer and over one that does not; the hit model
+    needs relevant and irrelevant returned hits (a single class fits weights that say 0 or 1 always)."""
+    if not results or not absent:
+        msg = ("no labelled query to fit the confidence model on: it needs questions searched over the memory "
+               "that holds their answer and over one that does not")
+        raise ValueError(msg)
+    labels = [np.asarray(y, dtype=bool) for f, y in results if f.hits.shape[0]]
+    n_hits = sum(y.size for y in labels)
+    n_relevant = sum(int(y.sum()) for y in labels)
+    if n_relevant == 0:
+        msg = (f"no returned hit is labelled relevant ({n_hits} hits of {len(results)} questions): the questions' "
+               "evidence turns are never among the results, so the hit model has no relevant example; check the "
+               "evidence labels, or search deeper (the configuration's k)")
+        raise ValueError(msg)
+    if n_relevant == n_hits:
+        msg = (f"every returned hit is labelled relevant ({n_hits} hits of {len(results)} questions): the hit "
+               "model needs irrelevant hits too (conversations longer than k, evidence naming only the turns that "
+               "answer), or it says about 1 for every hit")
+        raise ValueError(msg)
+
+
 def fit_params(results: Sequence[tuple[conf.Features, np.ndarray]],
                absent: Sequence[conf.Features]) -> ConfidenceParams:
     """Fit :class:`~fieldrank.config.ConfidenceParams` on labelled results.
@@ -210,6 +233,7 @@ def fit_params(results: Sequence[tuple[conf.Features, np.ndarray]],
     is fitted on the first hits of both (holds / does not hold), the hit model and the
     recalibration on the hits of ``results``.
     """
+    check_fittable(results, absent)
     memory_rows = [f.memory for f, _ in results] + [f.memory for f in absent]
     holds = np.r_[np.ones(len(results)), np.zeros(len(absent))]
     mb, mw = conf.fit_logistic(np.vstack(memory_rows), holds)
@@ -220,7 +244,7 @@ def fit_params(results: Sequence[tuple[conf.Features, np.ndarray]],
     top = np.concatenate([np.arange(f.hits.shape[0]) == 0 for f, _ in kept]).astype(np.float64)
     hb, hw = conf.fit_logistic(hits, y)
     partial = ConfidenceParams(mb, tuple(mw), hb, tuple(hw), (0.0, 1.0, 0.0))
-    cb, cw = conf.fit_logistic(np.column_stack([conf._product_logit(memory, hits, partial), top]), y)
+    cb, cw = conf.fit_logistic(np.column_stack([conf.product_logit(memory, hits, partial), top]), y)
     return ConfidenceParams(mb, tuple(mw), hb, tuple(hw), (cb, float(cw[0]), float(cw[1])))
 
 

@@ -307,7 +307,7 @@ def _blas_description() -> str:
 
 
 def probe_bandwidth(report: Report, quick: bool) -> None:
-    import fieldrank._core as core
+    import fieldrank._kernels as core
 
     log("read-bandwidth probe")
     big = np.ones((128 if quick else 512) * 2**20 // 4, dtype=np.float32)
@@ -384,7 +384,7 @@ def _variants() -> List[str]:
 
 def bench_prefilter(report: Report, quick: bool, rounds: int) -> None:
     import fieldrank
-    import fieldrank._core as core
+    import fieldrank._kernels as core
     import fieldrank.reference as ref
 
     try:
@@ -618,7 +618,7 @@ def pg_numpy(C: np.ndarray, q: np.ndarray, iters: int = 80, lam: float = 0.005) 
 
 def bench_cfsr(report: Report, quick: bool, rounds: int) -> None:
     import fieldrank
-    import fieldrank._core as core
+    import fieldrank._kernels as core
     import fieldrank.reference as ref
 
     try:
@@ -813,7 +813,7 @@ def retriever_inputs(n: int, d: int = 384, n_queries: int = 32):
 
 def bench_default_stack(report: Report, quick: bool, rounds: int) -> None:
     """The ``default`` preset (native temporal leg) against rrf2 and one prefilter scan (issue 16)."""
-    from .. import _core
+    from .. import _kernels as kernels
     from ..hybrid import HybridRetriever, moments_apply
 
     sizes = (600, 1_000, 20_000) if quick else (600, 1_000, 20_000, 100_000)
@@ -834,7 +834,7 @@ def bench_default_stack(report: Report, quick: bool, rounds: int) -> None:
         contenders = {
             "default search": lambda: default.search(q_texts[nxt()], Q[at[0]]),
             "rrf2 search": lambda: rrf2.search(q_texts[nxt()], Q[at[0]]),
-            "prefilter scan": lambda: _core.prefilter(E, Q[nxt()], cosine_depth, None),
+            "prefilter scan": lambda: kernels.prefilter(E, Q[nxt()], cosine_depth, None),
             "bm25 top": lambda: rrf2.bm25.top(q_texts[nxt()], bm25_depth),
             "default batch": lambda: default.search_batch(q_texts, Q, n_threads=1),
             "rrf2 batch": lambda: rrf2.search_batch(q_texts, Q, n_threads=1),
@@ -847,7 +847,7 @@ def bench_default_stack(report: Report, quick: bool, rounds: int) -> None:
             seconds = []
             for _ in range(3):
                 start = time.perf_counter()
-                _core.temporal_moments(E, 0)  # every hardware thread, as the retriever computes them
+                kernels.temporal_moments(E, 0)  # every hardware thread, as the retriever computes them
                 seconds.append(time.perf_counter() - start)
             moments = Stat.of(seconds).time()
         res = interleaved(contenders, rounds=rounds)
@@ -879,7 +879,7 @@ def bench_default_stack(report: Report, quick: bool, rounds: int) -> None:
         "queries; batches are `search_batch` of all 32, per query. `prefilter scan` is one native fp32 "
         "prefilter kernel call (`_core.prefilter`, no Python checks) over the same rows (the memory-bandwidth floor of a dense leg); `bm25 top` "
         "is `BM25Index.top` at rrf2's depth. From "
-        f"{_core.DEFAULTS['temporal_moments_min_rows_per_dim']} rows per dimension the leg over every row takes "
+        f"{kernels.DEFAULTS['temporal_moments_min_rows_per_dim']} rows per dimension the leg over every row takes "
         "the corpus moments and the fp32 screen (docs/design.md); `moments` is their one-off cost "
         "(`_core.temporal_moments`, every hardware thread, as the retriever and "
         "`HybridRetriever.prepare()` compute them), paid by the first search and not in the rounds. "

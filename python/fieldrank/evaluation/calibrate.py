@@ -442,10 +442,28 @@ def calibrate_confidence(data_dir=None, embedding_sets: Sequence[str] = ("minilm
     items = []
     for name in embedding_sets:
         data = locomo.load_locomo(data_dir, name, checksums=False)
+        rows = _confidence_questions(data, name, split)
         retriever = HybridRetriever([str(t) for t in data.turns.embed_text], data.turn_embeddings, cfg,
                                     timeline=locomo_timeline(data))
-        items += ec.collect_retriever(data, retriever, data.split_question_indices(split))
+        items += ec.collect_retriever(data, retriever, rows)
     return ec.fit(items)
+
+
+def _confidence_questions(data: Any, name: str, split: str) -> np.ndarray:
+    """The scored questions of ``split``, refused (ValueError saying what is missing) when the model
+    cannot be fitted from them: none at all, or one conversation (the memory model learns from each
+    question searched over another conversation's memory)."""
+    if data.n_conversations < 2:
+        msg = (f"the confidence model needs at least two conversations (each question is also searched over "
+               f"another conversation's memory, which does not hold its answer); {data.root} has "
+               f"{data.n_conversations}")
+        raise ValueError(msg)
+    rows = data.split_question_indices(split)
+    if rows.size == 0:
+        msg = (f"no scored question (a question with evidence turns) in split {split!r} of {data.root} "
+               f"({name}): nothing to fit the confidence model on")
+        raise ValueError(msg)
+    return rows
 
 
 _CONFIDENCE_MARK = "# confidence:"

@@ -1,8 +1,14 @@
-"""What every adapter shares: provenance dicts and reranking a caller's candidates."""
+"""What every adapter shares: provenance dicts, reranking a caller's candidates, wrapping a
+framework's embeddings, and keeping a framework's documents (string ids, JSON metadata) as
+memories of a :class:`~fieldrank.MemoryStore` (:class:`DocumentCollection`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import json
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Optional
 
 import numpy as np
@@ -231,3 +237,283 @@ def lexical_vector(store: Any) -> Optional[np.ndarray]:
                "MemoryStore(..., embedder=...) to add text, or use a lexical store MemoryStore(path, dim=1)")
         raise ValueError(msg)
     return np.ones(LEXICAL_DIM, dtype=np.float32)
+
+
+
+def memory_metadata(record: Mapping[str, Any]) -> dict[str, Any]:
+    """A :func:`memory_record` as a framework document's metadata: the memory's fields, and the
+    score's provenance (with the hit's id, rank and score) under :data:`PROVENANCE_KEY`."""
+    metadata = {key: value for key, value in record.items() if key not in ("text", "provenance", "id", "rank", "score")}
+    provenance = {"id": record["id"], "rank": record["rank"], "score": record["score"], **record["provenance"]}
+    return {**metadata, PROVENANCE_KEY: provenance}
+
+
+def missing_ids(missing: Sequence[str], where: str) -> KeyError:
+    """The error of a batch delete that names ids the store does not hold (nothing was deleted)."""
+    return KeyError(f"{where}: no document with id(s) {list(missing)}; nothing was deleted")
+
+
+# ---------------------------------------------------------------- a framework's embeddings
+class FrameworkEmbedder:
+    """A fieldrank :class:`~fieldrank.embed.Embedder` over a framework's embedding functions
+    (texts -> rows of floats, one text -> a row): rows are L2-normalised here (a framework's need
+    not be) and the dimension is probed once. Subclasses name the framework's object."""
+
+    def __init__(self, embed_texts: Callable[[list[str]], Any], embed_query: Callable[[str], Any],
+                 dim: Optional[int] = None) -> None:
+        self._embed_texts = embed_texts
+        self._embed_query = embed_query
+        self._dim = int(dim) if dim is not None else len(embed_query("dimension probe"))
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    @staticmethod
+    def _unit(rows: Any) -> np.ndarray:
+        rows = list(rows)
+        return unit_rows(np.asarray(rows, dtype=np.float64).reshape(len(rows), -1))
+
+    def embed_documents(self, texts: Sequence[str], *, batch_size: Optional[int] = None,
+                        progress: Optional[bool] = None) -> np.ndarray:
+        return self._unit(self._embed_texts(list(texts)))
+
+    def embed_queries(self, texts: Sequence[str], *, batch_size: Optional[int] = None,
+                      progress: Optional[bool] = None) -> np.ndarray:
+        return self._unit([self._embed_query(text) for text in texts])
+
+
+# ---------------------------------------------------------------- documents kept in a memory store
+#: Memories read between two re-reads of the store's size while an adapter's index is rebuilt.
+_REBUILD_STRIDE = 1024
+
+
+def json_text(value: Any, name: str) -> str:
+    """``value`` as compact JSON (what a tag keeps); a TypeError naming ``name`` when it is not JSON."""
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        msg = f"{name} must be JSON-serialisable (str keys; str, number, bool, None, list, dict values): {exc}"
+        raise TypeError(msg) from exc
+
+
+def live_memories(store: Any) -> Iterator[Any]:
+    """Every live memory of ``store`` (all tenants), in id order: what an adapter reads once when it
+    opens a store to rebuild its index of ids from the memories' tags."""
+    found, memory_id, target = 0, 0, len(store)
+    while found < target:
+        try:
+            memory = store.get(memory_id)
+        except KeyError:
+            memory = None
+        memory_id += 1
+        if memory is not None:
+            found += 1
+            yield memory
+        if memory_id % _REBUILD_STRIDE == 0:
+            target = len(store)
+
+
+def placeholder_vector(store: Any) -> np.ndarray:
+    """The embedding a memory gets when it has nothing to be ranked by (no text to embed, no vector
+    given): a fixed unit vector, so the embedder never sees an empty text. Such memories never
+    carry the adapter's ``ranked`` tag, so no recall admits them."""
+    vector = np.zeros(store.dim, dtype=np.float32)
+    vector[0] = 1.0
+    return vector
+
+
+class PicklableLock:
+    """Pickling for an object that holds a ``threading.RLock`` as ``_lock`` (a lock does not
+    pickle): the copy gets a fresh lock."""
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("_lock", None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.RLock()
+
+
+@dataclass(frozen=True)
+class StoredDocument:
+    """One document of a :class:`DocumentCollection`: its id, text and metadata as written, and
+    its embedding as the store keeps it (float32, unit norm; None when it was stored without one)."""
+
+    id: str
+    memory_id: int
+    text: str
+    metadata: dict[str, Any]
+    embedding: Optional[np.ndarray]
+
+
+class DocumentCollection(PicklableLock):
+    """A framework's documents (string ids, JSON metadata, optional vectors) as memories of one
+    tenant of a :class:`~fieldrank.MemoryStore`; what the LangChain, LlamaIndex and Haystack
+    document stores share.
+
+    Each document is one memory whose tags are ``<prefix>doc``, ``<prefix>id=<id>``,
+    ``<prefix>meta=<metadata as JSON>`` and, when it can be ranked, ``<prefix>ranked``. A document
+    is ranked by its vector (given, or the store's embedder's of its text), or by BM25 alone on a
+    lexical store (``MemoryStore(path, dim=1)``); one with neither (no vector, no embedder, or an
+    empty text) is stored, listed and filtered, and never recalled. Writing an id again updates the
+    memory in place (same memory id). Which memory holds which id is kept in this object, rebuilt
+    from the tags when it is made: write through one adapter per store and tenant.
+    """
+
+    def __init__(self, store: Any, *, tenant: str, prefix: str) -> None:
+        if not isinstance(tenant, str) or not tenant:
+            msg = f"tenant must be a non-empty str, got {tenant!r}"
+            raise TypeError(msg) if not isinstance(tenant, str) else ValueError(msg)
+        self.store = check_store(store)
+        self.tenant = tenant
+        self.prefix = prefix
+        self._lock = threading.RLock()
+        self._ids: dict[str, int] = {}
+        for memory in live_memories(self.store):
+            if memory.tenant == self.tenant and self._tag("doc") in memory.tags:
+                self._ids[self._parse(memory).id] = memory.id
+
+    def _tag(self, name: str) -> str:
+        return self.prefix + name
+
+    def _parse(self, memory: Any) -> StoredDocument:
+        values = {}
+        for tag in memory.tags:
+            for name in ("id=", "meta="):
+                if tag.startswith(self.prefix + name):
+                    values[name] = tag[len(self.prefix) + len(name):]
+        ranked = self._tag("ranked") in memory.tags
+        return StoredDocument(values["id="], memory.id, memory.text, json.loads(values.get("meta=", "{}")),
+                              memory.embedding if ranked and self.store.dim != LEXICAL_DIM else None)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def __contains__(self, doc_id: object) -> bool:
+        return doc_id in self._ids
+
+    def ids(self) -> list[str]:
+        """Every document id, in the order the documents were first written."""
+        with self._lock:
+            return list(self._ids)
+
+    @staticmethod
+    def new_id() -> str:
+        return str(uuid.uuid4())
+
+    def missing(self, doc_ids: Iterable[str]) -> list[str]:
+        """The ids of ``doc_ids`` the collection does not hold, in order."""
+        return [doc_id for doc_id in doc_ids if doc_id not in self._ids]
+
+    def put(self, doc_id: str, text: str, metadata: Mapping[str, Any], vector: Optional[Any] = None) -> int:
+        """Write one document (a new memory, or the id's memory updated in place); its memory id."""
+        if not isinstance(doc_id, str) or not doc_id:
+            msg = f"a document id must be a non-empty str, got {doc_id!r}"
+            raise TypeError(msg) if not isinstance(doc_id, str) else ValueError(msg)
+        if not isinstance(metadata, Mapping):
+            msg = f"metadata must be a dict, got {type(metadata).__name__}"
+            raise TypeError(msg)
+        tags = [self._tag("doc"), self._tag("id=") + doc_id, self._tag("meta=") + json_text(dict(metadata), "metadata")]
+        if vector is not None:
+            embedding, ranked = unit_vector(vector, "embedding"), True
+        elif self.store.embedder is not None and text.strip():
+            embedding, ranked = None, True  # the store embeds the text
+        elif self.store.embedder is None and self.store.dim == LEXICAL_DIM:
+            embedding, ranked = lexical_vector(self.store), bool(text.strip())
+        else:
+            embedding, ranked = placeholder_vector(self.store), False
+        if ranked:
+            tags.append(self._tag("ranked"))
+        with self._lock:
+            memory_id = self._ids.get(doc_id)
+            if memory_id is not None:
+                try:
+                    self.store.update(memory_id, text=text, embedding=embedding, tags=tags, tenant=self.tenant)
+                    return memory_id
+                except KeyError:  # forgotten through the MemoryStore meanwhile: written anew
+                    del self._ids[doc_id]
+            memory_id = self.store.add(text, embedding, tenant=self.tenant, tags=tags)
+            self._ids[doc_id] = memory_id
+            return memory_id
+
+    def get(self, doc_id: str) -> Optional[StoredDocument]:
+        """The document with this id, or None."""
+        memory_id = self._ids.get(doc_id)
+        return None if memory_id is None else self._document(memory_id)
+
+    def _document(self, memory_id: int) -> Optional[StoredDocument]:
+        try:
+            return self._parse(self.store.get(memory_id, tenant=self.tenant))
+        except KeyError:
+            return None
+
+    def documents(self, doc_ids: Optional[Iterable[str]] = None) -> list[StoredDocument]:
+        """The documents with these ids (every document by default), skipping absent ones."""
+        with self._lock:
+            wanted = list(self._ids) if doc_ids is None else list(doc_ids)
+            found = (self.get(doc_id) for doc_id in wanted)
+            return [doc for doc in found if doc is not None]
+
+    def delete(self, doc_ids: Iterable[str]) -> int:
+        """Forget the documents with these ids (absent ones are skipped); how many were forgotten."""
+        with self._lock:
+            forgotten = 0
+            for doc_id in dict.fromkeys(doc_ids):
+                memory_id = self._ids.pop(doc_id, None)
+                if memory_id is None:
+                    continue
+                try:
+                    self.store.forget(memory_id, tenant=self.tenant)
+                    forgotten += 1
+                except KeyError:
+                    pass  # forgotten through the MemoryStore meanwhile: gone either way
+            return forgotten
+
+    def search(self, query: Optional[str], vector: Optional[Any], k: int, *, mode: Optional[str] = None,
+               keep: Optional[Callable[[StoredDocument], bool]] = None,
+               reinforce: bool = False) -> list[tuple[StoredDocument, Any]]:
+        """The ``k`` best ranked documents for a text and/or a vector, as (document, hit) pairs, best
+        first; ``keep`` filters them (every ranked document is then scored, so that ``k`` pass).
+
+        ``mode`` defaults to what the cue allows: ``vector`` for a vector alone, ``keyword`` for a
+        text on a store without an embedder, else ``hybrid``."""
+        if vector is not None:
+            vector = unit_vector(vector, "query vector")
+        if mode is None:
+            if vector is not None and not query:
+                mode = "vector"
+            elif vector is None and self.store.embedder is None:
+                mode = "keyword"
+            else:
+                mode = "hybrid"
+        with self._lock:
+            size = len(self._ids)
+        if size == 0 or k <= 0:
+            return []
+        result = self.store.recall(query or None, vector, size if keep is not None else min(k, size),
+                                   tenant=self.tenant, mode=mode, reinforce=reinforce,
+                                   required_tags=[self._tag("doc"), self._tag("ranked")])
+        out = []
+        for hit in result.hits:
+            doc = self._document(hit.id)
+            if doc is not None and (keep is None or keep(doc)):
+                out.append((doc, hit))
+                if len(out) == k:
+                    break
+        return out
+
+    def mmr(self, query: Optional[str], vector: Any, k: int, fetch_k: int, lambda_mult: float, *,
+            keep: Optional[Callable[[StoredDocument], bool]] = None) -> list[StoredDocument]:
+        """Maximal marginal relevance with fieldrank's MMR operator (docs/spec.md §4, mu =
+        ``lambda_mult``) over the ``fetch_k`` best documents for the vector (and text)."""
+        from ..operators import mmr_pool  # noqa: PLC0415 - only MMR searches need it
+
+        pool = [doc for doc, _ in self.search(query, vector, fetch_k, keep=keep) if doc.embedding is not None]
+        if not pool:
+            return []
+        ranking = mmr_pool(np.arange(len(pool)), np.stack([doc.embedding for doc in pool]),
+                           unit_vector(vector, "query vector"), min(k, len(pool)), mu=lambda_mult)
+        return [pool[int(i)] for i in ranking.ids]

@@ -19,14 +19,20 @@ How an item lives in the store (docs/ecosystem.md, "LangGraph"):
   ``lg:item``, so a LangGraph search never sees memories the tenant got from another adapter;
 * the **text recalled** is ``value[field]`` for each of the ``index`` fields (LangGraph's path
   syntax: ``"text"``, ``"a.b"``, ``"items[*].name"``), or every string in the value when no fields
-  are configured; ``put(..., index=False)`` stores an item that ``get`` finds and no query returns;
+  are configured; an item with no such text (``put(..., index=False)``, or a value without the
+  index fields) is never embedded (it gets a fixed placeholder vector): ``get``, listings and
+  filters find it, and a query search lists it after every ranked item with ``score=None``, as
+  LangGraph's ``InMemoryStore`` does;
+* a ``filter=`` key is a value key, or a dotted path into nested values (``{"user.level": 3}``,
+  as LangGraph's SQLite and Postgres stores read it) when the value has no such top-level key;
 * a put on an existing key **updates** the memory in place (``MemoryStore.update``: new text and
   embedding, the old text is never recalled again), keeping its id and ``created_at``; a put with
   ``value=None`` (``delete``) forgets it.
 
 Which memory holds which (namespace, key) is kept in this object, and rebuilt from the store's
 tags when it is opened (every live memory read once): write to a store through one
-``FieldrankStore``, in one process. Operations of a ``batch`` run in order, under one lock; the
+``FieldrankStore``, in one process (two writers can duplicate a key: issue #34 moves the identity
+into the store; tests/integrations/test_langgraph_contract.py holds the test that shows it). Operations of a ``batch`` run in order, under one lock; the
 async API runs them in a worker thread. TTLs are not supported (``supports_ttl = False``).
 """
 
@@ -43,7 +49,7 @@ from dataclasses import dataclass
 from typing import Any, Optional, Union
 
 from .. import _validation as _v
-from ._common import check_store, lexical_vector, missing_extra, recall_mode
+from . import _common
 
 try:
     from langgraph.store.base import (
@@ -61,7 +67,7 @@ try:
         tokenize_path,
     )
 except ImportError as exc:  # pragma: no cover - exercised without the extra
-    raise missing_extra("langgraph", "langgraph", exc) from exc
+    raise _common.missing_extra("langgraph", "langgraph", exc) from exc
 
 __all__ = ["FieldrankSearchItem", "FieldrankStore"]
 
@@ -75,8 +81,6 @@ _DEPTH = TAG_PREFIX + "depth="
 _UPDATED = TAG_PREFIX + "updated="
 _FIELD = TAG_PREFIX + "f:"
 _NS = TAG_PREFIX + "ns"
-#: Probes between two re-reads of the store's size while the key index is rebuilt.
-_REBUILD_STRIDE = 1024
 _FILTER_OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
 
 
@@ -106,14 +110,6 @@ def _check_namespace(namespace: object, name: str, *, allow_empty: bool = False)
     return namespace
 
 
-def _json(value: Any, name: str) -> str:
-    try:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        msg = f"{name} must be JSON-serialisable (str keys; str, number, bool, None, list, dict values): {exc}"
-        raise TypeError(msg) from exc
-
-
 def _strings(value: Any) -> list[str]:
     """Every string leaf of a JSON value, in document order."""
     if isinstance(value, str):
@@ -136,6 +132,19 @@ def _matches(item_value: Any, wanted: Any) -> bool:
         return (isinstance(item_value, (list, tuple)) and len(item_value) == len(wanted)
                 and all(_matches(a, b) for a, b in zip(item_value, wanted)))
     return bool(item_value == wanted)
+
+
+def _value_at(value: Mapping[str, Any], key: str) -> Any:
+    """The value a filter key names: the top-level key, else a dotted path into nested dicts
+    (``"user.level"``, as LangGraph's SQL stores read it); None where the path ends."""
+    if key in value or "." not in key:
+        return value.get(key)
+    current: Any = value
+    for part in key.split("."):
+        if not isinstance(current, Mapping):
+            return None
+        current = current.get(part)
+    return current
 
 
 def _operator(value: Any, op: str, operand: Any) -> bool:
@@ -184,7 +193,7 @@ class FieldrankSearchItem(SearchItem):
         return {**super().dict(), "confidence": self.confidence}
 
 
-class FieldrankStore(BaseStore):
+class FieldrankStore(_common.PicklableLock, BaseStore):
     """LangGraph's ``BaseStore`` over a :class:`~fieldrank.MemoryStore` (see the module docstring).
 
     Parameters
@@ -203,12 +212,15 @@ class FieldrankStore(BaseStore):
     """
 
     supports_ttl = False
+    #: LangGraph's index configuration as given (``None`` without one), as ``InMemoryStore`` keeps it.
+    index_config: Optional[dict[str, Any]]
 
     def __init__(self, store: Any, *, index: Optional[Mapping[str, Any]] = None, mode: Optional[str] = None,
                  reinforce: bool = True) -> None:
-        self._store = check_store(store)
-        self._mode = recall_mode(self._store, mode)
+        self._store = _common.check_store(store)
+        self._mode = _common.recall_mode(self._store, mode)
         self._fields = self._index_fields(index)
+        self.index_config = None if index is None else dict(index)
         self._reinforce = _v.flag(reinforce, "reinforce")
         self._lock = threading.RLock()
         #: namespace -> key -> item, and memory id -> (namespace, key): a search reads only the
@@ -270,7 +282,7 @@ class FieldrankStore(BaseStore):
     @staticmethod
     def _tags(namespace: tuple[str, ...], key: str, value: dict[str, Any], updated_at: float,
               indexed: bool) -> list[str]:
-        tags = [_ITEM, _KEY + key, _VALUE + _json(value, "value"), _DEPTH + str(len(namespace)),
+        tags = [_ITEM, _KEY + key, _VALUE + _common.json_text(value, "value"), _DEPTH + str(len(namespace)),
                 _UPDATED + repr(updated_at)]
         tags += [f"{_NS}{depth}={label}" for depth, label in enumerate(namespace) if depth > 0]
         tags += [f"{_FIELD}{field}={text}" for field, text in value.items() if isinstance(text, str) and text]
@@ -284,18 +296,8 @@ class FieldrankStore(BaseStore):
 
     def _rebuild(self) -> None:
         """The key index from the store's tags (every live memory is read once)."""
-        store, found, memory_id, target = self._store, 0, 0, len(self._store)
-        while found < target:
-            try:
-                memory = store.get(memory_id)
-            except KeyError:
-                memory = None
-            memory_id += 1
-            if memory is not None:
-                found += 1
-                self._adopt(memory)
-            if memory_id % _REBUILD_STRIDE == 0:
-                target = len(store)
+        for memory in _common.live_memories(self._store):
+            self._adopt(memory)
 
     def _adopt(self, memory: Any) -> None:
         tags = memory.tags
@@ -385,22 +387,24 @@ class FieldrankStore(BaseStore):
         if not isinstance(op.value, Mapping):
             msg = f"value must be a dict, got {type(op.value).__name__}"
             raise TypeError(msg)
-        value = json.loads(_json(op.value, "value"))  # the item holds what a reopened store reads
-        indexed = op.index is not False
-        text = self._text(value, op.index) if indexed else ""
+        value = json.loads(_common.json_text(op.value, "value"))  # the item holds what a reopened store reads
+        text = self._text(value, op.index) if op.index is not False else ""
+        indexed = bool(text.strip())
+        # An item with nothing to index is never embedded: a fixed placeholder vector (and the
+        # unindexed tag keeps it out of every ranking); an indexed one is embedded by the store.
+        vector = _common.lexical_vector(self._store) if indexed else _common.placeholder_vector(self._store)
         now = time.time()
         tags = self._tags(namespace, op.key, value, now, indexed)
         entry_was = entry
         if entry is not None:
             try:
-                self._store.update(entry.memory_id, text=text, tags=tags, tenant=namespace[0])
+                self._store.update(entry.memory_id, text=text, embedding=vector, tags=tags, tenant=namespace[0])
             except KeyError:  # forgotten through the MemoryStore meanwhile: the put makes a new item
                 entry = None
             else:
                 self._set(namespace, op.key, _Entry(entry.memory_id, value, entry.created_at, now, indexed))
         if entry is None:
-            memory_id = self._store.add(text, lexical_vector(self._store), tenant=namespace[0], tags=tags,
-                                        created_at=now)
+            memory_id = self._store.add(text, vector, tenant=namespace[0], tags=tags, created_at=now)
             if entry_was is not None:
                 self._pop(namespace, op.key)
             self._set(namespace, op.key, _Entry(memory_id, value, now, now, indexed))
@@ -415,16 +419,18 @@ class FieldrankStore(BaseStore):
         namespaces = self._namespaces_under(prefix)
 
         def kept(entry: _Entry) -> bool:
-            return all(_matches(entry.value.get(field), want) for field, want in wanted.items())
+            return all(_matches(_value_at(entry.value, field), want) for field, want in wanted.items())
 
         if not op.query:
             window = [(namespace, key, entry) for namespace in namespaces
                       for key, entry in self._items[namespace].items() if kept(entry)][offset:offset + limit]
             return [FieldrankSearchItem(namespace, key, entry.value, _utc(entry.created_at), _utc(entry.updated_at))
                     for namespace, key, entry in window]
-        # String equalities are gates (exact unless a field name holds "=", which makes the tag
-        # ambiguous); any other filter, or an unindexed item in the way, needs every item recalled.
-        gates = [f"{_FIELD}{field}={want}" for field, want in wanted.items() if isinstance(want, str) and want]
+        # String equalities on top-level keys are gates (exact unless a key holds "=", which makes
+        # the tag ambiguous, or ".", which may be a path); any other filter, or an unindexed item
+        # in the way, needs every item recalled.
+        gates = [f"{_FIELD}{field}={want}" for field, want in wanted.items()
+                 if isinstance(want, str) and want and "." not in field]
         exact = (len(gates) == len(wanted) and not any("=" in field for field in wanted)
                  and not any(self._by_id[i][0][:len(prefix)] == prefix for i in self._unindexed))
         scored: list[tuple[float, float, int]] = []
@@ -444,12 +450,16 @@ class FieldrankStore(BaseStore):
                 if entry.indexed and kept(entry):
                     scored.append((hit.score, hit.confidence, hit.id))
         scored.sort(key=lambda hit: -hit[0])  # stable: one tenant keeps its recall order
+        # Items with nothing indexed follow every ranked one, unscored (as InMemoryStore lists them).
+        unscored = [(math.nan, math.nan, memory_id) for memory_id in sorted(self._unindexed)
+                    if self._by_id[memory_id][0][:len(prefix)] == prefix
+                    and kept(self._items[self._by_id[memory_id][0]][self._by_id[memory_id][1]])]
         results: list[SearchItem] = []
-        for score, confidence, memory_id in scored[offset:offset + limit]:
+        for score, confidence, memory_id in (scored + unscored)[offset:offset + limit]:
             namespace, key = self._by_id[memory_id]
             entry = self._items[namespace][key]
             results.append(FieldrankSearchItem(namespace, key, entry.value, _utc(entry.created_at),
-                                               _utc(entry.updated_at), float(score),
+                                               _utc(entry.updated_at), None if math.isnan(score) else float(score),
                                                None if math.isnan(confidence) else float(confidence)))
         return results
 

@@ -14,7 +14,6 @@ are private and may change.
 from __future__ import annotations
 
 from .._api import public_dir
-from ._file_check import StoreFormatError
 from ._params import DEFAULT_PARAMS, RERANK_OPERATORS, MemoryParams
 from ._provenance import FACTOR_NAMES, Hit, RecallResult, ScoreFactors, WhyNot
 from ._schema import (
@@ -29,7 +28,7 @@ from ._schema import (
     WHY_NOT_REASONS,
     Memory,
 )
-from ._persistence import StoreIOError
+from ._persistence import StoreFormatError, StoreIOError
 from ._store import MemoryStore, ReinforcementWarning
 
 __all__ = [

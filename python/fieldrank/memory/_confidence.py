@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import re
 from importlib import resources
 from typing import Optional, Sequence
 
@@ -28,12 +27,14 @@ import numpy as np
 
 from .. import _confidence as conf
 from .. import _validation as _v
+from .._lexical import DEFAULT_PARAMS, Tokenizer
 
 __all__ = ["RESOURCE", "annotate", "default_params", "hit_features"]
 
 #: Package data file holding the store's fitted model (a ``[confidence]`` table).
 RESOURCE = ("data", "memory_confidence.toml")
-_TOKEN = re.compile(r"(?u)\b\w\w+\b")
+#: BM25's tokenizer with the package's default parameters (lower-case, English stop words and stemmer).
+_TOKENIZER = Tokenizer.of(DEFAULT_PARAMS)
 
 
 @functools.lru_cache(maxsize=1)
@@ -45,44 +46,22 @@ def default_params():
     return ConfidenceParams.from_dict(tomllib.loads(text)["confidence"])
 
 
-@functools.lru_cache(maxsize=1)
-def _analyzer():
-    import bm25s
-    import Stemmer
-
-    stopwords = frozenset(bm25s.tokenization._infer_stopwords("en"))
-    stem = Stemmer.Stemmer("english").stemWords
-    return stopwords, stem
-
-
 @functools.lru_cache(maxsize=4096)
 def _terms(text: str) -> frozenset[str]:
     """The stemmed content words of ``text`` (memoised: a recall's hits are often the last recall's)."""
-    stopwords, stem = _analyzer()
-    tokens = [t for t in _TOKEN.findall(text.lower()) if t not in stopwords]
-    return frozenset(stem(tokens)) if tokens else frozenset()
+    return frozenset(_TOKENIZER.tokens([text])[0])
 
 
 def hit_features(cue_text: str, texts: Sequence[str], cosines: Sequence[float],
                  scores: Sequence[float]) -> conf.Features:
     """The :class:`fieldrank._confidence.Features` of one recall's hits (best first)."""
-    k = len(texts)
-    hits = np.zeros((k, len(conf.HIT_FEATURES)))
-    memory = np.zeros(len(conf.MEMORY_FEATURES))
-    if k == 0:
-        return conf.Features(memory, hits)
+    if not texts:
+        return conf.assemble(np.empty(0), np.empty(0), (), 0.0)
     cue = _terms(cue_text)
     found = [_terms(t) & cue for t in texts]
     coverage = np.array([len(f) / len(cue) if cue else 0.0 for f in found])
     anywhere = len(set().union(*found)) / len(cue) if cue else 0.0
-    cos = np.asarray(cosines, dtype=np.float64)
-    s = np.asarray(scores, dtype=np.float64)
-    hits[:, 0] = cos
-    hits[:, 1] = coverage
-    hits[:, 2] = s
-    hits[:, 3] = s - conf._best_other(s)
-    memory[:] = (float(cos.max()), float(coverage.max()), anywhere)
-    return conf.Features(memory, hits)
+    return conf.assemble(np.asarray(cosines, dtype=np.float64), coverage, scores, anywhere)
 
 
 def annotate(hits: Sequence, cue_text: Optional[str], has_vector: bool, min_confidence: Optional[float],

@@ -11,7 +11,7 @@ added; an update keeps its id, so it keeps its place), each memory one document.
 on, a memory's context document is its own tokens plus those of the memories at positions
 ``i ± 1 … i ± context_window`` of that order that share its session key (same tenant and
 ``session``; a memory without a session has no neighbours), built by the very function
-:class:`~fieldrank.bm25.BM25Index` uses (``fieldrank.bm25._context_token_ids``). A forgotten memory
+:class:`~fieldrank.bm25.BM25Index` uses (``fieldrank._lexical.context_token_ids``). A forgotten memory
 leaves the corpus at once: its words leave every statistic and every neighbour's context
 document. Because the order is by id and only live memories count, a store reopened from its
 file, a compacted store and a store that got its memories one by one hold the same documents.
@@ -26,15 +26,15 @@ Main and delta
   memory is scored from the delta.
 
 Changes are applied lazily, on the next lexical query (``catch_up``): new rows are tokenized once,
-by the package's one tokenizer (:class:`fieldrank._tokenizer.Tokenizer`; their tokens are kept, so neither re-expansion nor a rebuild tokenizes again), the memories within
+by the package's one tokenizer (:class:`fieldrank._lexical.Tokenizer`; their tokens are kept, so neither re-expansion nor a rebuild tokenizes again), the memories within
 ``context_window`` positions of each change are re-expanded, and the statistics of both document
 sets (document frequencies, total length, N) are updated by what changed. An addition re-expands
 at most ``context_window`` memories on each side of its position (appending: the ones before it).
 
 Scores. A query scores the delta memories that share a term with it as a small BM25 matrix, made
-by the main index's own build (``fieldrank.bm25._index_matrix``, expansion included) against the
+by the main index's own build (``fieldrank._lexical.index_matrix``, expansion included) against the
 current statistics of the whole corpus (an entry depends only on its document and those), and
-scored by the same native scorer (``fieldrank.bm25._matrix_scores``: float32 sums over query terms
+scored by the same native scorer (``fieldrank._lexical.matrix_scores``: float32 sums over query terms
 in query order): with every memory in the delta (a store below
 ``bm25_delta_min_docs``), or right after a rebuild, the leg's scores equal ``BM25Index.scores`` over
 the live memories bit for bit (tested). The main index keeps the statistics of its last build:
@@ -61,8 +61,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from .._tokenizer import Tokenizer
-from ..bm25 import BM25Index, _context_token_ids, _index_matrix, _matrix_scores, _Statistics
+from .._lexical import BM25Index, Statistics, Tokenizer, context_token_ids, index_matrix, matrix_scores
 from ._params import MemoryParams
 
 __all__ = ["LexicalLeg"]
@@ -217,7 +216,7 @@ class LexicalLeg:
         rows = self._order_rows
         sessions = _ByPosition(self._session_keys(n_rows), rows)
         tokens = _ByPosition(self._tokens, rows)
-        contexts = _context_token_ids(tokens, sessions, self._window, docs=positions)
+        contexts = context_token_ids(tokens, sessions, self._window, docs=positions)
         return [np.asarray(c, dtype=np.int64) for c in contexts]
 
     def _set_delta(self, row: int, document: Optional[tuple[np.ndarray, Optional[np.ndarray]]]) -> None:
@@ -251,6 +250,16 @@ class LexicalLeg:
         if added + len(forgotten) + len(self._delta) > self._delta_limit():
             self._rebuild(texts, max(n_rows, self._n_seen))
             return
+        arriving = self._take_rows(texts, n_rows)
+        ids = self._ids(self._n_seen)
+        touched_rows, before = self._touched(ids, forgotten, arriving)
+        self._leave(ids, forgotten, before)
+        arriving = self._join(ids, arriving)
+        forgotten_set = set(forgotten)
+        self._reexpand(ids, [r for r in touched_rows if r not in forgotten_set], arriving.tolist(), before)
+
+    def _take_rows(self, texts: Sequence[str], n_rows: int) -> np.ndarray:
+        """Tokenize the rows ``[seen, n_rows)``; the live ones among them (the rows arriving in the corpus)."""
         start = self._n_seen
         self._tokens.extend(self._tokenize_rows(texts[start:n_rows]))
         self._n_seen = max(n_rows, start)
@@ -263,65 +272,71 @@ class LexicalLeg:
         for r in range(start, self._n_seen):
             if not live[r]:
                 self._tokens[r] = _EMPTY_TOKENS  # forgotten before the leg saw it: never in the corpus
-        ids = self._ids(self._n_seen)
-        window = self._window
+        return arriving
 
-        # 1. Positions whose context document may change, in the corpus order before the change.
-        count = self._order_rows.size
-        forgotten_positions = np.searchsorted(self._order_ids, ids[forgotten]) if forgotten else np.empty(0, np.int64)
-        insertion_points = np.searchsorted(self._order_ids, ids[arriving]) if arriving.size else np.empty(0, np.int64)
+    def _touched(self, ids: np.ndarray, forgotten: list[int],
+                 arriving: np.ndarray) -> tuple[list[int], dict[int, np.ndarray]]:
+        """The rows whose context document may change (within ``window`` positions of a change, in the
+        corpus order before it) and their context documents before the change."""
+        window, count = self._window, self._order_rows.size
+        if window == 0:
+            return [], {}
         touched: set[int] = set()
-        if window > 0:
-            for p in forgotten_positions.tolist():
+        if forgotten:
+            for p in np.searchsorted(self._order_ids, ids[forgotten]).tolist():
                 touched.update(range(max(p - window, 0), min(p + window + 1, count)))
-            for q in insertion_points.tolist():
+        if arriving.size:
+            for q in np.searchsorted(self._order_ids, ids[arriving]).tolist():
                 touched.update(range(max(q - window, 0), min(q + window, count)))
-        touched_positions = sorted(touched)
-        touched_rows = self._order_rows[touched_positions].tolist() if touched_positions else []
-        before = dict(zip(touched_rows, self._contexts(touched_positions, self._n_seen))) if window > 0 else {}
+        positions = sorted(touched)
+        rows = self._order_rows[positions].tolist() if positions else []
+        return rows, dict(zip(rows, self._contexts(positions, self._n_seen)))
 
-        # 2. Forgotten rows leave the statistics and the corpus.
+    def _leave(self, ids: np.ndarray, forgotten: list[int], before: dict[int, np.ndarray]) -> None:
+        """Forgotten rows leave the statistics and the corpus."""
         self._count([self._tokens[r] for r in forgotten], -1, context=False)
-        if window > 0:
+        if self._window > 0:
             self._count([before[r] for r in forgotten], -1, context=True)
         for r in forgotten:
             self._in_corpus[r] = False
             self._set_delta(r, None)
             self._tokens[r] = _EMPTY_TOKENS  # never read again: free the memory
         if forgotten:
-            self._order_ids = np.delete(self._order_ids, forgotten_positions)
-            self._order_rows = np.delete(self._order_rows, forgotten_positions)
+            positions = np.searchsorted(self._order_ids, ids[forgotten])
+            self._order_ids = np.delete(self._order_ids, positions)
+            self._order_rows = np.delete(self._order_rows, positions)
 
-        # 3. Arriving rows join the corpus at their id's place.
+    def _join(self, ids: np.ndarray, arriving: np.ndarray) -> np.ndarray:
+        """Arriving rows join the corpus at their id's place; returns them in id order."""
         if arriving.size:
-            by_id = np.argsort(ids[arriving], kind="stable")
-            arriving = arriving[by_id]
+            arriving = arriving[np.argsort(ids[arriving], kind="stable")]
             places = np.searchsorted(self._order_ids, ids[arriving])
             self._order_ids = np.insert(self._order_ids, places, ids[arriving])
             self._order_rows = np.insert(self._order_rows, places, arriving)
             self._in_corpus[arriving] = True
             self._count([self._tokens[r] for r in arriving.tolist()], +1, context=False)
+        return arriving
 
-        # 4. Re-expand the touched rows still live, expand the arriving ones.
-        forgotten_set = set(forgotten)
-        kept = [r for r in touched_rows if r not in forgotten_set]
-        changed = kept + arriving.tolist()
-        if window > 0 and changed:
-            positions = np.searchsorted(self._order_ids, ids[np.asarray(changed, dtype=np.int64)]).tolist()
-            after = dict(zip(changed, self._contexts(positions, self._n_seen)))
-            for r in kept:
-                old, new = before[r], after[r]
-                if old.size == new.size and np.array_equal(np.sort(old), np.sort(new)):
-                    continue  # a change next to it that is not in its session
-                self._count([old], -1, context=True)
-                self._count([new], +1, context=True)
-                self._set_delta(r, (self._tokens[r], new))
-            self._count([after[r] for r in arriving.tolist()], +1, context=True)
-            for r in arriving.tolist():
-                self._set_delta(r, (self._tokens[r], after[r]))
-        else:
-            for r in arriving.tolist():
+    def _reexpand(self, ids: np.ndarray, kept: list[int], arriving: list[int], before: dict[int, np.ndarray]) -> None:
+        """Re-expand the touched rows still live (those whose context changed go to the delta), expand
+        the arriving ones."""
+        changed = kept + arriving
+        if self._window == 0 or not changed:
+            for r in arriving:
                 self._set_delta(r, (self._tokens[r], None))
+            return
+        positions = np.searchsorted(self._order_ids, ids[np.asarray(changed, dtype=np.int64)]).tolist()
+        after = dict(zip(changed, self._contexts(positions, self._n_seen)))
+        for r in kept:
+            old, new = before[r], after[r]
+            if old.size == new.size and np.array_equal(np.sort(old), np.sort(new)):
+                continue  # a change next to it that is not in its session
+            self._count([old], -1, context=True)
+            self._count([new], +1, context=True)
+            self._set_delta(r, (self._tokens[r], new))
+        self._count([after[r] for r in arriving], +1, context=True)
+        for r in arriving:
+            self._set_delta(r, (self._tokens[r], after[r]))
 
     def _rebuild(self, texts: Sequence[str], n_rows: int) -> None:
         """Build the main index over the live rows of ``[0, n_rows)``; the delta empties."""
@@ -341,7 +356,7 @@ class LexicalLeg:
         own = [self._tokens[r].tolist() for r in order.tolist()]
         contexts = None
         if self._window > 0:
-            contexts = _context_token_ids(own, self._session_keys(n_rows)[order], self._window)
+            contexts = context_token_ids(own, self._session_keys(n_rows)[order], self._window)
         # The statistics of the corpus as it is now (the delta scores against them).
         self._own_df[:] = 0
         self._context_df[:] = 0
@@ -398,7 +413,7 @@ class LexicalLeg:
                 if hit.size == 0:
                     return _empty()
                 matrix = self._delta_matrix_of(hit)
-                scores = _matrix_scores((matrix.data, matrix.indices, matrix.indptr, True), None, hit.size,
+                scores = matrix_scores((matrix.data, matrix.indices, matrix.indptr, True), None, hit.size,
                                         [query_terms])[0]
                 keep = scores > 0
                 return hit[keep], scores[keep]
@@ -410,7 +425,7 @@ class LexicalLeg:
         # an entry depends only on its document and the statistics: each row's score is the one a
         # matrix of the hit rows alone gives (the same float32 sums in query order); the native scorer
         # reads only the query terms' postings, so no pass over the delta's tokens
-        scores = _matrix_scores(matrix, None, every.size, [query_terms])[0]
+        scores = matrix_scores(matrix, None, every.size, [query_terms])[0]
         keep = (scores > 0) & (every < n)
         return every[keep], scores[keep]
 
@@ -418,15 +433,15 @@ class LexicalLeg:
         """The BM25 matrix of the delta's ``delta_rows`` (sorted) against the corpus statistics now, made
         by the main index's build (an entry depends only on its document and those statistics)."""
         n_terms, n_docs = len(self._vocabulary), int(self._order_rows.size)
-        own = _Statistics(self._own_df[:n_terms], n_docs, np.float64(self._own_length) / np.float64(n_docs))
+        own = Statistics(self._own_df[:n_terms], n_docs, np.float64(self._own_length) / np.float64(n_docs))
         documents = [self._delta[r] for r in delta_rows.tolist()]
         contexts, statistics = None, (own, own)
         if self._window > 0:
             contexts = [context for _, context in documents]
-            statistics = (own, _Statistics(self._context_df[:n_terms], n_docs,
+            statistics = (own, Statistics(self._context_df[:n_terms], n_docs,
                                            np.float64(self._context_length) / np.float64(n_docs)))
         # The build writes each term's postings in increasing document order.
-        return _index_matrix(self._bm25_params, [tokens for tokens, _ in documents], n_terms, contexts, statistics)
+        return index_matrix(self._bm25_params, [tokens for tokens, _ in documents], n_terms, contexts, statistics)
 
     def _kept_main_rows(self, n: int) -> tuple[np.ndarray, bool]:
         """Which main documents a query over rows ``[0, n)`` reads (unchanged, below n), and whether

@@ -58,14 +58,13 @@ from .. import _validation as _v
 from ..embed import Embedder, check_embedder, embed_documents, embed_queries
 from ..operators import cfs_pool, cfsr_pool
 from . import _confidence as _hit_confidence
-from ._file_check import check_embedding_values
 from ._columns import Generation, RowBatch, Snapshot
 from ._gates import Eligibility, GateSpec, eligible_rows, failed_gates, passes_union_gates
 from ._columns import NO_MEMORY
 from ._generators import (Admissions, Cue, LinkIndex, Relevance, by_cue_z, generate, generator_rank,
                           mentioned_entities, relevance_core)
 from ._params import DEFAULT_PARAMS, MemoryParams
-from ._persistence import SYNCHRONOUS_MODES, SqliteBackend, StoreIOError, encode_labels
+from ._persistence import SYNCHRONOUS_MODES, TOMBSTONE, StoreBackend, StoreIOError, batch_of_records, open_backend
 from ._provenance import Hit, RecallResult, ScoreFactors, WhyNot, dominant_factor, weakest_factor
 from ._schema import (
     DEFAULT_IMPORTANCE,
@@ -126,28 +125,6 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 def _is_scalar(value: object) -> bool:
     return isinstance(value, (str, numbers.Number)) or (isinstance(value, np.ndarray) and value.ndim == 0)
-
-
-def _loaded_column(values: list, name: str, ids: np.ndarray, path: str, low: float, high: float,
-                   *, whole: bool = False) -> np.ndarray:
-    """A numeric column read from the file, as float64: real numbers, finite, in [low, high]."""
-    if not set(map(type, values)) <= {int, float}:
-        position = next(i for i, v in enumerate(values) if type(v) not in (int, float))
-        msg = f"{name} of memory {int(ids[position])} in {path!r} must be a number, got {values[position]!r}"
-        raise ValueError(msg)
-    column = np.asarray(values, dtype=np.float64)
-    bad = ~np.isfinite(column) | (column < low) | (column > high)
-    if whole:
-        bad |= column != np.floor(column)
-    if bad.any():
-        position = int(np.flatnonzero(bad)[0])
-        kind = "a whole number" if whole else "finite"
-        msg = (
-            f"{name} of memory {int(ids[position])} in {path!r} must be {kind} and lie in [{low}, {high}], "
-            f"got {values[position]!r}"
-        )
-        raise ValueError(msg)
-    return column
 
 
 def _numeric_column(value: object, n: int, name: str, low: float, high: float) -> np.ndarray:
@@ -532,10 +509,10 @@ class MemoryStore:
             if dim is None:
                 msg = "dim is required for an in-memory store (path=None)"
                 raise ValueError(msg)
-            self._backend: Optional[SqliteBackend] = None
+            self._backend: Optional[StoreBackend] = None
             self._dim = dim
         else:
-            self._backend = SqliteBackend(path, dim, synchronous)
+            self._backend = open_backend(path, dim, synchronous)
             self._dim = self._backend.dim
         self._generation = Generation(self._dim, params)
         if self._backend is not None:
@@ -615,22 +592,19 @@ class MemoryStore:
             self._links.setdefault(b, {})[a] = weight
         self._link_index.touched(list(self._links))
 
-    def _apply_rows(self, file_rows: list) -> None:
-        """Bring the in-memory generation up to date with rows read from the file (caller holds the lock).
+    def _apply_rows(self, records: list) -> None:
+        """Bring the in-memory generation up to date with records read from the backend (caller holds the lock).
 
-        A tombstoned row is forgotten; a row with a known id is a new version (update, supersede):
-        its old row is tombstoned and the new one appended; an unknown id is appended.
+        A tombstoned record is forgotten; a record with a known id is a new version (update,
+        supersede): its old row is tombstoned and the new one appended; an unknown id is appended.
         """
-        backend = self._backend
         generation = self._generation
-        ids, tenants, texts, blobs, sessions, supersedes, superseded_by = [], [], [], [], [], [], []
-        created, last, counts, importance, strength, valence, tiers, tags, entities = ([] for _ in range(9))
-        for row in file_rows:
-            (memory_id, tenant, text, blob, created_at, last_access, recall_count, imp, storage, val, tier,
-             row_tags, row_entities, tombstone, session, replaced, replaced_by, _revision) = row
+        live = []
+        for record in records:
+            memory_id = record[0]
             self._next_id = max(self._next_id, memory_id + 1)
             current = generation.row_of.get(memory_id)
-            if tombstone:
+            if record[TOMBSTONE]:
                 if current is not None:
                     self._forget_row(memory_id, current)
                 self._forgotten.add(memory_id)
@@ -638,52 +612,9 @@ class MemoryStore:
             if current is not None:
                 generation.tombstone(current)
                 del generation.row_of[memory_id]
-            ids.append(memory_id)
-            tenants.append(tenant)
-            texts.append(text)
-            blobs.append(blob)
-            created.append(created_at)
-            last.append(last_access)
-            counts.append(recall_count)
-            importance.append(imp)
-            strength.append(storage)
-            valence.append(val)
-            tiers.append(check_tier(tier, f"tier of memory {memory_id}"))
-            tags.append(row_tags)
-            entities.append(row_entities)
-            sessions.append(session)
-            supersedes.append(NO_MEMORY if replaced is None else int(replaced))
-            superseded_by.append(NO_MEMORY if replaced_by is None else int(replaced_by))
-        if not ids:
-            return
-        id_array = np.asarray(ids, dtype=np.int64)
-        embeddings = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(ids), self._dim)
-        check_embedding_values(embeddings, id_array, backend.path)
-        created_at = _loaded_column(created, "created_at", id_array, backend.path, -math.inf, math.inf)
-        last_access = _loaded_column(last, "last_access", id_array, backend.path, -math.inf, math.inf)
-        recall_count = _loaded_column(counts, "recall_count", id_array, backend.path,
-                                      *RECALL_COUNT_RANGE, whole=True)
-        importance_values = _loaded_column(importance, "importance", id_array, backend.path, *IMPORTANCE_RANGE)
-        strength_values = _loaded_column(strength, "storage_strength", id_array, backend.path, 1.0, math.inf)
-        valence_values = _loaded_column(valence, "valence", id_array, backend.path, *VALENCE_RANGE)
-        generation.append(RowBatch(
-            ids=id_array,
-            tenants=tenants,
-            texts=texts,
-            embeddings=embeddings.astype(np.float32),
-            created_at=created_at,
-            last_access=last_access,
-            recall_count=recall_count.astype(np.int64),
-            importance=importance_values,
-            storage_strength=strength_values,
-            valence=valence_values,
-            tiers=tiers,
-            tags=tags,
-            entities=entities,
-            sessions=sessions,
-            supersedes=np.asarray(supersedes, dtype=np.int64),
-            superseded_by=np.asarray(superseded_by, dtype=np.int64),
-        ))
+            live.append(record)
+        if live:
+            generation.append(batch_of_records(live, self._dim, self._backend.path))
 
     def _refresh(self) -> None:
         """Apply what other processes (or store objects) committed to the file since the last look.
@@ -919,12 +850,12 @@ class MemoryStore:
             if self._backend is not None:
                 built: list[RowBatch] = []
 
-                def records(first: int) -> list[tuple]:
+                def built_batch(first: int) -> RowBatch:
                     built.append(batch_from(first))
-                    return self._records(built[0])
+                    return built[0]
 
                 pairs = [(r, offset) for offset, r in enumerate(replaced) if r is not None]
-                first, revision = self._backend.insert(records, n, pairs)
+                first, revision = self._backend.insert(built_batch, n, pairs)
                 batch = built[0]
                 self._wrote(revision)
             else:
@@ -965,21 +896,6 @@ class MemoryStore:
     def embedder(self) -> Optional[Embedder]:
         """The embedder of texts given without a vector, or None."""
         return self._embedder
-
-    @staticmethod
-    def _records(batch: RowBatch) -> list[tuple]:
-        encode = SqliteBackend.encode_embedding
-        return [
-            (int(batch.ids[i]), batch.tenants[i], batch.texts[i], encode(batch.embeddings[i]),
-             float(batch.created_at[i]), float(batch.last_access[i]), int(batch.recall_count[i]),
-             float(batch.importance[i]), float(batch.storage_strength[i]), float(batch.valence[i]),
-             batch.tiers[i], encode_labels(batch.tags[i]), encode_labels(batch.entities[i]), 0,
-             None if batch.sessions is None else batch.sessions[i],
-             None if batch.supersedes is None or batch.supersedes[i] == NO_MEMORY else int(batch.supersedes[i]),
-             None if batch.superseded_by is None or batch.superseded_by[i] == NO_MEMORY
-             else int(batch.superseded_by[i]))
-            for i in range(len(batch))
-        ]
 
     def _live_row(self, memory_id: int, tenant: Optional[str] = None) -> int:
         """Row of a live memory in the current generation (caller holds the lock).
@@ -1121,7 +1037,7 @@ class MemoryStore:
             )
             if self._backend is not None:
                 try:
-                    revision = self._backend.replace(self._records(batch)[0])
+                    revision = self._backend.replace(batch)
                 except KeyError:  # forgotten (or purged) by another process since the refresh
                     self._data_version = -1
                     self._refresh()
@@ -1521,14 +1437,14 @@ class MemoryStore:
                 warnings.warn(ReinforcementWarning(
                     f"recall returned its hits unreinforced: {error}"), stacklevel=3)
                 return False
-            for memory_id, (last_value, count, strength) in after["rows"].items():
+            for memory_id, (last_value, count, strength) in after.rows.items():
                 row = generation.row_of.get(memory_id)
                 if row is not None:
                     generation.last_access.buffer[row] = last_value
                     generation.recall_count.buffer[row] = count
                     generation.storage_strength.buffer[row] = strength
             written: dict[int, dict[int, float]] = {}
-            for (low, high), weight in after["links"].items():
+            for (low, high), weight in after.links.items():
                 written.setdefault(low, {})[high] = weight
                 written.setdefault(high, {})[low] = weight
             self._set_links(written)

@@ -23,11 +23,11 @@ from typing import Optional
 
 import numpy as np
 
-from .._validation import FLOAT32_MAX
-from ._schema import IMPORTANCE_RANGE, MEMORY_ID_LIMIT, RECALL_COUNT_RANGE, TIERS, VALENCE_RANGE
+from ..._validation import FLOAT32_MAX
+from .._schema import IMPORTANCE_RANGE, MEMORY_ID_LIMIT, RECALL_COUNT_RANGE, TIERS, VALENCE_RANGE
 
 #: The store file's format name and version (in its ``meta`` table); defined here, with the
-#: checks, and re-exported by :mod:`fieldrank.memory._persistence`, which imports this module.
+#: checks, and re-exported by :mod:`fieldrank.memory._persistence`.
 FORMAT_NAME = "fieldrank.memory"
 FORMAT_VERSION = 1
 
@@ -281,7 +281,7 @@ def _find_bad_utf8(connection: sqlite3.Connection, path: str, text_columns: list
 def check_embedding_values(embeddings: np.ndarray, ids: np.ndarray, path: str) -> None:
     """The decoded embeddings (n, dim) float32 of memories ``ids``: every one finite, with a squared
     norm in [min_row_norm_sq, FLOAT32_MAX] (a row outside would break every recall)."""
-    from .. import DEFAULTS  # the kernels' floor on a row's squared norm
+    from ... import DEFAULTS  # the kernels' floor on a row's squared norm
 
     min_norm_sq = float(DEFAULTS["min_row_norm_sq"])
     finite = np.isfinite(embeddings).all(axis=1)

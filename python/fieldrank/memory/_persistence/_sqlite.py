@@ -28,7 +28,7 @@ Several processes (or several store objects) on one file. Every write is ``BEGIN
 transaction from ``meta.next_id``, so two writers never pick the same id. Every write also bumps
 ``meta.revision`` and stamps the rows it touched with it, so a store sees another writer's
 changes by reading the rows whose revision is newer than the last it loaded
-(:meth:`SqliteBackend.changes_since`; ``PRAGMA data_version`` tells it cheaply when to look).
+(:meth:`SqliteBackend.changes`; ``PRAGMA data_version`` tells it cheaply when to look).
 The recall bookkeeping is one atomic SQL increment per memory (``recall_count = recall_count +
 1``), so concurrent recalls never lose a count.
 
@@ -53,20 +53,19 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
-from typing import Any, Optional
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Optional
 
-import numpy as np
 
+from .._schema import RECALL_COUNT_RANGE
+from ._backend import COLUMNS, EMBEDDING_DTYPE, SYNCHRONOUS_MODES, Changes, Reinforced, StoreBackend, StoreIOError
 from ._file_check import FORMAT_NAME, FORMAT_VERSION, check_store_file
-from ._schema import RECALL_COUNT_RANGE
+from ._records import records_of
 
-__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "SYNCHRONOUS_MODES", "SqliteBackend", "StoreIOError"]
+if TYPE_CHECKING:  # the column batch type, for annotations only
+    from .._columns import RowBatch
 
-#: Accepted values of ``PRAGMA synchronous``.
-SYNCHRONOUS_MODES: tuple[str, ...] = ("OFF", "NORMAL", "FULL", "EXTRA")
-EMBEDDING_DTYPE = np.dtype("<f4")
+__all__ = ["BUSY_TIMEOUT_MS", "REINFORCE_BUSY_TIMEOUT_MS", "SqliteBackend"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -98,12 +97,6 @@ CREATE TABLE IF NOT EXISTS links (
 );
 """
 
-#: Column order of ``memories`` used by inserts and loads.
-COLUMNS = (
-    "id", "tenant", "text", "embedding", "created_at", "last_access", "recall_count", "importance",
-    "storage_strength", "valence", "tier", "tags", "entities", "tombstone", "session", "supersedes",
-    "superseded_by",
-)
 #: Columns added after the first release, with their declarations (migrated on open).
 ADDED_COLUMNS = (
     ("session", "TEXT"), ("supersedes", "INTEGER"), ("superseded_by", "INTEGER"),
@@ -116,47 +109,8 @@ BUSY_TIMEOUT_MS = 30_000
 REINFORCE_BUSY_TIMEOUT_MS = 250
 
 
-class StoreIOError(OSError):
-    """SQLite could not read or write an opened memory store file.
-
-    Locked past the busy timeout, a read-only file or directory, a full disk, an I/O error: the
-    file may well be intact; the operation was rolled back (nothing of it was written).
-    Opening a file that SQLite cannot open or set up raises it too. Attributes ``path`` (also
-    ``filename``), ``operation`` (what the store was doing: "open", "add to", "update", "forget
-    in", "purge", "write the recall bookkeeping to", "read") and ``cause`` (SQLite's
-    message); the original ``sqlite3`` exception is chained as ``__cause__``.
-    """
-
-    def __init__(self, path: str, operation: str, cause: str) -> None:
-        self.path, self.operation, self.cause = path, operation, cause
-        self._message = f"cannot {operation} the memory store {path!r}: {cause}"
-        super().__init__(self._message)
-        self.filename = path
-
-    def __str__(self) -> str:  # OSError would print "[Errno None] None: path" once filename is set
-        return self._message
-
-
-@dataclass(frozen=True)
-class Changes:
-    """What a refresh read from the file, in one read transaction (:meth:`SqliteBackend.changes`).
-
-    ``rows``: the memory rows written after the given revision, and ``links`` every link (both
-    empty when the file's revision is not past it). ``live_ids`` and
-    ``tombstoned_ids``: every id the file holds live / tombstoned, read only when the file's purge
-    epoch differs from the one the caller knows (None otherwise).
-    """
-
-    revision: int
-    purge_epoch: int
-    rows: list
-    links: list
-    live_ids: Optional[frozenset]
-    tombstoned_ids: Optional[frozenset]
-
-
-class SqliteBackend:
-    """One SQLite connection, used only under the store's lock.
+class SqliteBackend(StoreBackend):
+    """A :class:`~._backend.StoreBackend` in one SQLite file: one connection, used only under the store's lock.
 
     Parameters
     ----------
@@ -286,14 +240,14 @@ class SqliteBackend:
         """``BEGIN IMMEDIATE`` (a write) or ``BEGIN`` (a read snapshot) ... ``COMMIT``, rolled back on
         any error; SQLite's own errors leave as :class:`StoreIOError` naming the file and ``operation``."""
 
-        def __init__(self, backend: SqliteBackend, operation: str, write: bool) -> None:
-            self._backend, self._operation, self._write = backend, operation, write
+        def __init__(self, connection: sqlite3.Connection, path: str, operation: str, write: bool) -> None:
+            self._connection, self._path, self._operation, self._write = connection, path, operation, write
 
         def _error(self, error: sqlite3.Error) -> StoreIOError:
-            return StoreIOError(self._backend.path, self._operation, str(error))
+            return StoreIOError(self._path, self._operation, str(error))
 
         def __enter__(self) -> sqlite3.Cursor:
-            connection = self._backend._connection
+            connection = self._connection
             try:
                 connection.execute("BEGIN IMMEDIATE" if self._write else "BEGIN")
             except sqlite3.Error as error:
@@ -301,7 +255,7 @@ class SqliteBackend:
             return connection.cursor()
 
         def __exit__(self, exc_type, exc, tb) -> None:
-            connection = self._backend._connection
+            connection = self._connection
             if exc_type is None:
                 try:
                     connection.execute("COMMIT")
@@ -323,22 +277,18 @@ class SqliteBackend:
 
     def transaction(self, operation: str) -> SqliteBackend._Transaction:
         """``with backend.transaction("add") as cursor:`` commits on success, rolls back on error."""
-        return self._Transaction(self, operation, write=True)
+        return self._Transaction(self._connection, self.path, operation, write=True)
 
     def reading(self) -> SqliteBackend._Transaction:
         """``with backend.reading() as cursor:``: every read inside sees one snapshot of the file."""
-        return self._Transaction(self, "read", write=False)
+        return self._Transaction(self._connection, self.path, "read", write=False)
 
     # ------------------------------------------------------------------ writes
-    @staticmethod
-    def encode_embedding(vector: np.ndarray) -> bytes:
-        return np.ascontiguousarray(vector, dtype=EMBEDDING_DTYPE).tobytes()
-
-    def insert(self, make_records, count: int, supersede: Iterable[tuple[int, int]] = ()) -> tuple[int, int]:
+    def insert(self, make_batch: Callable[[int], RowBatch], count: int,
+               supersede: Iterable[tuple[int, int]] = ()) -> tuple[int, int]:
         """Allocate ``count`` ids in the file and insert the rows, atomically; returns (first id, revision).
 
-        ``make_records(first_id)`` builds the rows (tuples in :data:`COLUMNS` order) once the ids
-        are known: they are read from ``meta.next_id`` inside the write transaction, so two
+        ``make_batch(first_id)`` builds the rows once the ids are known: they are read from ``meta.next_id`` inside the write transaction, so two
         processes never allocate the same id. ``supersede`` holds ``(stale_id, offset)`` pairs:
         the stale memory is marked superseded by the new row ``first_id + offset``.
         """
@@ -347,7 +297,7 @@ class SqliteBackend:
             first = int(cursor.execute("SELECT value FROM meta WHERE key = 'next_id'").fetchone()[0])
             first = max(first, int(cursor.execute("SELECT COALESCE(MAX(id) + 1, 0) FROM memories").fetchone()[0]))
             revision = self._bump_revision(cursor)
-            records = make_records(first)
+            records = records_of(make_batch(first))
             cursor.executemany(
                 f"INSERT INTO memories ({', '.join(COLUMNS)}, revision) VALUES ({placeholders}, {revision})", records)
             for stale, offset in supersede:
@@ -360,12 +310,13 @@ class SqliteBackend:
             cursor.execute("UPDATE meta SET value = ? WHERE key = 'next_id'", (str(first + count),))
         return first, revision
 
-    def replace(self, record: tuple[Any, ...]) -> int:
+    def replace(self, batch: RowBatch) -> int:
         """Overwrite one memory (an update), atomically; the recall bookkeeping columns stay the file's.
 
         Returns the write's revision. Raises ``KeyError`` (writing nothing) when the memory is not
         live in the file: another process forgot or purged it; an update never revives a memory.
         """
+        (record,) = records_of(batch)
         kept = {"last_access", "recall_count", "storage_strength", "tombstone"}
         names = [name for name in COLUMNS[1:] if name not in kept]
         values = [value for name, value in zip(COLUMNS[1:], record[1:]) if name not in kept]
@@ -395,7 +346,7 @@ class SqliteBackend:
             cursor.execute("DELETE FROM links WHERE a = ? OR b = ?", (memory_id, memory_id))
         return revision
 
-    def reinforce(self, updates: list[tuple[float, float, int]], links: list[tuple[int, int, float]]) -> dict:
+    def reinforce(self, updates: list[tuple[float, float, int]], links: list[tuple[int, int, float]]) -> Reinforced:
         """Persist a recall's bookkeeping atomically; returns ``id -> (last_access, recall_count, S)`` after it.
 
         ``updates`` are ``(at_time, storage_gain_times_(1 - D), id)``: ``recall_count`` is
@@ -421,7 +372,7 @@ class SqliteBackend:
                 pass
 
     def _reinforce(self, updates: list[tuple[float, float, int]], links: list[tuple[int, int, float]],
-                   operation: str) -> dict:
+                   operation: str) -> Reinforced:
         with self.transaction(operation) as cursor:
             cursor.executemany(
                 # recall_count stops at the top of its range (what the loader accepts).
@@ -443,7 +394,7 @@ class SqliteBackend:
                 found = cursor.execute("SELECT weight FROM links WHERE a = ? AND b = ?", (a, b)).fetchone()
                 if found:
                     weights[(a, b)] = float(found[0])
-        return {"rows": {r[0]: (float(r[1]), int(r[2]), float(r[3])) for r in rows}, "links": weights}
+        return Reinforced({r[0]: (float(r[1]), int(r[2]), float(r[3])) for r in rows}, weights)
 
     def purge_tombstones(self) -> tuple[list[int], Optional[int]]:
         """Delete tombstoned rows for good; returns their ids and the new purge epoch (None if none).
@@ -510,6 +461,3 @@ class SqliteBackend:
     def close(self) -> None:
         self._connection.close()
 
-
-def encode_labels(labels: tuple[str, ...]) -> str:
-    return json.dumps(list(labels), ensure_ascii=False)

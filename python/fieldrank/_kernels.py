@@ -1,0 +1,130 @@
+"""The one door into the native core: every runtime module reaches ``fieldrank._core`` through here.
+
+Two kinds of names, nothing else:
+
+* **the native calls**, re-exported as they are (no wrapper: a call costs what a ``_core`` call
+  costs; their types are ``_core.pyi``'s, generated from the bindings). They trust their
+  arguments' Python-level checks to the caller (:mod:`fieldrank._validation` at the public
+  boundary); the native side checks sizes and ids. ``DEFAULTS`` is the core's table of defaults.
+* **the zero-copy check** (:func:`native_layout`: an array the bindings read in place, or one C-ordered
+  copy) and **the trusted entry points** (:func:`prefilter_batch_trusted`, :func:`pool_trusted`,
+  :func:`batch_trusted`, :func:`rrf_batch_trusted`): for the layers above the operators
+  (``fieldrank.hybrid``, the memory store) that validated their corpus once at construction and
+  each query once per call, so a search skips the operators' Python checks and copies. Arguments
+  must be what the public operators would have produced: C-ordered float32 matrices, int64 ids,
+  unique subsets, parameters already checked (a config's legs check them when built).
+
+``tests/test_layout.py`` holds this module to being the only importer of ``_core``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, List, Optional, Sequence
+
+import numpy as np
+
+from . import _core
+from ._results import Ranking
+
+__all__ = [
+    "DEFAULTS", "FUSED_FACTOR_NAMES", "NativeFusionParams", "NativeTemporalMoments",
+    # native calls
+    "bm25_scores_batch", "build_info", "cfs", "cfs_batch", "cfs_pool", "cfsr", "cfsr_batch", "cfsr_pool",
+    "compiled_kernel_variants", "cpu_features", "hardware_threads", "kernel_variant", "memory_decay_exponents",
+    "memory_fuse", "memory_protected_order", "memory_ranks_of", "memory_relevance_tail", "memory_reserve_slots",
+    "memory_sorted_unique", "mmr", "mmr_batch", "mmr_pool", "prefilter", "prefilter_batch", "prefilter_bf16",
+    "prefilter_bf16_batch", "prefilter_int8", "prefilter_int8_batch", "prefilter_pool", "quantize_bf16",
+    "quantize_int8", "read_probe", "ring", "ring_batch", "ring_pool", "rrf", "rrf_batch", "rrf_unchecked",
+    "set_kernel_variant", "supported_kernel_variants", "temporal_batch", "temporal_moments", "tie_key",
+    # the zero-copy check and the trusted entry points
+    "native_layout", "batch_trusted", "pool_trusted", "prefilter_batch_trusted", "rrf_batch_trusted",
+]
+
+DEFAULTS = _core.DEFAULTS
+FUSED_FACTOR_NAMES = _core.FUSED_FACTOR_NAMES
+NativeFusionParams = _core.NativeFusionParams
+NativeTemporalMoments = _core.NativeTemporalMoments
+
+bm25_scores_batch = _core.bm25_scores_batch
+build_info = _core.build_info
+cfs, cfs_batch, cfs_pool = _core.cfs, _core.cfs_batch, _core.cfs_pool
+cfsr, cfsr_batch, cfsr_pool = _core.cfsr, _core.cfsr_batch, _core.cfsr_pool
+compiled_kernel_variants = _core.compiled_kernel_variants
+cpu_features = _core.cpu_features
+hardware_threads = _core.hardware_threads
+kernel_variant = _core.kernel_variant
+memory_decay_exponents = _core.memory_decay_exponents
+memory_fuse = _core.memory_fuse
+memory_protected_order = _core.memory_protected_order
+memory_ranks_of = _core.memory_ranks_of
+memory_relevance_tail = _core.memory_relevance_tail
+memory_reserve_slots = _core.memory_reserve_slots
+memory_sorted_unique = _core.memory_sorted_unique
+mmr, mmr_batch, mmr_pool = _core.mmr, _core.mmr_batch, _core.mmr_pool
+prefilter, prefilter_batch, prefilter_pool = _core.prefilter, _core.prefilter_batch, _core.prefilter_pool
+prefilter_bf16, prefilter_bf16_batch = _core.prefilter_bf16, _core.prefilter_bf16_batch
+prefilter_int8, prefilter_int8_batch = _core.prefilter_int8, _core.prefilter_int8_batch
+quantize_bf16, quantize_int8 = _core.quantize_bf16, _core.quantize_int8
+read_probe = _core.read_probe
+ring, ring_batch, ring_pool = _core.ring, _core.ring_batch, _core.ring_pool
+rrf, rrf_batch, rrf_unchecked = _core.rrf, _core.rrf_batch, _core.rrf_unchecked
+set_kernel_variant = _core.set_kernel_variant
+supported_kernel_variants = _core.supported_kernel_variants
+temporal_batch, temporal_moments = _core.temporal_batch, _core.temporal_moments
+tie_key = _core.tie_key
+
+
+def native_layout(x: np.ndarray) -> np.ndarray:
+    """``x`` itself when its strides are exactly C order's (the bindings read it in place), else a
+    C-ordered copy.
+
+    numpy calls an array C-contiguous when its only odd strides are on length-1 axes (a
+    negative or zero stride there included), but the binding's layout check refuses those
+    ("incompatible function arguments"); only such degenerate views, and really strided or
+    F-ordered arrays, are copied.
+    """
+    expected = x.itemsize
+    canonical = True
+    for size, stride in zip(reversed(x.shape), reversed(x.strides)):
+        if size > 1 and stride != expected or stride < 0:
+            canonical = False
+            break
+        expected *= size
+    if canonical and x.flags.c_contiguous and x.flags.aligned:
+        return x
+    return np.array(x, order="C", copy=True)
+
+
+def ranking(native: Any) -> Ranking:
+    """A native (batch) ranking as the operators' :class:`~fieldrank.Ranking`."""
+    return Ranking(native.ids, native.scores)
+
+
+_POOL_OPERATORS = {"cfsr": _core.cfsr_pool, "cfs": _core.cfs_pool, "mmr": _core.mmr_pool, "ring": _core.ring_pool}
+_BATCH_OPERATORS = {"cfsr": _core.cfsr_batch, "cfs": _core.cfs_batch, "mmr": _core.mmr_batch,
+                    "ring": _core.ring_batch}
+
+
+def prefilter_batch_trusted(E: np.ndarray, Q: np.ndarray, p: int, subset: Optional[np.ndarray],
+                            n_threads: int) -> Ranking:
+    """``prefilter_batch`` on a checked corpus and queries."""
+    return ranking(_core.prefilter_batch(E, Q, p, subset, n_threads))
+
+
+def pool_trusted(kind: str, ids: np.ndarray, C: np.ndarray, q: np.ndarray, k: int, sims: Optional[np.ndarray],
+                 params: dict):
+    """``<kind>_pool`` on a checked pool; returns the native result (ids, scores[, coef])."""
+    return _POOL_OPERATORS[kind](ids, C, q, k, sims=sims, **params)
+
+
+def batch_trusted(kind: str, E: np.ndarray, Q: np.ndarray, k: int, p: Optional[int], subset: Optional[np.ndarray],
+                  n_threads: int, params: dict):
+    """``<kind>_batch`` on a checked corpus and queries; ``p`` None for Ring (its pool follows k)."""
+    depth = {} if p is None else {"p": p}
+    return _BATCH_OPERATORS[kind](E, Q, k, subset=subset, n_threads=n_threads, **depth, **params)
+
+
+def rrf_batch_trusted(rankings: Sequence[Sequence[np.ndarray]], weights: Sequence[float], k: int,
+                      k0: float, n_threads: int = 0) -> List[Ranking]:
+    """``rrf_batch`` on legs' own outputs (int64 ids without repeats), weights checked once."""
+    return [ranking(r) for r in _core.rrf_batch(rankings, weights, k, k0, n_threads)]
