@@ -80,7 +80,7 @@ def report(rows: list[dict], command: str) -> str:
             for r in row["records"]:
                 if r["split"] != split:
                     continue
-                stale = cell(r["stale_above"]) if r["case"] == "d" else "-"
+                stale = cell(r["stale_above"]) if r["case"] in ("d", "td") else "-"
                 lines.append(
                     f"| {row['size']} | {r['mode']} | {r['variant']} | {r['case']} | {r['cues']} | {cell(r['union'])} | "
                     f"{cell(r['cos@10'])} | {cell(r['bm25@10'])} | {cell(r['hit@1'])} | {cell(r['cos@1'])} | "
