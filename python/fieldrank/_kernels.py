@@ -35,7 +35,8 @@ __all__ = [
     "memory_sorted_unique", "mmr", "mmr_batch", "mmr_pool", "prefilter", "prefilter_batch", "prefilter_bf16",
     "prefilter_bf16_batch", "prefilter_int8", "prefilter_int8_batch", "prefilter_pool", "quantize_bf16",
     "quantize_int8", "read_probe", "ring", "ring_batch", "ring_pool", "rrf", "rrf_batch", "rrf_unchecked",
-    "set_kernel_variant", "supported_kernel_variants", "temporal_batch", "temporal_moments", "tie_key",
+    "set_kernel_variant", "sparse_scores_batch", "supported_kernel_variants", "temporal_batch", "temporal_moments",
+    "tie_key",
     # the zero-copy check and the trusted entry points
     "native_layout", "batch_trusted", "pool_trusted", "prefilter_batch_trusted", "rrf_batch_trusted",
 ]
@@ -69,6 +70,7 @@ read_probe = _core.read_probe
 ring, ring_batch, ring_pool = _core.ring, _core.ring_batch, _core.ring_pool
 rrf, rrf_batch, rrf_unchecked = _core.rrf, _core.rrf_batch, _core.rrf_unchecked
 set_kernel_variant = _core.set_kernel_variant
+sparse_scores_batch = _core.sparse_scores_batch
 supported_kernel_variants = _core.supported_kernel_variants
 temporal_batch, temporal_moments = _core.temporal_batch, _core.temporal_moments
 tie_key = _core.tie_key
