@@ -135,3 +135,22 @@ def test_bad_calls_are_refused():
         sparse_scores_batch(bad, *q)
     with pytest.raises(ValueError, match="n_cols"):
         sparse_index(np.array([0]), np.array([], np.int32), np.array([], np.float32), -1)
+
+
+def test_wide_vocabulary_index():
+    # More than 2**16 terms: the index sorts int32 keys instead of 16-bit ones; the same layout.
+    rng = np.random.default_rng(SEED + 2)
+    n_terms = 70_001
+    docs = random_csr(rng, 23, n_terms, 0.0004, empty_every=6)
+    # A last document holding the terms on both sides of 2**16 and the last one.
+    edge = np.array([65_535, 65_536, n_terms - 1], np.int32)
+    docs = (np.append(docs[0], docs[0][-1] + edge.size), np.concatenate([docs[1], edge]),
+            np.concatenate([docs[2], np.ones(edge.size, np.float32)]))
+    index = sparse_index(*docs, n_terms)
+    assert index.n_terms == n_terms
+    dense_docs = dense(*docs, n_terms)
+    for t in (0, 65_535, 65_536, n_terms - 1):
+        np.testing.assert_array_equal(index.indices[index.indptr[t]:index.indptr[t + 1]],
+                                      np.flatnonzero(dense_docs[:, t]))
+    queries = random_csr(rng, 5, n_terms, 0.01)
+    np.testing.assert_array_equal(sparse_scores_batch(index, *queries), ref.sparse_scores_batch(index, *queries))
