@@ -87,7 +87,6 @@ KERNELS_DOOR = "fieldrank._kernels"
 #: (issue #33; remove a line when its module switches: a stale line fails).
 CORE_IMPORTERS_SWITCHING = frozenset({
     "fieldrank.config", "fieldrank.temporal", "fieldrank.hybrid",
-    "fieldrank.memory._generators", "fieldrank.memory._scoring", "fieldrank.memory._store",
 })
 #: Import circles through type-only imports that remain until their owners cut them (issue #33).
 TYPE_ONLY_CYCLES_REMAINING: list[list[str]] = [["fieldrank.hybrid", "fieldrank.persistence"]]

@@ -29,7 +29,7 @@ from pathlib import Path
 NOT_BASE = (
     "scipy", "matplotlib", "pandas", "torch", "sklearn", "numba", "sentence_transformers", "transformers",
     "ranx", "ray", "pyarrow", "langchain_core", "llama_index", "haystack", "qdrant_client", "lancedb",
-    "pytest", "hypothesis", "asv",
+    "pytest", "hypothesis", "asv", "mcp",
 )
 
 N_TEXTS = 120
@@ -113,6 +113,15 @@ def run(workdir: Path) -> None:
         status = cli(["search", "--index", str(workdir / "cli-index"), "--text", questions[0],
                       "--vector-file", str(workdir / "q.npy"), "--json"])
     _check(status == 0 and len(json.loads(printed.getvalue())["hits"]) > 0, "fieldrank search")
+
+    store = str(workdir / "cli-memory" / "memory.db")
+    with contextlib.redirect_stdout(io.StringIO()):
+        status = cli(["memory", "add", "--store", store, "Never deploy on Fridays.", "--tier", "core"])
+    _check(status == 0, "fieldrank memory add")
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(io.StringIO()):
+        status = cli(["memory", "list", "--store", store, "--json"])
+    _check(status == 0 and json.loads(printed.getvalue())["tier"] == "core", "fieldrank memory list")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,6 +6,7 @@ Subcommands
 ``fieldrank index``    build a hybrid index from texts + embeddings and save it
 ``fieldrank search``   query a saved index
 ``fieldrank mcp``      serve a memory store to agents over MCP (``fieldrank[mcp]``)
+``fieldrank memory``   inspect and repair a memory store: add, recall, forget, list, export, import
 
 Output is a readable table by default and JSON with ``--json``. User mistakes (a missing
 file, a bad preset, a vector of the wrong length, ...) print one line to stderr and exit
@@ -120,8 +121,10 @@ def _register_harness() -> None:
     for spec in (command.CLI_SUBCOMMAND, calibrate.CLI_SUBCOMMAND):
         register_subcommand(**spec)
     from .integrations import _mcp_command  # the MCP SDK itself is imported when `fieldrank mcp` runs
+    from .integrations import _memory_command
 
     register_subcommand(**_mcp_command.CLI_SUBCOMMAND)
+    register_subcommand(**_memory_command.CLI_SUBCOMMAND)
 
 
 def _load_extensions() -> None:

@@ -1,8 +1,8 @@
 """Tests for fieldrank.evaluation.locomo, plus the BASELINES.md cosine reproduction.
 
-Tests marked ``requires_data`` read the shared LoCoMo folder beside the repository
-(``<repo>/../shared/data/locomo``) and are skipped when it is absent. The others build
-tiny synthetic folders under ``tmp_path``.
+Tests marked ``requires_data`` read the shared LoCoMo folder (``tests.helpers.LOCOMO_DIR``) and
+are skipped when it is absent; the cosine figures they reproduce are read from its BASELINES.md.
+The others build tiny synthetic folders under ``tmp_path``.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 
 from fieldrank.evaluation import locomo, metrics
+from tests.helpers import LOCOMO_DIR
 
-DATA_DIR = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo"
 requires_data = pytest.mark.skipif(
-    not DATA_DIR.is_dir(),
-    reason=f"LoCoMo data folder not found at {DATA_DIR} (shared/data/locomo beside the repo)",
+    not LOCOMO_DIR.is_dir(),
+    reason=f"LoCoMo data folder not found at {LOCOMO_DIR} (shared/data/locomo beside the repo)",
 )
 
 N_TURNS = 5882
@@ -34,43 +34,25 @@ LOCOMO10_SHA256 = "79fa87e90f04081343b8c8debecb80a9a6842b76a7aa537dc9fdf651ea698
 
 TOP_K = 10
 BASELINE_TOLERANCE = 1e-4
-# BASELINES.md, cosine top-10 per conversation: subset -> (NDCG@10, Recall@10)
-BASELINES = {
-    "minilm-l6-v2": {
-        "overall": (0.2767, 0.4206),
-        "overall excl. cat 5": (0.3011, 0.4444),
-        "1 multi-hop": (0.1844, 0.2465),
-        "2 temporal": (0.3482, 0.4899),
-        "3 open-domain": (0.1550, 0.2497),
-        "4 single-hop": (0.3383, 0.5147),
-        "5 adversarial": (0.1924, 0.3386),
-    },
-    "minilm-l6-v2-int8": {
-        "overall": (0.2775, 0.4215),
-        "overall excl. cat 5": (0.3028, 0.4469),
-        "1 multi-hop": (0.1876, 0.2511),
-        "2 temporal": (0.3501, 0.4930),
-        "3 open-domain": (0.1549, 0.2449),
-        "4 single-hop": (0.3396, 0.5170),
-        "5 adversarial": (0.1902, 0.3341),
-    },
-    "mpnet-base-v2": {
-        "overall": (0.3500, 0.5320),
-        "overall excl. cat 5": (0.3738, 0.5537),
-        "1 multi-hop": (0.2681, 0.3552),
-        "2 temporal": (0.4011, 0.5945),
-        "3 open-domain": (0.2216, 0.3439),
-        "4 single-hop": (0.4155, 0.6276),
-        "5 adversarial": (0.2681, 0.4574),
-    },
-}
+
+
+def read_baselines(embedding_set: str) -> dict[str, tuple[float, float]]:
+    """BASELINES.md's cosine top-10 table of one embedding set: subset -> (NDCG@10, Recall@10)."""
+    text = (LOCOMO_DIR / "BASELINES.md").read_text(encoding="utf-8")
+    section = text.split(f"\n## {embedding_set}\n", 1)[1].split("\n## ", 1)[0]
+    rows = {}
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) == 4 and cells[1].isdigit():  # subset | n | NDCG@10 | Recall@10
+            rows[cells[0]] = (float(cells[2]), float(cells[3]))
+    return rows
 
 
 @pytest.fixture(scope="module")
 def data() -> locomo.LocomoData:
-    if not DATA_DIR.is_dir():
-        pytest.skip(f"LoCoMo data folder not found at {DATA_DIR}")
-    return locomo.load_locomo(DATA_DIR)
+    if not LOCOMO_DIR.is_dir():
+        pytest.skip(f"LoCoMo data folder not found at {LOCOMO_DIR}")
+    return locomo.load_locomo(LOCOMO_DIR)
 
 
 # ------------------------------------------------------------------- date parsing
@@ -343,7 +325,7 @@ def test_checksums_and_read_only(data: locomo.LocomoData) -> None:
 @requires_data
 @pytest.mark.parametrize(("embedding_set", "dim"), sorted(EMBEDDING_DIMS.items()))
 def test_embedding_shapes(embedding_set: str, dim: int) -> None:
-    loaded = locomo.load_locomo(DATA_DIR, embedding_set, mmap=True, checksums=False)
+    loaded = locomo.load_locomo(LOCOMO_DIR, embedding_set, mmap=True, checksums=False)
     assert loaded.turn_embeddings.shape == (N_TURNS, dim)
     assert loaded.question_embeddings.shape == (N_QUESTIONS, dim)
     assert loaded.turn_embeddings.dtype == np.float32
@@ -353,10 +335,10 @@ def test_embedding_shapes(embedding_set: str, dim: int) -> None:
 
 # ------------------------------------------------ sanity: BASELINES.md cosine top-10
 @requires_data
-@pytest.mark.parametrize("embedding_set", sorted(BASELINES))
+@pytest.mark.parametrize("embedding_set", sorted(EMBEDDING_DIMS))
 def test_reproduces_cosine_baselines(embedding_set: str) -> None:
     """Plain numpy cosine top-10 inside each conversation reproduces BASELINES.md."""
-    loaded = locomo.load_locomo(DATA_DIR, embedding_set)
+    loaded = locomo.load_locomo(LOCOMO_DIR, embedding_set)
     scored = np.flatnonzero(loaded.scored_mask)
     run: list[np.ndarray] = []
     for row in scored:
@@ -368,9 +350,11 @@ def test_reproduces_cosine_baselines(embedding_set: str) -> None:
     gold = [loaded.questions.gold_positions[row] for row in scored]
     per_question = metrics.per_question_all(run, gold, TOP_K)
     position_of = {row: i for i, row in enumerate(scored.tolist())}
+    baselines = read_baselines(embedding_set)
+    assert set(baselines) == set(locomo.category_subsets(loaded)), sorted(baselines)
     for subset, rows in locomo.category_subsets(loaded).items():
         picked = [position_of[row] for row in rows.tolist()]
-        ndcg, recall = BASELINES[embedding_set][subset]
+        ndcg, recall = baselines[subset]
         assert per_question["ndcg"][picked].mean() == pytest.approx(
             ndcg, abs=BASELINE_TOLERANCE
         ), subset

@@ -1,7 +1,7 @@
 """Haystack's own document-store suite (``haystack.testing.document_store.DocumentStoreBaseTests``),
 subclassed and pointed at :class:`FieldrankDocumentStore`, in memory and on a SQLite file; then
-its embedding retriever in a pipeline. Deviations are listed in docs/ecosystem.md, "Standard
-suites": ``test_write_documents`` is the suite's own placeholder (it asks each store to state its
+its embedding retriever in a pipeline. Deviations are listed in docs/ecosystem.md, "The
+frameworks' own test suites": ``test_write_documents`` is the suite's own placeholder (it asks each store to state its
 default policy) and embeddings are compared as the store keeps them (float32, unit norm)."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """LangChain's own standard tests (``langchain-tests``), subclassed and pointed at fieldrank's
 adapters: ``VectorStoreIntegrationTests`` on :class:`FieldrankVectorStore` (in memory and on a
 SQLite file) and ``RetrieversIntegrationTests`` on the three retrievers. Nothing is skipped or
-expected to fail (docs/ecosystem.md, "Standard suites")."""
+expected to fail (docs/ecosystem.md, "The frameworks' own test suites")."""
 
 from __future__ import annotations
 

@@ -180,3 +180,55 @@ def test_two_writers_on_one_file_agree_on_every_key(tmp_path):
     keys = [item.key for item in fresh.search(("team",), limit=50)]
     assert sorted(keys) == ["k1", "k2", "k3", "k4"]  # no duplicate, the delete stays deleted
     assert [first.get(("team",), f"k{i}") for i in range(5)] == [second.get(("team",), f"k{i}") for i in range(5)]
+
+
+COLOURED = [("doc1", {"text": "red apple", "color": "red", "score": 4.5}),
+            ("doc2", {"text": "red car", "color": "red", "score": 3.0}),
+            ("doc3", {"text": "green apple", "color": "green", "score": 4.0}),
+            ("doc4", {"text": "blue car", "color": "blue", "score": 3.5})]
+
+
+@pytest.mark.parametrize(("query", "filter_", "keys"), [
+    ("apple", {"color": "red"}, {"doc1", "doc2"}),
+    ("car", {"score": {"$gt": 3.2}}, {"doc1", "doc3", "doc4"}),
+    ("apple", {"score": {"$gte": 4.0}, "color": "green"}, {"doc3"}),
+])
+def test_query_search_with_filters_selects_what_in_memory_store_selects(query, filter_, keys):
+    for store in _stores({"fields": ["text"]}):
+        for key, value in COLOURED:
+            store.put(("test",), key, value)
+        assert {item.key for item in store.search(("test",), query=query, filter=filter_)} == keys
+
+
+def test_query_search_ranks_the_matching_text_first_and_follows_updates():
+    _, ours = _stores({"fields": ["text"]})  # the reference's fake embeddings rank at random
+    for key, value in COLOURED:
+        ours.put(("test",), key, value)
+    assert ours.search(("test",), query="apple", filter={"color": "red"})[0].key == "doc1"
+    assert ours.search(("test",), query="car", filter={"color": "red"})[0].key == "doc2"
+    ours.put(("test",), "doc1", {"text": "zany zebra Xerxes", "color": "red"})
+    assert ours.search(("test",), query="Zany Xerxes", limit=1)[0].key == "doc1"
+    ours.put(("test",), "doc1", {"text": "new text about dogs", "color": "red"})
+    assert ours.search(("test",), query="Zany Xerxes", limit=1)[0].key != "doc1"
+
+
+def test_query_search_pages_and_edge_case_queries_as_in_memory_store():
+    for store in _stores({"fields": ["text"]}):
+        for i in range(5):
+            store.put(("test",), f"doc{i}", {"text": f"test document number {i}"})
+        first, second = (store.search(("test",), query="test", limit=2, offset=offset) for offset in (0, 2))
+        assert len(first) == len(second) == 2 and not {i.key for i in first} & {i.key for i in second}
+        assert len(store.search(("test",), query="test", limit=10)) == 5
+        for query in ("", None, "test " * 100, "test!@#$%^&*()"):
+            assert len(store.search(("test",), query=query, limit=10)) == 5, query
+
+
+def test_namespace_labels_are_checked_as_langgraph_checks_them():
+    from langgraph.store.base import InvalidNamespaceError
+
+    for store in _stores():
+        for namespace in [(), ("the", "thing.about"), ("some", "fun", ""), ("langgraph", "foo")]:
+            with pytest.raises(InvalidNamespaceError):
+                store.put(namespace, "k", {"x": 1})
+        store.put(("foo", "langgraph", "foo"), "bar", {"x": 1})
+        assert store.search(("foo", "langgraph", "foo"))[0].value == {"x": 1}

@@ -150,3 +150,14 @@ def test_a_vector_store_index_queries_through_the_store():
     index.delete_ref_doc("d3")
     assert "rabies booster in March" not in [n.node.get_content() for n in index.as_retriever(similarity_top_k=6)
                                               .retrieve("rabies booster")]
+
+
+def test_contradictory_filters_find_nothing_and_top_k_applies_after_filtering():
+    contradictory = MetadataFilters(filters=[MetadataFilter(key="topic", value="dog"),
+                                             MetadataFilter(key="topic", value="home")])
+    dogs = MetadataFilters(filters=[MetadataFilter(key="topic", value="dog")])
+    for store in (SimpleVectorStore(), FieldrankVectorStore(MemoryStore(dim=DIM))):
+        store.add(_nodes())
+        assert _ids(store, query_embedding=_nodes()[0].embedding, filters=contradictory) == []
+        two = _ids(store, query_embedding=_nodes()[0].embedding, filters=dogs, similarity_top_k=2)
+        assert len(two) == 2 and set(two) <= {"n2", "n3", "n5"}

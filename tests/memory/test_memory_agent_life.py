@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 
 from fieldrank import MemoryStore
-from fieldrank.memory._generators import Cue, LinkIndex, graph_activation
+from fieldrank.memory._query import Cue
+from fieldrank.memory._signals._graph import graph_activation
+from fieldrank.memory._signals._links import LinkIndex
 from fieldrank.memory._gates import GateSpec, eligible_rows
 from fieldrank.memory._params import DEFAULT_PARAMS
 

@@ -12,6 +12,7 @@ deterministic interleavings below use them, and one test runs a real second proc
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import sqlite3
 
@@ -55,6 +56,34 @@ def assert_gone(store: MemoryStore, memory_id: int) -> None:
                          at_time=NOW).reason in ("tombstoned", "not_found")
     with pytest.raises(KeyError):
         store.update(memory_id, importance=0.9)
+
+
+@contextlib.contextmanager
+def forgotten_first(store: MemoryStore, method: str, other: MemoryStore, memory_id: int):
+    """Inside the block, ``store``'s backend ``method`` lets ``other`` forget ``memory_id`` first: a race
+    injected after ``store`` refreshed and before it writes."""
+    original = getattr(store._backend, method)
+
+    def injected(*args, **kwargs):
+        assert other.forget(memory_id)
+        return original(*args, **kwargs)
+
+    setattr(store._backend, method, injected)
+    try:
+        yield
+    finally:
+        delattr(store._backend, method)
+
+
+@pytest.fixture
+def two_stores(tmp_path):
+    """The file of make_file at ``path`` open in two stores ``a`` and ``b`` (closed after the test)."""
+    path = str(tmp_path / "m.sqlite")
+    make_file(path)
+    a, b = MemoryStore(path), MemoryStore(path)
+    yield path, a, b
+    a.close()
+    b.close()
 
 
 def live_in_file(path) -> set[int]:
@@ -112,37 +141,24 @@ def test_a_lagging_reader_never_returns_a_forgotten_memory(tmp_path, steps):
     reader.close()
 
 
-def test_a_stale_store_compacts_and_purges_only_after_refreshing(tmp_path):
+def test_a_stale_store_compacts_and_purges_only_after_refreshing(two_stores):
     """compact() refreshes first: a store that has not seen another's forget neither keeps nor
     purges on its stale view, and a forget committed between its refresh and its purge is dropped too."""
-    path = str(tmp_path / "m.sqlite")
-    make_file(path)
-    a, b = MemoryStore(path), MemoryStore(path)
+    path, a, b = two_stores
     assert a.forget(5)
     dropped = b.compact(purge=True)  # b had not seen the forget
     assert dropped == 1
     assert_gone(b, 5)
     assert 5 not in live_in_file(path)
     # A forget that lands inside b's purge transaction window: injected between refresh and purge.
-    purge = b._backend.purge_tombstones
-
-    def forget_then_purge():
-        assert a.forget(6)
-        return purge()
-
-    b._backend.purge_tombstones = forget_then_purge
-    b.compact(purge=True)
-    del b._backend.purge_tombstones
+    with forgotten_first(b, "purge_tombstones", a, 6):
+        b.compact(purge=True)
     assert_gone(b, 6)
     assert_gone(a, 6)
-    a.close()
-    b.close()
 
 
-def test_update_of_a_forgotten_or_purged_id_raises_and_never_revives(tmp_path):
-    path = str(tmp_path / "m.sqlite")
-    make_file(path)
-    a, b = MemoryStore(path), MemoryStore(path)
+def test_update_of_a_forgotten_or_purged_id_raises_and_never_revives(two_stores):
+    path, a, b = two_stores
     assert b.get(4).id == 4 and b.get(8).id == 8
     # forgotten (not purged) in another store, b stale: KeyError, nothing written
     assert a.forget(4)
@@ -154,16 +170,8 @@ def test_update_of_a_forgotten_or_purged_id_raises_and_never_revives(tmp_path):
     with pytest.raises(KeyError):
         b.update(8, importance=1.0)
     # the race: the forget lands after b's refresh, before b's write (injected at the write)
-    replace = b._backend.replace
-
-    def forget_first(record):
-        assert a.forget(9)
-        return replace(record)
-
-    b._backend.replace = forget_first
-    with pytest.raises(KeyError, match="forgotten"):
+    with forgotten_first(b, "replace", a, 9), pytest.raises(KeyError, match="forgotten"):
         b.update(9, text="revived?")
-    del b._backend.replace
     assert_gone(b, 9)
     assert {4, 8, 9}.isdisjoint(live_in_file(path))
     with sqlite3.connect(path) as connection:
@@ -172,64 +180,32 @@ def test_update_of_a_forgotten_or_purged_id_raises_and_never_revives(tmp_path):
         for memory_id in (4, 8, 9):
             assert_gone(store, memory_id)
     # a forget racing with a forget: the second says it was not live; both agree afterwards
-    tombstone = b._backend.tombstone
-
-    def other_forgets_first(memory_id):
-        assert a.forget(memory_id)
-        return tombstone(memory_id)
-
-    b._backend.tombstone = other_forgets_first
-    assert b.forget(12) is False
-    del b._backend.tombstone
+    with forgotten_first(b, "tombstone", a, 12):
+        assert b.forget(12) is False
     assert_gone(b, 12)
-    a.close()
-    b.close()
 
 
-def test_a_supersede_of_a_memory_forgotten_elsewhere_raises_and_writes_nothing(tmp_path):
-    path = str(tmp_path / "m.sqlite")
-    make_file(path)
-    a, b = MemoryStore(path), MemoryStore(path)
+def test_a_supersede_of_a_memory_forgotten_elsewhere_raises_and_writes_nothing(two_stores):
+    path, a, b = two_stores
     assert b.get(2).id == 2
-    insert = b._backend.insert
-
-    def forget_first(make_records, count, supersede=()):
-        assert a.forget(2)
-        return insert(make_records, count, supersede)
-
-    b._backend.insert = forget_first
-    with pytest.raises(KeyError, match="supersedes"):
+    with forgotten_first(b, "insert", a, 2), pytest.raises(KeyError, match="supersedes"):
         b.add("replacement", unit_rows(1, 5)[0], supersedes=2, created_at=NOW)
-    del b._backend.insert
     assert len(b) == len(a) == N - 1
     assert 2 not in live_in_file(path)
-    a.close()
-    b.close()
 
 
-def test_reinforcement_never_links_or_revives_a_memory_forgotten_elsewhere(tmp_path):
-    path = str(tmp_path / "m.sqlite")
-    make_file(path)
-    a, b = MemoryStore(path), MemoryStore(path)
+def test_reinforcement_never_links_or_revives_a_memory_forgotten_elsewhere(two_stores):
+    path, a, b = two_stores
     result = b.recall(None, VECTORS[0], 5, mode="vector", at_time=NOW, reinforce=False)
     hit_ids = result.ids.tolist()
     victim = hit_ids[1]
-    reinforce = b._backend.reinforce
-
-    def forget_first(updates, links):
-        assert a.forget(victim)
-        return reinforce(updates, links)
-
-    b._backend.reinforce = forget_first
-    b._reinforce(hit_ids, NOW + 10)
-    del b._backend.reinforce
+    with forgotten_first(b, "reinforce", a, victim):
+        b._reinforce(hit_ids, NOW + 10)
     with sqlite3.connect(path) as connection:
         assert connection.execute("SELECT COUNT(*) FROM links WHERE a = ? OR b = ?", (victim, victim)).fetchone()[0] == 0
         assert connection.execute("SELECT recall_count, tombstone FROM memories WHERE id = ?",
                                   (victim,)).fetchone() == (0, 1)
     assert_gone(b, victim)
-    a.close()
-    b.close()
 
 
 # ---------------------------------------------------------------------------- two real processes

@@ -15,7 +15,7 @@ from fieldrank import _core
 from fieldrank.memory import MemoryStore
 from fieldrank.memory import _generators as generators
 from fieldrank.memory import _scoring as scoring
-from fieldrank.memory import _store as store_module
+from fieldrank.memory import _pipeline as pipeline
 from fieldrank.memory._gates import eligible_rows
 from fieldrank.memory._generators import Admissions, relevance_core, relevance_leg_scores, relevance_tail_reference
 
@@ -251,7 +251,7 @@ def test_protected_order_union_and_ranks_equal_their_references(rng):
         reference = generators.protected_tier_reference(snapshot, cue, eligible, core, store.params)
         assert native.size and bits(native) == bits(reference)
         admissions = generators.generate(snapshot, cue, eligible, ("relevance", "bm25", "importance", "graph"),
-                                         store.params, store._link_index, core)
+                                         store.params, store._links.index, core)
         parts = [rows for rows in admissions.by_generator.values() if rows.size]
         assert bits(admissions.union()) == bits(np.unique(np.concatenate(parts)))
         wanted = rng.choice(admissions.union(), 12, replace=False).tolist()
@@ -304,7 +304,7 @@ def test_reserve_slots_equal_the_numpy_reference(rng):
         order = rng.permutation(size).astype(np.int64)
         chosen = rng.choice(size, int(rng.integers(0, min(size, 6) + 1)), replace=False).astype(np.int64)
         k = int(rng.integers(1, 25))
-        want_order, want_reserved = store_module._reserve_protected_slots(order, chosen, k)
+        want_order, want_reserved = pipeline.reserve_slots_reference(order, chosen, k)
         got_order, entering = _core.memory_reserve_slots(order, chosen, k)
         assert got_order.tolist() == want_order.tolist() and frozenset(entering.tolist()) == want_reserved
 
@@ -332,7 +332,7 @@ def test_reserve_slots_refuse_no_slots_as_the_reference(k):
     with pytest.raises(ValueError, match="k must be a positive integer"):
         _core.memory_reserve_slots(order, chosen, k)
     with pytest.raises(ValueError, match="k must be a positive integer"):
-        store_module._reserve_protected_slots(order, chosen, k)
+        pipeline.reserve_slots_reference(order, chosen, k)
 
 
 def test_reserve_slots_of_nothing():
@@ -354,7 +354,7 @@ def test_sorted_unique_and_ranks_of_match_numpy(rng):
 
 def _reference_kernels(monkeypatch) -> None:
     """Route the store through the numpy references instead of the native kernels."""
-    monkeypatch.setattr(store_module, "fuse", lambda snapshot, rows, cue, activation, by_row, params, _native:
+    monkeypatch.setattr(pipeline, "fuse", lambda snapshot, rows, cue, activation, by_row, params, _native:
                         scoring.fuse_reference(snapshot, rows, cue, activation, by_row, params))
     monkeypatch.setattr(generators, "protected_tier", generators.protected_tier_reference)
     monkeypatch.setattr(Admissions, "ranks_for", Admissions.ranks_for_reference)
@@ -363,7 +363,7 @@ def _reference_kernels(monkeypatch) -> None:
         if any(r.size for r in self.by_generator.values()) else np.empty(0, np.int64)))
 
     def reserve(order, chosen, k):
-        result, entering = store_module._reserve_protected_slots(order, chosen, k)
+        result, entering = pipeline.reserve_slots_reference(order, chosen, k)
         return result, np.asarray(sorted(entering), dtype=np.int64)
 
     class Core:  # _core with the reference tail and slots
@@ -377,8 +377,8 @@ def _reference_kernels(monkeypatch) -> None:
 
         memory_reserve_slots = staticmethod(reserve)
 
-    monkeypatch.setattr(generators, "_core", Core())
-    monkeypatch.setattr(store_module, "_core", Core())
+    monkeypatch.setattr(generators, "kernels", Core())
+    monkeypatch.setattr(pipeline, "kernels", Core())
 
 
 def _recorded(result) -> list:
@@ -458,7 +458,7 @@ def test_dense_generator_reads_the_legs_cosines(rng, forget):
     expected = snapshot.embeddings[eligible.rows].astype(np.float64) @ q.astype(np.float64)
     assert core.cosines.shape == eligible.rows.shape
     np.testing.assert_allclose(core.cosines, expected, rtol=0, atol=1e-12)
-    admitted = generators.dense(snapshot, cue, eligible, 50, core, store.params)
+    admitted = generators.dense(snapshot, cue, eligible, core, store.params).top(50)
     assert admitted.tolist() == eligible.rows[np.lexsort((eligible.rows, -core.cosines))[:50]].tolist()
     scan = _core.prefilter(snapshot.embeddings, q, 50, eligible.rows).ids
     assert sorted(admitted.tolist()) == sorted(np.asarray(scan).tolist())

@@ -1,5 +1,5 @@
 """What a recall memoises (eligible rows, durable rows, timeline, frozen copies:
-``columns.Generation.derived``; the links as arrays: ``generators.LinkIndex``) never changes a
+``columns.Generation.derived``; the links as arrays: ``_signals._links.LinkIndex``) never changes a
 result: after every kind of change a recall served from the caches equals one computed from
 scratch, field for field; and the vectorised link and reinforcement paths follow their formulas."""
 
@@ -13,7 +13,6 @@ import pytest
 from fieldrank.memory import DEFAULT_PARAMS, MemoryStore
 from fieldrank.memory._columns import DerivedCache
 from fieldrank.memory._gates import GateSpec, eligible_rows
-from fieldrank.memory._generators import LinkIndex
 from fieldrank.memory._schema import cue_vector
 
 from tests.helpers import DAY, unit_rows
@@ -33,7 +32,7 @@ def forget_derived(store: MemoryStore) -> None:
     generation = store._generation
     generation.derived = DerivedCache()
     generation._frozen_live = generation._frozen_superseded_by = (None, None)
-    store._link_index = LinkIndex(store._links)
+    store._links.reindex()
 
 
 def outcome(result) -> dict:
@@ -122,7 +121,7 @@ def test_link_activation_follows_the_formula(rng):
     checked = 0
     for hit in result:
         expected = sum(max(float(E[s] @ q), 0.0) * weight
-                       for s, neighbours in store._links.items() if s in union and s != hit.id
+                       for s, neighbours in store._links.weights.items() if s in union and s != hit.id
                        for target, weight in neighbours.items() if target == hit.id)
         assert hit.factors.graph_activation == pytest.approx(expected, rel=1e-5, abs=1e-12)
         checked += expected > 0
@@ -146,7 +145,7 @@ def test_reinforcing_several_memories_applies_each_its_own_gain(rng):
         assert memory.last_access == NOW and memory.recall_count == 1
     for i, a in enumerate(ids):
         for b in ids[i + 1:]:
-            assert store._links[a][b] == store._links[b][a] == pytest.approx(params.hebbian_rate)
+            assert store._links.weights[a][b] == store._links.weights[b][a] == pytest.approx(params.hebbian_rate)
 
 
 def lived_in_store(rng: np.random.Generator) -> tuple[MemoryStore, np.ndarray]:
@@ -164,14 +163,14 @@ def lived_in_store(rng: np.random.Generator) -> tuple[MemoryStore, np.ndarray]:
 def test_link_rows_by_id_table_equal_the_sorted_search(rng, mode, monkeypatch):
     """Graph activation maps link ids to rows through a table over ids, or (sparse ids) a sorted
     search: both give the same recall, field for field."""
-    from fieldrank.memory import _generators
+    from fieldrank.memory._signals import _graph
 
     store, _ = lived_in_store(rng)
     cues = unit_rows(rng, 6, DIM)
     with_table = [outcome(store.recall("deploy", q, 10, tenant="a", mode=mode, at_time=NOW, reinforce=False))
                   for q in cues]
-    monkeypatch.setattr(_generators, "_ID_TABLE_ROWS_FACTOR", -1)
-    monkeypatch.setattr(_generators, "_ID_TABLE_MIN", -1)
+    monkeypatch.setattr(_graph, "_ID_TABLE_ROWS_FACTOR", -1)
+    monkeypatch.setattr(_graph, "_ID_TABLE_MIN", -1)
     searched = [outcome(store.recall("deploy", q, 10, tenant="a", mode=mode, at_time=NOW, reinforce=False))
                 for q in cues]
     assert with_table == searched

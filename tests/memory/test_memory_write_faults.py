@@ -45,7 +45,7 @@ def store(tmp_path):
 def state(store: MemoryStore) -> tuple:
     """Everything a recall's bookkeeping may change, in memory."""
     memories = [store.get(i) for i in range(N)]
-    links = sorted((a, b, w) for a, neighbours in store._links.items() for b, w in neighbours.items())
+    links = sorted((a, b, w) for a, neighbours in store._links.weights.items() for b, w in neighbours.items())
     return ([(m.recall_count, m.last_access, m.storage_strength) for m in memories], links)
 
 

@@ -56,7 +56,8 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from . import _memory_cases as cases
-from ._memory_suite import DEFAULT_LOCOMO_DIR, OTHER_TENANT, Scenario, load_vectors, scenarios
+from ._memory_suite import (DEFAULT_LOCOMO_DIR, OTHER_TENANT, Scenario, layer_promotions, load_vectors,
+                            relevance_top, scenarios)
 from ..memory import MemoryStore
 
 __all__ = ["AgentLife", "CASES", "build", "evaluate", "latency", "load_locomo"]
@@ -385,16 +386,9 @@ def evaluate(life: AgentLife, modes: Sequence[str] = ("hybrid",), k: int = K) ->
                 a["cos@10"] += relevant in dense
                 a["bm25@1"] += bool(bm25) and bm25[0] == relevant
                 a["bm25@10"] += relevant in bm25
-                core_top = result.admitted.get("relevance")
-                core_top = [] if core_top is None else core_top[:k].tolist()
-                kept = [h.score - h.factors.relevance for h in result if h.id in core_top]
-                typical = float(np.median(kept)) if kept else 0.0
-                for hit in result:
-                    if core_top and hit.id not in core_top and (
-                            hit.reserved_slot or hit.score - hit.factors.relevance > typical):
-                        a["rescues"] += 1
-                        over = ids.index(relevant) > ids.index(hit.id) if relevant in ids else relevant in dense
-                        a["false_rescues"] += hit.id != relevant and over
+                for hit_id, over in layer_promotions(result, relevance_top(result, k), relevant, dense):
+                    a["rescues"] += 1
+                    a["false_rescues"] += hit_id != relevant and over
                 if s.stale is not None:
                     stale = life.key_to_id[s.stale]
                     a["stale_above"] += stale in ids and (relevant not in ids or ids.index(stale) < ids.index(relevant))

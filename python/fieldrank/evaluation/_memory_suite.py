@@ -66,8 +66,8 @@ from . import _memory_cases as cases
 from ..memory import MemoryStore
 
 __all__ = [
-    "CASES", "DEFAULT_LOCOMO_DIR", "Scenario", "build_store", "case_texts", "evaluate", "load_filler",
-    "load_vectors", "scenarios",
+    "CASES", "DEFAULT_LOCOMO_DIR", "Scenario", "build_store", "case_texts", "evaluate", "layer_promotions",
+    "load_filler", "load_vectors", "relevance_top", "scenarios",
 ]
 
 CASES = ("a", "b", "c", "d", "e")
@@ -248,6 +248,30 @@ def build_store(filler: dict[str, Any], vectors: dict[str, np.ndarray], suite: S
     return store, key_to_id
 
 
+def relevance_top(result: Any, k: int) -> list[int]:
+    """The first ``k`` ids the relevance generator admitted (empty when it admitted none)."""
+    top = result.admitted.get("relevance")
+    return [] if top is None else top[:k].tolist()
+
+
+def layer_promotions(result: Any, top: list[int], relevant: int, dense_top: Any) -> list[tuple[int, bool]]:
+    """The hits a layer past relevance put into the result, each ``(id, over_relevant)``.
+
+    A hit outside the relevance top ``top`` is promoted when it holds a reserved slot or its boost
+    (score minus relevance) beats the median boost of the hits that are in ``top``. ``over_relevant``
+    is the seed thread's sense of a costly promotion: it ranks above the relevant memory, or the
+    relevant memory is missing while plain dense top-k (``dense_top``) had it.
+    """
+    if not top:
+        return []
+    kept = [h.score - h.factors.relevance for h in result if h.id in top]
+    typical = float(np.median(kept)) if kept else 0.0
+    ids = result.ids.tolist()
+    return [(hit.id, ids.index(relevant) > ids.index(hit.id) if relevant in ids else relevant in dense_top)
+            for hit in result
+            if hit.id not in top and (hit.reserved_slot or hit.score - hit.factors.relevance > typical)]
+
+
 def _percentile(values: list[float], q: float) -> float:
     return float(np.percentile(np.asarray(values), q)) if values else 0.0
 
@@ -286,8 +310,7 @@ def evaluate(store: MemoryStore, key_to_id: dict[str, int], vectors: dict[str, n
                 cos = E @ q
                 dense_order = tenant_ids[np.lexsort((tenant_ids, -cos))]
                 dense_top, dense_quota = set(dense_order[:k].tolist()), set(dense_order[:DENSE_QUOTA].tolist())
-                relevance_top = result.admitted.get("relevance")
-                relevance_top = [] if relevance_top is None else relevance_top[:k].tolist()
+                top = relevance_top(result, k)
                 union = set(result.candidate_ids.tolist())
                 for key in scenario.protected:
                     acc["protected"] += 1
@@ -296,22 +319,13 @@ def evaluate(store: MemoryStore, key_to_id: dict[str, int], vectors: dict[str, n
                 acc["hit10"] += relevant in ids
                 acc["dense_hit1"] += int(dense_order[0]) == relevant
                 acc["dense_hit10"] += relevant in dense_top
-                acc["relevance_hit1"] += bool(relevance_top) and relevance_top[0] == relevant
-                acc["relevance_hit10"] += relevant in relevance_top
+                acc["relevance_hit1"] += bool(top) and top[0] == relevant
+                acc["relevance_hit10"] += relevant in top
                 acc["rescued"] += relevant in ids and relevant not in dense_top
-                kept_boosts = [h.score - h.factors.relevance for h in result if h.id in relevance_top]
-                typical_boost = float(np.median(kept_boosts)) if kept_boosts else 0.0
-                for hit in result:
-                    if relevance_top and hit.id not in relevance_top and (
-                            hit.reserved_slot or hit.score - hit.factors.relevance > typical_boost):
-                        acc["layer_hits"] += 1
-                        acc["false_rescues"] += hit.id != relevant
-                        # The seed thread's sense: the promoted memory is irrelevant and took a
-                        # place over the relevant one (ranks above it, or pushed it out of the
-                        # top k that plain dense top-k had it in).
-                        over_relevant = (ids.index(relevant) > ids.index(hit.id) if relevant in ids
-                                         else relevant in dense_top)
-                        acc["false_over_relevant"] += hit.id != relevant and over_relevant
+                for hit_id, over_relevant in layer_promotions(result, top, relevant, dense_top):
+                    acc["layer_hits"] += 1
+                    acc["false_rescues"] += hit_id != relevant
+                    acc["false_over_relevant"] += hit_id != relevant and over_relevant
                 for memory_id in ids:
                     if memory_id not in dense_quota:
                         acc["outside_dense"] += 1

@@ -76,7 +76,7 @@ def unit_vector(vector: object, name: str) -> np.ndarray:
 
 
 def rerank_candidates(query: str, texts: Sequence[str], vectors: Optional[np.ndarray] = None, *,
-                      query_vector: Optional[np.ndarray] = None, embedder: Optional[Embedder] = None,
+                      query_vector: Optional[Any] = None, embedder: Optional[Embedder] = None,
                       config: ConfigLike = DEFAULT_RERANK_CONFIG, k: Optional[int] = None) -> SearchResult:
     """Rerank a caller's candidates (another retriever's output) with a fieldrank stack.
 
@@ -91,7 +91,7 @@ def rerank_candidates(query: str, texts: Sequence[str], vectors: Optional[np.nda
         The candidates' texts.
     vectors : (P, d) array, optional
         The candidates' embeddings (any float dtype; L2-normalised here). None: ``embedder``.
-    query_vector : (d,) array, optional
+    query_vector : (d,) array or list of floats, optional
         The query's embedding. None: ``embedder`` embeds ``query``.
     embedder : Embedder, optional
     config : default ``"rrf_cfsr"``
@@ -514,6 +514,7 @@ class DocumentCollection(PicklableLock):
         pool = [doc for doc, _ in self.search(query, vector, fetch_k, keep=keep) if doc.embedding is not None]
         if not pool:
             return []
-        ranking = mmr_pool(np.arange(len(pool)), np.stack([doc.embedding for doc in pool]),
+        vectors = np.stack([doc.embedding for doc in pool if doc.embedding is not None])
+        ranking = mmr_pool(np.arange(len(pool)), vectors,
                            unit_vector(vector, "query vector"), min(k, len(pool)), mu=lambda_mult)
         return [pool[int(i)] for i in ranking.ids]

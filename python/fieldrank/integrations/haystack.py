@@ -110,8 +110,8 @@ class FieldrankRetriever:
             raise ValueError(msg)
         self.index_dir = None if index_dir is None else os.fspath(index_dir)
         self.embedder = check_embedder(embedder)
-        if retriever is None:
-            retriever = HybridRetriever.load(self.index_dir, embedder=self.embedder)
+        if retriever is None and index_dir is not None:
+            retriever = HybridRetriever.load(index_dir, embedder=self.embedder)
         self.retriever = _common.check_retriever(retriever)
         self.top_k = top_k
         self.subset = subset
@@ -138,7 +138,8 @@ class FieldrankRetriever:
         return default_from_dict(cls, data)
 
     def _subset(self, filters: Optional[dict[str, Any]]) -> Any:
-        if not _check_filters(filters):
+        filters = _check_filters(filters)
+        if filters is None:
             return self.subset
         if self.metadatas is None:
             msg = "filters need metadata: build the FieldrankRetriever with metadatas=[...] (one dict per document)"
@@ -360,7 +361,7 @@ class FieldrankDocumentStore:
             raise ValueError(msg)
         self.embedder = check_embedder(embedder)
         if store is None:
-            path = os.fspath(store_path)
+            path = os.fspath(store_path)  # type: ignore[arg-type] # exactly one of store, store_path
             if self.embedder is not None:
                 store = MemoryStore(path, dim, embedder=self.embedder)
             else:

@@ -268,8 +268,8 @@ class FieldrankMemoryRetriever(_AsyncInExecutor, BaseRetriever):
                 memory_ids.append(number)
         if missing:
             raise _common.missing_ids(missing, "delete")
-        for memory_id in memory_ids:
-            self.store.forget(memory_id, tenant=self.tenant)
+        for number in memory_ids:
+            self.store.forget(number, tenant=self.tenant)
 
 
 def _memory_document(record: dict[str, Any]) -> Document:
@@ -382,21 +382,21 @@ class FieldrankVectorStore(VectorStore):
 
     # ------------------------------------------------------------------ writes and reads
     def add_texts(self, texts: Iterable[str], metadatas: Optional[list[dict]] = None, *,
-                  ids: Optional[list[Optional[str]]] = None, **kwargs: Any) -> list[str]:
+                  ids: Optional[list[str]] = None, **kwargs: Any) -> list[str]:
         if kwargs:
             msg = f"add_texts takes texts, metadatas and ids (got {sorted(kwargs)})"
             raise TypeError(msg)
         texts = list(texts)
         metadatas = [{}] * len(texts) if metadatas is None else list(metadatas)
-        ids = [None] * len(texts) if ids is None else list(ids)
-        if not len(metadatas) == len(ids) == len(texts):
-            msg = f"metadatas and ids must have one entry per text ({len(texts)}), got {len(metadatas)} and {len(ids)}"
+        given: list[Optional[str]] = [None] * len(texts) if ids is None else list(ids)
+        if not len(metadatas) == len(given) == len(texts):
+            msg = f"metadatas and ids must have one entry per text ({len(texts)}), got {len(metadatas)} and {len(given)}"
             raise ValueError(msg)
         for text in texts:
             if not isinstance(text, str):
                 msg = f"texts must be str, got {type(text).__name__}"
                 raise TypeError(msg)
-        ids = [doc_id if doc_id is not None else self._collection.new_id() for doc_id in ids]
+        ids = [doc_id if doc_id is not None else self._collection.new_id() for doc_id in given]
         vectors: list[Any] = [None] * len(texts)
         if self._embedding is not None and texts:
             vectors = list(self._embedding.embed_documents(texts))

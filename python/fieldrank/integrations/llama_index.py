@@ -17,6 +17,7 @@ Returned nodes carry the provenance under ``metadata["fieldrank"]`` (the postpro
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Optional
 
 import numpy as np
@@ -314,7 +315,7 @@ class FieldrankVectorStore(_WholePickle, BasePydanticVectorStore):
     _reinforce: bool = PrivateAttr(default=False)
 
     def __init__(self, store: MemoryStore, *, tenant: str = DEFAULT_TENANT, reinforce: bool = False) -> None:
-        super().__init__()
+        super().__init__(stores_text=True)
         self._collection = _common.DocumentCollection(store, tenant=tenant, prefix="li:")
         self._reinforce = bool(reinforce)
 

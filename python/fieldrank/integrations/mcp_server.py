@@ -1,60 +1,95 @@
 """``fieldrank mcp``: one :class:`~fieldrank.MemoryStore` file served over MCP (stdio or Streamable HTTP).
 
-Needs the official MCP Python SDK (``pip install ".[mcp]"`` in a fieldrank checkout). Four tools:
+Needs the official MCP Python SDK (``pip install ".[mcp]"`` in a fieldrank checkout).
 
-==============  ===========================================================================
-``remember``    store a memory (text, importance, tier, tags, entities, supersedes, session)
-``recall``      the k best memories for a query, with gates (tiers, required tags, minimum
-                importance), each with its id, text, dates and provenance
-``forget``      tombstone a memory by id
-``why_not``     why a memory is (not) among a recall's hits
-==============  ===========================================================================
+=================  ========================================================================
+``remember``       store a memory (text, importance, tier, tags, entities, supersedes, session)
+``recall``         the k best memories for a query; gates (tiers, required tags, minimum
+                   importance) and filters (created since/until, session, entities)
+``list_memories``  browse: newest first, paginated, by tier, tags and creation-time range
+``get_memory``     one memory by id
+``update_memory``  change a memory's text, importance, tier, tags or entities (same id)
+``forget``         tombstone a memory by id
+``forget_all``     tombstone every memory of the caller's tenant (``confirm`` must be true)
+``why_not``        why a memory is (not) among a recall's hits
+=================  ========================================================================
+
+Also a resource, ``memory://recent`` (the caller's newest memories, as JSON), and a prompt,
+``recall_before_answering``.
 
 The tenant is never a tool argument: it is fixed by the server's configuration (``--tenant``),
 or over HTTP by the request's bearer token, mapped to a tenant by a tokens file (compared in
-constant time; a request without a known token gets 401 before it reaches MCP). Text is
-embedded by the configured embedder; without one the store is lexical (BM25 only), and the
-server says so on stderr when it starts (over stdio, stdout is the protocol).
+constant time; a request without exactly one ``Authorization`` header carrying a known token
+gets 401 before it reaches MCP, and the tools act for the tenant that check found).
+
+The argument schemas are generated from the store's own tables (:data:`fieldrank.memory.TIERS`,
+:data:`~fieldrank.memory.MODES`): enums and bounds cannot drift from what the store accepts. A
+BM25-only server (no embedder) offers the one mode it runs, ``keyword``, as its default.
+
+Ids are per tenant and opaque (:class:`TenantIds`): 16 hex digits, a keyed permutation of the
+store's id under a key derived from a secret file and the tenant, so that an id says nothing
+about how many memories anyone else holds, and one tenant's id means nothing to another.
 
 See ``docs/mcp.md`` for the command line and client configurations.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: the tools' annotations are built per server (the
+# modes a lexical server runs) and must be real objects when the SDK reads them.
 
+import functools
 import hashlib
 import hmac
 import json
 import os
+import secrets
 from collections.abc import Mapping
-from typing import Any, Optional
+from typing import Any, Callable, Literal, Optional, Union
 
-from ..memory import DEFAULT_TENANT, MemoryStore
-from ._common import (
-    LEXICAL_DIM,
-    check_store,
-    lexical_vector,
-    memory_add,
-    memory_fields,
-    memory_gates,
-    memory_record,
-    missing_extra,
-    recall_mode,
-)
+from ..memory import DEFAULT_IMPORTANCE, DEFAULT_MODE, DEFAULT_TENANT, MODES, TIERS, MemoryStore
+from ..memory._schema import DEFAULT_TIER, IMPORTANCE_RANGE, KEYWORD_MODE
+from ._common import check_store, lexical_vector, memory_add, memory_fields, memory_gates, memory_record
+from ._common import missing_extra
+from ._store_access import Browse, live_memories, open_store, parse_time
 
 try:
+    from typing import Annotated
+
     from mcp.server.mcpserver import Context, MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.types import Resource
+    from pydantic import Field
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise missing_extra("mcp_server", "the MCP SDK (mcp)", exc, extra="mcp") from exc
 
-__all__ = ["SERVER_NAME", "TOKENS_ENV", "MemoryService", "TokenMap", "build_server", "load_tokens", "open_store", "serve_http"]
+__all__ = ["DEFAULT_MAX_TEXT_BYTES", "SERVER_NAME", "TOKENS_ENV", "MemoryService", "TenantIds", "TokenMap",
+           "build_server", "load_id_key", "load_tokens", "open_store", "serve_http"]
 
 SERVER_NAME = "fieldrank-memory"
 #: Recall size a client gets unless it asks, and the most it may ask for.
 DEFAULT_RECALL_K = 5
 MAX_RECALL_K = 100
+#: Page size of ``list_memories`` unless asked, and the most.
+DEFAULT_PAGE = 20
+MAX_PAGE = 100
+#: The most UTF-8 bytes a text (or a query) may have unless ``--max-text-bytes`` says otherwise:
+#: a 100 MB memory would make every later open of the store, and its first recall, take minutes.
+DEFAULT_MAX_TEXT_BYTES = 256 * 1024
+#: The SDK's own limit on an HTTP request body (it answers 413 above it); raised where needed so
+#: that a text at the limit always fits, even with every character JSON-escaped (6 bytes).
+DEFAULT_HTTP_BODY_BYTES = 4 * 1024 * 1024
 #: The environment variable naming a tokens file when ``--tokens`` is not given.
 TOKENS_ENV = "FIELDRANK_MCP_TOKENS"
+#: Where the ASGI guard puts the tenant it authenticated; the tools read it from there only.
+_SCOPE_TENANT = "fieldrank.tenant"
+#: The store's argument names and the tools' (a store message that reaches a client speaks the tool's).
+_ARGUMENT_NAMES = {"tier_mask": "tiers", "cue_text": "query", "cue_vector": "query", "memory_id": "id"}
+#: A recall with post-filters (time, session, entities) fetches this many times k, then more.
+_FETCH_FACTOR = 4
+
+
+def body_limit(max_text_bytes: int) -> int:
+    """The HTTP request body limit for a server taking texts of ``max_text_bytes``."""
+    return max(DEFAULT_HTTP_BODY_BYTES, 6 * max_text_bytes + 64 * 1024)
 
 
 class TokenMap:
@@ -91,7 +126,7 @@ class TokenMap:
         return found
 
 
-def load_tokens(path: str | os.PathLike[str]) -> TokenMap:
+def load_tokens(path: Union[str, "os.PathLike[str]"]) -> TokenMap:
     """A tokens file: a JSON object ``{"<token>": "<tenant>", ...}``."""
     with open(path, encoding="utf-8") as handle:
         try:
@@ -105,192 +140,477 @@ def load_tokens(path: str | os.PathLike[str]) -> TokenMap:
     return TokenMap(data)
 
 
+# ------------------------------------------------------------------------------ opaque ids
+_ID_KEY_BYTES = 32
+_ID_LIMIT = 1 << 64
+_HALF = 0xFFFFFFFF
+
+
+def load_id_key(path: Union[str, "os.PathLike[str]"]) -> bytes:
+    """The secret behind the public ids: 32 random bytes in hex in ``path``, created (mode 0600) if
+    missing. Keep it with the store: another key gives every memory another public id."""
+    path = os.path.expanduser(os.fspath(path))
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        pass
+    else:
+        with os.fdopen(descriptor, "w", encoding="ascii") as handle:
+            handle.write(secrets.token_hex(_ID_KEY_BYTES) + "\n")
+    with open(path, encoding="ascii") as handle:
+        text = handle.read().strip()
+    try:
+        key = bytes.fromhex(text)
+    except ValueError:
+        key = b""
+    if len(key) < _ID_KEY_BYTES:
+        msg = f"id key file {path}: expected {2 * _ID_KEY_BYTES} or more hex digits"
+        raise ValueError(msg)
+    return key
+
+
+class TenantIds:
+    """Store ids <-> the opaque ids one tenant sees (16 hex digits).
+
+    A four-round Feistel permutation of 64 bits whose round function is HMAC-SHA256 under a key
+    derived from the secret and the tenant: stable across restarts (same secret), distinct per
+    tenant, and an id reveals nothing of the store's counter. An id that does not decode to one of
+    the tenant's memories reads as missing, like an unknown one.
+    """
+
+    ROUNDS = 4
+
+    def __init__(self, key: bytes) -> None:
+        if not isinstance(key, bytes) or len(key) < _ID_KEY_BYTES:
+            msg = f"the id key must be at least {_ID_KEY_BYTES} bytes"
+            raise ValueError(msg)
+        self._key = key
+
+    @functools.lru_cache(maxsize=1024)  # noqa: B019 - one per tenant, the object lives as long as the server
+    def _rounds(self, tenant: str) -> tuple[Any, ...]:
+        tenant_key = hmac.new(self._key, b"fieldrank-mcp-id\x00" + tenant.encode("utf-8"), hashlib.sha256).digest()
+        return tuple(hmac.new(tenant_key, bytes([i]), hashlib.sha256) for i in range(self.ROUNDS))
+
+    @staticmethod
+    def _f(mac: Any, half: int) -> int:
+        h = mac.copy()
+        h.update(half.to_bytes(4, "big"))
+        return int.from_bytes(h.digest()[:4], "big")
+
+    def public(self, tenant: str, memory_id: Optional[int]) -> Optional[str]:
+        if memory_id is None:
+            return None
+        left, right = memory_id >> 32, memory_id & _HALF
+        for mac in self._rounds(tenant):
+            left, right = right, left ^ self._f(mac, right)
+        return f"{(left << 32) | right:016x}"
+
+    def internal(self, tenant: str, public_id: object, name: str = "id") -> int:
+        if not isinstance(public_id, str) or len(public_id) != 16:
+            msg = f"{name} must be a memory id as this server returns it (16 hex digits), got {public_id!r}"
+            raise ValueError(msg)
+        try:
+            value = int(public_id, 16)
+        except ValueError:
+            msg = f"{name} must be a memory id as this server returns it (16 hex digits), got {public_id!r}"
+            raise ValueError(msg) from None
+        left, right = value >> 32, value & _HALF
+        for mac in reversed(self._rounds(tenant)):
+            left, right = right ^ self._f(mac, left), left
+        return (left << 32) | right
+
+
+# ------------------------------------------------------------------------------ the tools' logic
+def _missing(name: str, public_id: str) -> KeyError:
+    return KeyError(f"{name}: no memory with id {public_id}")
+
+
 class MemoryService:
     """The tools' logic over one store, for the tenant each call resolved (no MCP here).
 
     Parameters
     ----------
     store : MemoryStore
-        With an embedder, or lexical (dim :data:`LEXICAL_DIM`, no embedder: memories get one
-        constant vector and recall runs in ``keyword`` mode).
+        With an embedder, or lexical (dim 1, no embedder: memories get one constant vector and
+        recall runs in ``keyword`` mode).
+    ids : TenantIds, optional
+        The public ids; default a key made for this object only (ids then change at restart).
+    max_text_bytes : int
+        The most UTF-8 bytes a text or a query may have.
     """
 
-    def __init__(self, store: MemoryStore) -> None:
+    def __init__(self, store: MemoryStore, ids: Optional[TenantIds] = None, *,
+                 max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES) -> None:
         self.store = check_store(store)
         lexical_vector(store)  # a store with embeddings but no embedder is refused here
         self.lexical = store.embedder is None
-
-    def remember(self, tenant: str, text: str, **metadata: Any) -> dict[str, Any]:
-        if not isinstance(text, str) or not text.strip():
-            msg = "text must be a non-empty string (the memory to store)"
+        self.modes: tuple[str, ...] = (KEYWORD_MODE,) if self.lexical else MODES
+        self.default_mode = KEYWORD_MODE if self.lexical else DEFAULT_MODE
+        self.ids = ids if ids is not None else TenantIds(secrets.token_bytes(_ID_KEY_BYTES))
+        if isinstance(max_text_bytes, bool) or not isinstance(max_text_bytes, int) or max_text_bytes < 1:
+            msg = f"max_text_bytes must be a positive integer, got {max_text_bytes!r}"
             raise ValueError(msg)
-        supersedes = metadata.get("supersedes")
-        if supersedes is not None:
-            try:  # scoped to the tenant: another tenant's id reads as missing, never as "belongs to ..."
-                self.store.get(supersedes, tenant=tenant)
-            except KeyError:
-                msg = f"supersedes: no memory with id {supersedes}"
-                raise KeyError(msg) from None
-        memory_id = memory_add(self.store, text, metadata, tenant=tenant, where="remember")
-        return {"id": memory_id, **memory_fields(self.store, tenant, memory_id)}
+        self.max_text_bytes = max_text_bytes
 
-    def _options(self, k: int, mode: Optional[str], filters: Mapping[str, Any]) -> dict[str, Any]:
-        if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_RECALL_K:
-            msg = f"k must be an integer in [1, {MAX_RECALL_K}], got {k!r}"
+    # -- checks at the boundary, in the tools' argument names
+    def _text(self, value: object, name: str) -> str:
+        if not isinstance(value, str):
+            msg = f"{name} must be a string, got {type(value).__name__}"
+            raise TypeError(msg)
+        if not value.strip():
+            what = "the memory to store" if name == "text" else "words to search for"
+            msg = f"{name} must not be empty or only whitespace ({what})"
             raise ValueError(msg)
-        return {"mode": recall_mode(self.store, mode), **memory_gates(filters, "recall")}
+        size = len(value.encode("utf-8", "surrogatepass"))
+        if size > self.max_text_bytes:
+            msg = (f"{name} is {size} bytes in UTF-8; this server takes at most {self.max_text_bytes} "
+                   "(--max-text-bytes)")
+            raise ValueError(msg)
+        return value
 
-    def recall(self, tenant: str, query: str, *, k: int, mode: Optional[str] = None,
-               **filters: Any) -> dict[str, Any]:
-        options = self._options(k, mode, filters)
-        result = self.store.recall(query, None, k, tenant=tenant, **options)
-        return {"mode": result.mode, "hits": [memory_record(self.store, tenant, hit) for hit in result.hits]}
-
-    def forget(self, tenant: str, memory_id: int) -> dict[str, Any]:
+    def _id(self, tenant: str, public_id: object, name: str = "id") -> int:
+        memory_id = self.ids.internal(tenant, public_id, name)
         try:
-            self.store.forget(memory_id, tenant=tenant)
-        except KeyError:
-            msg = f"no memory with id {memory_id}"
-            raise KeyError(msg) from None
+            self.store.get(memory_id, tenant=tenant)
+        except (KeyError, ValueError, TypeError):
+            raise _missing(name, str(public_id)) from None
+        return memory_id
+
+    def _public_record(self, tenant: str, record: dict[str, Any]) -> dict[str, Any]:
+        for key in ("id", "supersedes", "superseded_by"):
+            if key in record:
+                record[key] = self.ids.public(tenant, record[key])
+        return record
+
+    def _fields(self, tenant: str, memory_id: int) -> dict[str, Any]:
+        return self._public_record(tenant, {"id": memory_id, **memory_fields(self.store, tenant, memory_id)})
+
+    def _mode(self, mode: Optional[str]) -> str:
+        if mode is None:
+            return self.default_mode
+        if mode not in self.modes:
+            why = " (this server has no embedder: BM25 only)" if self.lexical else ""
+            msg = f"mode must be one of {list(self.modes)}{why}, got {mode!r}"
+            raise ValueError(msg)
+        return mode
+
+    # -- the tools
+    def remember(self, tenant: str, text: str, **metadata: Any) -> dict[str, Any]:
+        text = self._text(text, "text")
+        if metadata.get("supersedes") is not None:
+            metadata["supersedes"] = self._id(tenant, metadata["supersedes"], "supersedes")
+        memory_id = memory_add(self.store, text, metadata, tenant=tenant, where="remember")
+        return self._fields(tenant, memory_id)
+
+    def get(self, tenant: str, memory_id: str) -> dict[str, Any]:
+        internal = self._id(tenant, memory_id)
+        memory = self.store.get(internal, tenant=tenant)
+        return {**self._fields(tenant, internal), "text": memory.text, "recall_count": memory.recall_count}
+
+    def update(self, tenant: str, memory_id: str, *, text: Optional[str] = None, **changes: Any) -> dict[str, Any]:
+        internal = self._id(tenant, memory_id)
+        if text is not None:
+            changes["text"] = self._text(text, "text")
+        changes = {key: value for key, value in changes.items() if value is not None}
+        if not changes:
+            msg = "update_memory: give at least one of text, importance, tier, tags, entities"
+            raise ValueError(msg)
+        try:
+            memory = self.store.update(internal, tenant=tenant, **changes)
+        except KeyError:  # forgotten meanwhile (another client); the store's message names its own id
+            raise _missing("id", memory_id) from None
+        return {**self._fields(tenant, internal), "text": memory.text}
+
+    def forget(self, tenant: str, memory_id: str) -> dict[str, Any]:
+        internal = self._id(tenant, memory_id)
+        try:
+            self.store.forget(internal, tenant=tenant)
+        except KeyError:  # forgotten meanwhile (another client)
+            raise _missing("id", memory_id) from None
         return {"id": memory_id, "forgotten": True}
 
-    def why_not(self, tenant: str, memory_id: int, query: str, *, k: int, mode: Optional[str] = None,
-                **filters: Any) -> dict[str, Any]:
-        options = self._options(k, mode, filters)
-        answer = self.store.why_not(memory_id, query, None, k, tenant=tenant, **options)
-        if answer.reason in ("other_tenant", "tombstoned", "not_found"):
-            # A client never learns whether an id exists (or existed) in another tenant; the
-            # store checks tombstones before tenants, so a forgotten id reads the same for everyone.
+    def forget_all(self, tenant: str, *, confirm: bool) -> dict[str, Any]:
+        ids = [memory.id for memory in live_memories(self.store, tenant)]
+        if confirm is not True:
+            msg = (f"forget_all forgets all {len(ids)} memories of this tenant and cannot be undone: "
+                   "call it again with confirm=true")
+            raise ValueError(msg)
+        forgotten = 0
+        for memory_id in ids:
+            try:
+                forgotten += bool(self.store.forget(memory_id, tenant=tenant))
+            except KeyError:  # forgotten meanwhile
+                pass
+        return {"forgotten": forgotten}
+
+    def browse(self, tenant: str, *, limit: int = DEFAULT_PAGE, offset: int = 0, tiers: Optional[list[str]] = None,
+             tags: Optional[list[str]] = None, since: Any = None, until: Any = None) -> dict[str, Any]:
+        browse = Browse(tiers=None if tiers is None else frozenset(tiers), tags=tuple(tags or ()),
+                        since=None if since is None else parse_time(since, "since"),
+                        until=None if until is None else parse_time(until, "until"))
+        memories = browse.newest_first(live_memories(self.store, tenant))
+        page = memories[offset:offset + limit]
+        rows = [{**self._fields(tenant, m.id), "text": m.text} for m in page]
+        following = offset + len(page)
+        return {"memories": rows, "total": len(memories),
+                "next_offset": following if following < len(memories) else None}
+
+    def _post_filter(self, since: Any, until: Any, session: Optional[str],
+                     entities: Optional[list[str]]) -> Optional[Callable[[Any], bool]]:
+        low = None if since is None else parse_time(since, "since")
+        high = None if until is None else parse_time(until, "until")
+        wanted = tuple(entities or ())
+        if low is None and high is None and session is None and not wanted:
+            return None
+
+        def keeps(memory: Any) -> bool:
+            return ((low is None or memory.created_at >= low) and (high is None or memory.created_at < high)
+                    and (session is None or memory.session == session)
+                    and all(entity in memory.entities for entity in wanted))
+
+        return keeps
+
+    def recall(self, tenant: str, query: str, *, k: int = DEFAULT_RECALL_K, mode: Optional[str] = None,
+               since: Any = None, until: Any = None, session: Optional[str] = None,
+               entities: Optional[list[str]] = None, **gates: Any) -> dict[str, Any]:
+        query = self._text(query, "query")
+        options = {"mode": self._mode(mode), **memory_gates(gates, "recall")}
+        keeps = self._post_filter(since, until, session, entities)
+        if keeps is None:
+            result = self.store.recall(query, None, k, tenant=tenant, **options)
+            hits = list(result.hits)
+        else:
+            # The store has no gate on time, session or entities: recall more, unreinforced, until
+            # k hits pass (or the tenant has no more); a filtered recall reinforces nothing.
+            total, fetch = len(self.store), max(_FETCH_FACTOR * k, 32)
+            while True:
+                fetch = min(fetch, max(total, 1))
+                result = self.store.recall(query, None, fetch, tenant=tenant, reinforce=False, **options)
+                hits = [hit for hit in result.hits if keeps(self.store.get(hit.id))]
+                if len(hits) >= k or len(result.hits) < fetch or fetch >= total:
+                    break
+                fetch *= _FETCH_FACTOR
+            hits = hits[:k]
+        records = [self._public_record(tenant, memory_record(self.store, tenant, hit)) for hit in hits]
+        for rank, record in enumerate(records, 1):
+            record["rank"] = rank
+        return {"mode": result.mode, "hits": records}
+
+    def why_not(self, tenant: str, memory_id: str, query: str, *, k: int = DEFAULT_RECALL_K,
+                mode: Optional[str] = None, **gates: Any) -> dict[str, Any]:
+        query = self._text(query, "query")
+        options = {"mode": self._mode(mode), **memory_gates(gates, "why_not")}
+        try:
+            internal = self._id(tenant, memory_id)
+        except KeyError:
+            # Forgotten, never stored, or another tenant's: the same answer for each, so that no
+            # client learns whether an id exists (or existed) anywhere else.
             return {"id": memory_id, "reason": "not_found",
                     "detail": f"no live memory with id {memory_id} (forgotten, or never stored for you)"}
-        out: dict[str, Any] = {"id": memory_id, "reason": answer.reason, "detail": answer.detail,
+        answer = self.store.why_not(internal, query, None, k, tenant=tenant, **options)
+        detail = answer.detail.replace(f"memory {internal} ", f"memory {memory_id} ")  # the store's id stays inside
+        out: dict[str, Any] = {"id": memory_id, "reason": answer.reason, "detail": detail,
                                "failed_gates": list(answer.failed_gates),
                                "generator_ranks": dict(answer.generator_ranks), "quotas": dict(answer.quotas),
                                "rank": answer.rank, "score": answer.score, "cutoff_score": answer.cutoff_score}
         if answer.hit is not None:
-            out["hit"] = memory_record(self.store, tenant, answer.hit)
+            out["hit"] = self._public_record(tenant, memory_record(self.store, tenant, answer.hit))
         return out
 
 
-def _tool_errors(call):
-    """Run a tool body; a user mistake (bad argument, unknown id) becomes a clear tool error."""
+def _in_tool_names(message: str) -> str:
+    for internal, public in _ARGUMENT_NAMES.items():
+        message = message.replace(internal, public)
+    return message
+
+
+def _tool_errors(call: Callable[[], Any]) -> Any:
+    """Run a tool body; a user mistake (bad argument, unknown id) becomes a clear tool error,
+    worded in the tool's argument names."""
     try:
         return call()
     except KeyError as exc:
-        raise ToolError(exc.args[0] if exc.args else str(exc)) from None
+        raise ToolError(_in_tool_names(str(exc.args[0]) if exc.args else str(exc))) from None
     except (ValueError, TypeError) as exc:
-        raise ToolError(str(exc)) from None
+        raise ToolError(_in_tool_names(str(exc))) from None
+
+
+class _MemoryServer(MCPServer):
+    """MCPServer that lists ``memory://recent`` among its resources (a template with a query
+    variable, so that it can read the caller's tenant; the SDK lists templates apart)."""
+
+    async def list_resources(self) -> list[Resource]:
+        recent = Resource(uri="memory://recent", name="recent_memories", mime_type="application/json",
+                          description=f"Your newest memories (JSON; memory://recent?limit=N, N <= {MAX_PAGE}).")
+        return [*await super().list_resources(), recent]
 
 
 def build_server(service: MemoryService, *, tenant: str = DEFAULT_TENANT,
                  tokens: Optional[TokenMap] = None) -> MCPServer:
     """The MCP server over ``service``: every call acts for ``tenant``, or with ``tokens`` for the
-    tenant of the request's bearer token (HTTP only; a call without one is refused)."""
+    tenant the HTTP guard (:func:`serve_http`) authenticated; a call it did not see is refused."""
 
     def tenant_of(ctx: Context) -> str:
         if tokens is None:
             return tenant
-        headers = ctx.headers or {}
-        found = tokens.tenant_of(headers.get("authorization"))
-        if found is None:  # the HTTP middleware refuses these first; this is the second lock
+        request = getattr(ctx.request_context, "request", None) if ctx.request_context is not None else None
+        found = None if request is None else request.scope.get(_SCOPE_TENANT)
+        if found is None:  # the HTTP guard refuses these first; this is the second lock
             msg = "unauthorized: a valid bearer token is required"
             raise ToolError(msg)
         return found
 
+    # Types generated from the store's tables (and this server's modes): the schemas' enums.
+    Tier = Literal[TIERS]  # type: ignore[valid-type]
+    Mode = Literal[service.modes]  # type: ignore[valid-type]
+    MemoryId = Annotated[str, Field(pattern="^[0-9a-f]{16}$", description="a memory id as this server returns it")]
+    Text = Annotated[str, Field(min_length=1, max_length=service.max_text_bytes)]
+    Importance = Annotated[float, Field(ge=IMPORTANCE_RANGE[0], le=IMPORTANCE_RANGE[1])]
+    K = Annotated[int, Field(ge=1, le=MAX_RECALL_K)]
+    Labels = Optional[list[Annotated[str, Field(min_length=1)]]]
+    Time = Optional[Union[str, float]]
+    durable = "core is durable: recall reserves room for it"
+    tiers_text = ", ".join(TIERS)
+    modes_text = ", ".join(service.modes)
+    filters_doc = ("since/until: creation time range (ISO 8601 date or date-time, UTC unless an offset is "
+                   "given, or Unix seconds; since inclusive, until exclusive)")
+
     kind = "lexical (BM25 only: no embedder configured)" if service.lexical else "hybrid (dense + BM25)"
-    server = MCPServer(
+    server = _MemoryServer(
         SERVER_NAME,
         instructions=(f"Long-term memory ({kind}). Call `recall` with the user's question before answering "
                       "from memory; `remember` durable facts, decisions and preferences (tier 'core' for "
                       "rules that must not be lost; `supersedes` when a fact replaces an older one); "
-                      "`forget` on request; `why_not` explains why a memory was not recalled."),
+                      "`list_memories` to browse, `update_memory` to correct, `forget` on request; "
+                      "`why_not` explains why a memory was not recalled."),
         log_level="WARNING",
     )
 
-    @server.tool()
-    def remember(text: str, ctx: Context, importance: float = 0.5, tier: str = "episodic",
-                 tags: Optional[list[str]] = None, entities: Optional[list[str]] = None,
-                 supersedes: Optional[int] = None, session: Optional[str] = None) -> dict[str, Any]:
-        """Store a memory; returns its id and dates.
-
-        importance in [0, 1]; tier one of episodic, semantic, procedural, core (core and
-        procedural are durable); tags/entities are labels (recall can require tags, entities
-        link memories); supersedes is the id of an older memory this one replaces; session
-        groups memories said in one conversation."""
+    @server.tool(description=(
+        f"Store a memory; returns its id and dates. importance in [{IMPORTANCE_RANGE[0]:g}, "
+        f"{IMPORTANCE_RANGE[1]:g}]; tier one of {tiers_text} ({durable}); tags/entities are labels (recall "
+        "can require tags, entities link memories); supersedes is the id of an older memory this one "
+        "replaces; session groups memories said in one conversation."))
+    def remember(text: Text, ctx: Context, importance: Importance = DEFAULT_IMPORTANCE, tier: Tier = DEFAULT_TIER,
+                 tags: Labels = None, entities: Labels = None, supersedes: Optional[MemoryId] = None,
+                 session: Optional[str] = None) -> dict[str, Any]:
         who = tenant_of(ctx)
         return _tool_errors(lambda: service.remember(who, text, importance=importance, tier=tier, tags=tags or (),
                                                      entities=entities or (), supersedes=supersedes,
                                                      session=session))
 
-    @server.tool()
-    def recall(query: str, ctx: Context, k: int = DEFAULT_RECALL_K, tiers: Optional[list[str]] = None,
-               required_tags: Optional[list[str]] = None, min_importance: Optional[float] = None,
-               mode: Optional[str] = None) -> dict[str, Any]:
-        """The k best memories for a query, best first: id, text, score, dates, tier, tags and
-        the provenance of the score. Gates: tiers (allowed tiers), required_tags (all of them),
-        min_importance. mode: hybrid (default), vector, keyword, full or rerank."""
+    @server.tool(description=(
+        "The k best memories for a query, best first: id, text, score, dates, tier, tags and the provenance "
+        f"of the score. Gates: tiers (allowed: {tiers_text}), required_tags (all of them), min_importance. "
+        f"Filters: {filters_doc}; session; entities (all of them); a filtered recall does not reinforce. "
+        f"mode: {modes_text} (default {service.default_mode})."))
+    def recall(query: Text, ctx: Context, k: K = DEFAULT_RECALL_K, tiers: Optional[list[Tier]] = None,
+               required_tags: Labels = None, min_importance: Optional[Importance] = None,
+               mode: Mode = service.default_mode, since: Time = None, until: Time = None, session: Optional[str] = None,
+               entities: Labels = None) -> dict[str, Any]:
         who = tenant_of(ctx)
-        return _tool_errors(lambda: service.recall(who, query, k=k, mode=mode, tiers=tiers,
-                                                   required_tags=required_tags, min_importance=min_importance))
+        return _tool_errors(lambda: service.recall(who, query, k=k, mode=mode, tiers=tiers, required_tags=required_tags,
+                                                   min_importance=min_importance, since=since, until=until,
+                                                   session=session, entities=entities))
 
-    @server.tool()
-    def forget(id: int, ctx: Context) -> dict[str, Any]:  # noqa: A002 - the tool's argument name
-        """Forget a memory by id: no recall returns it again."""
+    @server.tool(description=(
+        "Browse your memories, newest first: a page of `limit` from `offset` (next_offset: the next page, "
+        f"null at the end; total: how many match). Filters: tiers ({tiers_text}), tags (all of them), "
+        f"{filters_doc}."))
+    def list_memories(ctx: Context, limit: Annotated[int, Field(ge=1, le=MAX_PAGE)] = DEFAULT_PAGE,
+                      offset: Annotated[int, Field(ge=0)] = 0, tiers: Optional[list[Tier]] = None,
+                      tags: Labels = None, since: Time = None, until: Time = None) -> dict[str, Any]:
+        who = tenant_of(ctx)
+        return _tool_errors(lambda: service.browse(who, limit=limit, offset=offset, tiers=tiers, tags=tags,
+                                                 since=since, until=until))
+
+    @server.tool(description="One memory by id: text, dates, tier, importance, tags, entities, session, "
+                             "supersedes/superseded_by, recall count.")
+    def get_memory(id: MemoryId, ctx: Context) -> dict[str, Any]:  # noqa: A002 - the tool's argument name
+        who = tenant_of(ctx)
+        return _tool_errors(lambda: service.get(who, id))
+
+    @server.tool(description=(
+        "Change a memory in place (same id, dates kept): any of text, importance, tier, tags, entities "
+        "(tags/entities replace the old ones). Returns the memory."))
+    def update_memory(id: MemoryId, ctx: Context, text: Optional[Text] = None,  # noqa: A002
+                      importance: Optional[Importance] = None, tier: Optional[Tier] = None,
+                      tags: Labels = None, entities: Labels = None) -> dict[str, Any]:
+        who = tenant_of(ctx)
+        return _tool_errors(lambda: service.update(who, id, text=text, importance=importance, tier=tier,
+                                                   tags=tags, entities=entities))
+
+    @server.tool(description="Forget a memory by id: no recall or listing returns it again.")
+    def forget(id: MemoryId, ctx: Context) -> dict[str, Any]:  # noqa: A002 - the tool's argument name
         who = tenant_of(ctx)
         return _tool_errors(lambda: service.forget(who, id))
 
-    @server.tool()
-    def why_not(id: int, query: str, ctx: Context, k: int = DEFAULT_RECALL_K,  # noqa: A002
-                tiers: Optional[list[str]] = None, required_tags: Optional[list[str]] = None,
-                min_importance: Optional[float] = None, mode: Optional[str] = None) -> dict[str, Any]:
-        """Why memory `id` is (not) among the hits of the same recall: returned, not_found
-        (also for a forgotten id), gated (which gates), not_admitted (its rank per generator)
-        or outranked (its score, the k-th score)."""
+    @server.tool(description="Forget every memory you hold (cannot be undone): confirm must be true; "
+                             "without it the error says how many would go. Returns how many were forgotten.")
+    def forget_all(ctx: Context, confirm: bool = False) -> dict[str, Any]:
+        who = tenant_of(ctx)
+        return _tool_errors(lambda: service.forget_all(who, confirm=confirm))
+
+    @server.tool(description=(
+        "Why memory `id` is (not) among the hits of the same recall (query, k, gates, mode): returned, "
+        "not_found (also for a forgotten id), gated (which gates), not_admitted (its rank per generator) or "
+        "outranked (its score, the k-th score)."))
+    def why_not(id: MemoryId, query: Text, ctx: Context, k: K = DEFAULT_RECALL_K,  # noqa: A002
+                tiers: Optional[list[Tier]] = None, required_tags: Labels = None,
+                min_importance: Optional[Importance] = None, mode: Mode = service.default_mode) -> dict[str, Any]:
         who = tenant_of(ctx)
         return _tool_errors(lambda: service.why_not(who, id, query, k=k, mode=mode, tiers=tiers,
                                                     required_tags=required_tags, min_importance=min_importance))
+
+    @server.resource("memory://recent{?limit}", name="recent_memories", mime_type="application/json",
+                     description="Your newest memories (JSON), newest first.")
+    def recent(ctx: Context, limit: int = DEFAULT_PAGE) -> str:
+        who = tenant_of(ctx)
+        page = _tool_errors(lambda: service.browse(who, limit=max(1, min(int(limit), MAX_PAGE))))
+        return json.dumps(page["memories"], ensure_ascii=False)
+
+    @server.prompt(description="Answer a question after recalling what memory holds about it.")
+    def recall_before_answering(question: str) -> str:
+        return (f"Before answering, call the `recall` tool with query={json.dumps(question)} (and k=5). Base your "
+                "answer on the memories it returns, preferring a memory that supersedes another and saying when "
+                "memory holds nothing relevant. If the question or your answer states a durable fact, decision "
+                "or preference that memory lacks, `remember` it.\n\nQuestion: " + question)
 
     return server
 
 
 def _unauthorized_guard(app: Any, tokens: TokenMap) -> Any:
-    """ASGI wrapper: an HTTP request without a known bearer token gets 401 and never reaches MCP."""
+    """ASGI wrapper: an HTTP request must carry exactly one ``Authorization`` header with a known
+    bearer token (else 401, never reaching MCP); the tenant it names goes into the request's scope,
+    the one place the tools read it from."""
+
+    async def refuse(send: Any, message: bytes) -> None:
+        await send({"type": "http.response.start", "status": 401,
+                    "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]})
+        await send({"type": "http.response.body", "body": b'{"error": "' + message + b'"}'})
 
     async def guarded(scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] == "http":
-            header = dict(scope.get("headers") or ()).get(b"authorization", b"").decode("latin-1")
-            if tokens.tenant_of(header) is None:
-                body = b'{"error": "unauthorized: a valid bearer token is required"}'
-                await send({"type": "http.response.start", "status": 401,
-                            "headers": [(b"content-type", b"application/json"),
-                                        (b"www-authenticate", b"Bearer")]})
-                await send({"type": "http.response.body", "body": body})
+            values = [value for name, value in scope.get("headers") or () if name.lower() == b"authorization"]
+            if len(values) > 1:  # which one counts would differ between layers: refuse, never guess
+                await refuse(send, b"unauthorized: more than one Authorization header")
                 return
+            tenant = tokens.tenant_of(values[0].decode("latin-1")) if values else None
+            if tenant is None:
+                await refuse(send, b"unauthorized: a valid bearer token is required")
+                return
+            scope = {**scope, _SCOPE_TENANT: tenant}
         await app(scope, receive, send)
 
     return guarded
 
 
-def serve_http(server: MCPServer, *, host: str, port: int, tokens: Optional[TokenMap]) -> None:
+def serve_http(server: MCPServer, *, host: str, port: int, tokens: Optional[TokenMap],
+               max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES) -> None:
     """Serve Streamable HTTP at ``http://host:port/mcp`` until interrupted."""
     import uvicorn
 
-    app = server.streamable_http_app(host=host, json_response=True)
+    app = server.streamable_http_app(host=host, json_response=True, max_request_body_size=body_limit(max_text_bytes))
     if tokens is not None:
         app = _unauthorized_guard(app, tokens)
     uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning")).run()
-
-
-def open_store(path: str, embedder: Any) -> MemoryStore:
-    """The store file with the embedder, or lexical (a new file gets dim :data:`LEXICAL_DIM`); a
-    file with embeddings opened without its embedder is a clear error."""
-    if embedder is not None:
-        return MemoryStore(path, embedder=embedder)
-    store = MemoryStore(path, None if os.path.exists(path) else LEXICAL_DIM)
-    if store.dim != LEXICAL_DIM:
-        dim = store.dim
-        store.close()
-        msg = (f"{path} holds {dim}-dimensional embeddings: start the server with the embedder that made "
-               "them (--embed MODEL)")
-        raise ValueError(msg)
-    return store

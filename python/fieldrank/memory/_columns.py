@@ -33,15 +33,18 @@ from ..temporal import time_cues
 from . import _tier as tier_statistics
 from ._lexical import LexicalLeg
 from ._params import MemoryParams
-from ._schema import SECONDS_PER_DAY, TIERS
+from ._schema import SECONDS_PER_DAY, TIERS, Memory
 from ._tier import TierStatistics
 
-__all__ = ["DerivedCache", "EntityPostings", "Generation", "GrowingArray", "RowBatch", "Snapshot", "creation_days"]
+__all__ = ["EMPTY_ROWS", "NO_MEMORY", "DerivedCache", "EntityPostings", "Generation", "GrowingArray", "RowBatch", "Snapshot",
+           "concatenated_ranges", "creation_days"]
 
 #: Initial capacity of a growing column; it doubles when full (amortised O(1) append).
 INITIAL_CAPACITY = 64
 #: ``supersedes`` / ``superseded_by`` of a memory without one.
 NO_MEMORY = -1
+#: No rows (shared: never written to).
+EMPTY_ROWS = np.empty(0, dtype=np.int64)
 TIER_CODE = {name: code for code, name in enumerate(TIERS)}
 #: Slots of derived values kept per generation (see the module notes): the eligible rows of the
 #: last tenants recalled (with their memos) and the timeline; the least recently used go first.
@@ -56,6 +59,16 @@ def creation_days(created_at: np.ndarray) -> np.ndarray:
     """``datetime64[D]`` creation day of each row (the relevance core's session dates), clipped to years 1–9999."""
     days = np.clip(np.floor(np.asarray(created_at, dtype=np.float64) / SECONDS_PER_DAY), *_TIMELINE_DAYS)
     return days.astype(np.int64).astype("datetime64[D]")
+
+
+def concatenated_ranges(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The concatenated ``arange(start, end)`` of every pair (as one array) and each range's length."""
+    lengths = np.maximum(ends - starts, 0)
+    total = int(lengths.sum())
+    if total == 0:
+        return EMPTY_ROWS, lengths
+    offsets = np.repeat(starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
+    return np.arange(total, dtype=np.int64) + offsets, lengths
 
 
 def frozen(array: np.ndarray) -> np.ndarray:
@@ -194,6 +207,28 @@ class Generation:
         self.supersedes = GrowingArray(np.int64)
         #: Written in place (element write under the store lock) when a later memory supersedes it.
         self.superseded_by = GrowingArray(np.int64)
+        self._init_labels()
+        #: id -> row of its current (live) version.
+        self.row_of: dict[int, int] = {}
+        self.lexical = LexicalLeg(params, ids=self.ids, sessions=self.session_keys, live=self.live)
+        self._durable_importance = params.durable_importance
+        #: tenant code -> cosine statistics of its durable rows (:mod:`._tier`); an entry is replaced,
+        #: never modified, on every write, so a reader holding one sees a consistent object.
+        self.tier_stats: dict[int, TierStatistics] = {}
+        #: Published row count: readers never look at rows >= n.
+        self.n = 0
+        self.n_live = 0
+        #: Bumped by every in-place write of the live mask / of ``superseded_by`` (cache keys).
+        self.live_version = 0
+        self.superseded_version = 0
+        #: Values derived from rows that do not change (see the module notes).
+        self.derived = DerivedCache()
+        #: ((n, version), read-only copy) of the live mask / ``superseded_by`` the last snapshot took.
+        self._frozen_live: tuple = (None, None)
+        self._frozen_superseded_by: tuple = (None, None)
+
+    def _init_labels(self) -> None:
+        """The per-row Python lists and the label indexes (tenants, sessions, tags, entities)."""
         self.sessions: list[Optional[str]] = []
         self.session_code: dict[tuple[str, str], int] = {}
         self.texts: list[str] = []
@@ -214,24 +249,6 @@ class Generation:
         self.entity_codes = GrowingArray(np.int64)
         self._entity_postings: Optional[EntityPostings] = None
         self._entity_postings_lock = threading.Lock()
-        #: id -> row of its current (live) version.
-        self.row_of: dict[int, int] = {}
-        self.lexical = LexicalLeg(params, ids=self.ids, sessions=self.session_keys, live=self.live)
-        self._durable_importance = params.durable_importance
-        #: tenant code -> cosine statistics of its durable rows (:mod:`._tier`); an entry is replaced,
-        #: never modified, on every write, so a reader holding one sees a consistent object.
-        self.tier_stats: dict[int, TierStatistics] = {}
-        #: Published row count: readers never look at rows >= n.
-        self.n = 0
-        self.n_live = 0
-        #: Bumped by every in-place write of the live mask / of ``superseded_by`` (cache keys).
-        self.live_version = 0
-        self.superseded_version = 0
-        #: Values derived from rows that do not change (see the module notes).
-        self.derived = DerivedCache()
-        #: ((n, version), read-only copy) of the live mask / ``superseded_by`` the last snapshot took.
-        self._frozen_live: tuple = (None, None)
-        self._frozen_superseded_by: tuple = (None, None)
 
     def _code_of(self, tenant: str) -> int:
         code = self.tenant_code.get(tenant)
@@ -255,6 +272,17 @@ class Generation:
         start = self.n
         rows = np.arange(start, start + m, dtype=np.int64)
         codes = np.array([self._code_of(t) for t in batch.tenants], dtype=np.int32)
+        self._append_columns(batch, start, codes)
+        self._index(batch, start, rows, codes)
+        for offset, memory_id in enumerate(batch.ids.tolist()):
+            self.row_of[memory_id] = start + offset
+        self.n_live += m
+        self.n = start + m  # publish
+        return rows
+
+    def _append_columns(self, batch: RowBatch, start: int, codes: np.ndarray) -> None:
+        """Every per-row column of ``batch`` (rows ``start, ...``; not yet published)."""
+        m = len(batch)
         self.embeddings.append(batch.embeddings)
         self.ids.append(batch.ids)
         self.tenant_codes.append(codes)
@@ -284,6 +312,10 @@ class Generation:
         self.texts.extend(batch.texts)
         self.tags.extend(batch.tags)
         self.entities.extend(batch.entities)
+
+    def _index(self, batch: RowBatch, start: int, rows: np.ndarray, codes: np.ndarray) -> None:
+        """The postings (tenant, tag, entity), tier statistics and entity CSR of the new rows."""
+        m = len(batch)
         for code in np.unique(codes):
             self._post(self.tenant_rows, int(code), rows[codes == code])
         durable = (batch.importance >= self._durable_importance) | np.array(
@@ -312,11 +344,6 @@ class Generation:
         self.entity_codes.append(np.fromiter((c for row in codes_of_rows for c in row), dtype=np.int64,
                                              count=int(counts.sum())))
         self.entity_ptr.append(self.entity_ptr.buffer[start] + np.cumsum(counts))
-        for offset, memory_id in enumerate(batch.ids.tolist()):
-            self.row_of[memory_id] = start + offset
-        self.n_live += m
-        self.n = start + m  # publish
-        return rows
 
     def entity_postings(self, n: int) -> EntityPostings:
         """The entity postings of rows ``[0, n)`` as CSR arrays (see :class:`EntityPostings`).
@@ -386,6 +413,59 @@ class Generation:
             superseded_by=superseded_by,
             tier_stats=self.tier_stats,
         )
+
+    def memory(self, row: int) -> Memory:
+        """The :class:`Memory` at ``row`` (its embedding a copy)."""
+        def optional_id(value: object) -> Optional[int]:
+            return None if int(value) == NO_MEMORY else int(value)
+
+        return Memory(
+            id=int(self.ids.buffer[row]),
+            tenant=self.tenant_names[int(self.tenant_codes.buffer[row])],
+            text=self.texts[row],
+            embedding=self.embeddings.buffer[row].copy(),
+            created_at=float(self.created_at.buffer[row]),
+            last_access=float(self.last_access.buffer[row]),
+            recall_count=int(self.recall_count.buffer[row]),
+            importance=float(self.importance.buffer[row]),
+            storage_strength=float(self.storage_strength.buffer[row]),
+            valence=float(self.valence.buffer[row]),
+            tier=TIERS[int(self.tier_codes.buffer[row])],
+            tags=self.tags[row],
+            entities=self.entities[row],
+            session=self.sessions[row],
+            supersedes=optional_id(self.supersedes.buffer[row]),
+            superseded_by=optional_id(self.superseded_by.buffer[row]),
+        )
+
+    def compacted(self, params: MemoryParams) -> Generation:
+        """A new generation of the live rows alone, in their order, with its BM25 index built."""
+        n = self.n
+        rows = np.flatnonzero(self.live.buffer[:n])
+        fresh = Generation(self.dim, params)
+        if rows.size == 0:
+            return fresh
+        listed = rows.tolist()
+        fresh.append(RowBatch(
+            ids=self.ids.buffer[rows].copy(),
+            tenants=[self.tenant_names[c] for c in self.tenant_codes.buffer[rows].tolist()],
+            texts=[self.texts[r] for r in listed],
+            embeddings=self.embeddings.buffer[rows].copy(),
+            created_at=self.created_at.buffer[rows].copy(),
+            last_access=self.last_access.buffer[rows].copy(),
+            recall_count=self.recall_count.buffer[rows].copy(),
+            importance=self.importance.buffer[rows].copy(),
+            storage_strength=self.storage_strength.buffer[rows].copy(),
+            valence=self.valence.buffer[rows].copy(),
+            tiers=[TIERS[c] for c in self.tier_codes.buffer[rows].tolist()],
+            tags=[self.tags[r] for r in listed],
+            entities=[self.entities[r] for r in listed],
+            sessions=[self.sessions[r] for r in listed],
+            supersedes=self.supersedes.buffer[rows].copy(),
+            superseded_by=self.superseded_by.buffer[rows].copy(),
+        ))
+        fresh.lexical.build_now(fresh.texts, fresh.n)
+        return fresh
 
 
 @dataclass(frozen=True)

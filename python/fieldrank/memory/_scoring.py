@@ -47,9 +47,9 @@ from typing import Optional
 
 import numpy as np
 
-from .. import _core
+from .. import _kernels as kernels
 from ._columns import Snapshot
-from ._generators import CORE_TIER_CODE, Cue, candidate_cosine, durable_rows
+from ._query import Cue
 from ._params import (
     GRAPH_BOOST_MIN,
     RETRIEVAL_STRENGTH_MAX,
@@ -60,8 +60,9 @@ from ._params import (
     MemoryParams,
 )
 from ._schema import SECONDS_PER_DAY
+from ._similarity import CORE_TIER_CODE, candidate_cosine, durable_rows
 
-__all__ = ["FactorArrays", "durable_rows", "fuse", "fuse_reference", "hit_cosine", "native_fusion_params",
+__all__ = ["FactorArrays", "fuse", "fuse_reference", "hit_cosine", "native_fusion_params",
            "retrieval_strength", "storage_bounded", "with_score"]
 
 
@@ -116,8 +117,8 @@ class FactorArrays:
 
 
 #: FactorArrays' float columns in the row order of the native factor matrix: the names
-#: memory_fusion.hpp lists next to its FusedFactor rows (``_core.FUSED_FACTOR_NAMES``).
-MATRIX_COLUMNS: tuple[str, ...] = tuple(_core.FUSED_FACTOR_NAMES)
+#: memory_fusion.hpp lists next to its FusedFactor rows (``kernels.FUSED_FACTOR_NAMES``).
+MATRIX_COLUMNS: tuple[str, ...] = tuple(kernels.FUSED_FACTOR_NAMES)
 _MATRIX_ROW = {name: i for i, name in enumerate(MATRIX_COLUMNS)}
 
 
@@ -148,10 +149,10 @@ def hit_cosine(snapshot: Snapshot, cue: Cue, rows: np.ndarray, params: MemoryPar
     return cosine, np.maximum(cosine, params.sim_floor)
 
 
-def native_fusion_params(params: MemoryParams) -> _core.NativeFusionParams:
+def native_fusion_params(params: MemoryParams) -> kernels.NativeFusionParams:
     """The fused score's constants for the native kernel (:func:`fuse`): MemoryParams' fields and
     the spec's floors. The store builds them once, with its params."""
-    return _core.NativeFusionParams(
+    return kernels.NativeFusionParams(
         sim_floor=params.sim_floor, importance_floor=params.importance_floor,
         durable_importance=params.durable_importance, importance_boost=params.importance_boost,
         tag_boost=params.tag_boost, graph_boost=params.graph_boost, graph_boost_min=GRAPH_BOOST_MIN,
@@ -195,10 +196,10 @@ def _entity_inputs(snapshot: Snapshot, rows: np.ndarray, cue: Cue) -> tuple[np.n
 
 
 def fuse(snapshot: Snapshot, rows: np.ndarray, cue: Cue, activation: np.ndarray, relevance_by_row: np.ndarray,
-         params: MemoryParams, native_params: Optional[_core.NativeFusionParams] = None) -> FactorArrays:
+         params: MemoryParams, native_params: Optional[kernels.NativeFusionParams] = None) -> FactorArrays:
     """Every term and the fused score of the candidate ``rows``; ``relevance_by_row`` holds every row's.
 
-    One native pass over the candidates (``fieldrank._core.memory_fuse``) after exp2, which stays in
+    One native pass over the candidates (``fieldrank.kernels.memory_fuse``) after exp2, which stays in
     numpy (numpy's exp2, whose last bit differs from libm's on some CPUs). With a cue vector the
     cosine (provenance only: the score does not read it) is left for the returned hits
     (``cosine_pending``, :func:`hit_cosine`); a keyword recall's stand-in, relative to the best
@@ -209,12 +210,12 @@ def fuse(snapshot: Snapshot, rows: np.ndarray, cue: Cue, activation: np.ndarray,
     if native_params is None:
         native_params = native_fusion_params(params)
     cosine = None if cue.vector is not None else lexical_similarity(snapshot, rows, cue.text)
-    exponent = _core.memory_decay_exponents(rows, snapshot.last_access, snapshot.storage_strength, cue.at_time,
+    exponent = kernels.memory_decay_exponents(rows, snapshot.last_access, snapshot.storage_strength, cue.at_time,
                                             SECONDS_PER_DAY, params.retrieval_half_life_days, STORAGE_STRENGTH_MIN)
     decay = np.exp2(exponent)
     tags = tag_containment(snapshot, rows, cue.tags) if cue.tags else None
     entity_share, other_entity = _entity_inputs(snapshot, rows, cue) if cue.entities else (None, None)
-    matrix, durable = _core.memory_fuse(
+    matrix, durable = kernels.memory_fuse(
         rows, relevance_by_row, snapshot.importance, snapshot.storage_strength, snapshot.tier_codes, snapshot.valence,
         decay, np.ascontiguousarray(activation, dtype=np.float64), native_params, cosine=cosine,
         tag_containment=tags, entity_containment=entity_share, other_entity=other_entity,

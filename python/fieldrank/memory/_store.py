@@ -1,24 +1,11 @@
 """``MemoryStore``: long-lived agent memory with multi-signal fused recall (SPEC §8).
 
-Pipeline of one recall:
-
-1. **gates pushed down**: the rows of the cue's tenant that are live and pass every hard gate
-   (:mod:`._gates`);
-2. **relevance core**: ``fieldrank.temporal.temporal_batch`` with the ``default`` preset's
-   parameters scores every eligible row (:func:`.generators.relevance_core`);
-3. **candidate generation**: each generator of the mode admits up to its own quota from those
-   rows, independently; in the protecting modes the protected tier (every durable row) is
-   admitted whole; the union is taken, plus the replacement of every superseded candidate
-   (:mod:`._generators`);
-4. **gates on the union** (re-checked per candidate);
-5. **fused score** of every candidate: relevance plus bounded additive terms; with cue
-   entities, memories about other entities capped below the best one about the cue's; superseded
-   memories capped below their replacement (:mod:`._scoring`); in ``rerank`` mode the fused union
-   is then reranked by CFS-R or CFS (``fieldrank.cfsr_pool`` / ``cfs_pool`` with the fused scores
-   as the pool's query similarities);
-6. the top ``k``, with a reserved share for the protected memories a cue-conditioned gate picks, with
-   provenance (:mod:`._provenance`); with ``reinforce=True`` the returned memories are
-   strengthened and linked (SPEC §8 recall dynamics), as SQL increments with a file.
+The store holds the lifecycle: opening a backend and loading it, writes (``add``, ``add_many``,
+``update``, ``forget``, ``compact``), catching up with other processes (:mod:`._sync`) and the
+bookkeeping a recall writes back (:mod:`._signals._reinforcement`). A recall checks its query
+once (:mod:`._query`), takes a snapshot of the rows under the lock and runs the pipeline on it
+(:mod:`._pipeline`: candidates, factors, fusion, tier, hits as one trace that ``why_not``
+reads too).
 
 Several processes or store objects may share a file: ids are allocated in the file, and every
 public call (``len``, ``in`` and ``tenants`` included) first applies what others committed
@@ -40,76 +27,47 @@ snapshot is never returned by it.
 
 from __future__ import annotations
 
-import math
 import numbers
 import os
 import threading
-import time
 import warnings
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, fields, replace
-from types import MappingProxyType
-from typing import Any, Mapping, Optional, Union
+from typing import Any, Optional, Union
 
 import numpy as np
 
-from .. import _core
 from .. import _validation as _v
-from ..embed import Embedder, check_embedder, embed_documents, embed_queries
-from ..operators import cfs_pool, cfsr_pool
+from ..embed import Embedder, embed_documents, embed_queries
 from . import _confidence as _hit_confidence
+from . import _pipeline as pipeline
 from ._columns import Generation, RowBatch, Snapshot
-from ._gates import Eligibility, GateSpec, eligible_rows, failed_gates, passes_union_gates
-from ._columns import NO_MEMORY
-from ._generators import (Admissions, Cue, LinkIndex, Relevance, by_cue_z, generate, generator_rank,
-                          mentioned_entities, relevance_core)
+from ._gates import GateSpec
+from ._ingest import (NewRows, UnitRows, checked_changes, checked_options, checked_texts, new_rows, single_vector,
+                      updated_batch)
 from ._params import DEFAULT_PARAMS, MemoryParams
-from ._persistence import SYNCHRONOUS_MODES, TOMBSTONE, StoreBackend, StoreIOError, batch_of_records, open_backend
-from ._provenance import Hit, RecallResult, ScoreFactors, WhyNot, dominant_factor, weakest_factor
+from ._persistence import TOMBSTONE, StoreBackend, StoreIOError, batch_of_records, open_backend
+from ._provenance import RecallResult, WhyNot
+from ._query import Cue, ModeQuotas, build_query
 from ._schema import (
     DEFAULT_IMPORTANCE,
     DEFAULT_MODE,
-    KEYWORD_MODE,
     DEFAULT_STORAGE_STRENGTH,
     DEFAULT_TENANT,
     DEFAULT_TIER,
     DEFAULT_VALENCE,
-    GENERATORS,
-    IMPORTANCE_RANGE,
-    MEMORY_ID_LIMIT,
-    MODE_GENERATORS,
-    PROTECTING_MODES,
-    RECALL_COUNT_RANGE,
-    SECONDS_PER_DAY,
-    TIERS,
-    VALENCE_RANGE,
     Memory,
-    check_importance,
     check_labels,
     check_memory_id,
     check_mode,
     check_positive_int,
-    check_storage_strength,
     check_tenant,
     check_text,
-    check_tier,
-    check_tier_mask,
-    check_timestamp,
-    check_valence,
-    check_valence_window,
-    cue_vector,
-    embedding_rows,
-    embedding_vector,
 )
-from ._scoring import (
-    MATRIX_COLUMNS,
-    FactorArrays,
-    fuse,
-    hit_cosine,
-    native_fusion_params,
-    retrieval_strength,
-    with_score,
-)
+from ._scoring import native_fusion_params
+from ._signals import _reinforcement as reinforcement
+from ._signals._links import CoRecallLinks
+from ._signals._supersession import stale_rows_of
+from ._sync import SyncState
 
 __all__ = ["MemoryStore", "ReinforcementWarning"]
 
@@ -121,318 +79,6 @@ DEFAULT_K = _v.DEFAULTS["k"]  # results per recall: the core's k, as for a hybri
 DEFAULT_SYNCHRONOUS = "FULL"
 
 PathLike = Union[str, "os.PathLike[str]"]
-
-
-def _is_scalar(value: object) -> bool:
-    return isinstance(value, (str, numbers.Number)) or (isinstance(value, np.ndarray) and value.ndim == 0)
-
-
-def _numeric_column(value: object, n: int, name: str, low: float, high: float) -> np.ndarray:
-    """A scalar (broadcast) or one value per item, as float64, each finite and in [low, high]."""
-    if isinstance(value, (bool, np.bool_, str, bytes)):
-        msg = f"{name} must be a real number or a sequence of real numbers, got {type(value).__name__}"
-        raise TypeError(msg)
-    if isinstance(value, numbers.Real) or (isinstance(value, np.ndarray) and value.ndim == 0):
-        values = np.full(n, _v.float_value(value, name), dtype=np.float64)
-    elif isinstance(value, (Sequence, np.ndarray)):
-        values = np.asarray(value)
-        if values.dtype == object and values.ndim == 1 and all(
-                isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_)) for v in values.tolist()):
-            # Python ints beyond int64 (numpy keeps them as objects): each as a float, or a ValueError.
-            values = np.asarray([_v.float_value(v, f"{name}[{i}]") for i, v in enumerate(values.tolist())])
-        if values.dtype.kind not in "fiu":
-            msg = f"{name} must hold real numbers, got dtype {values.dtype}"
-            raise TypeError(msg)
-        if values.ndim != 1 or values.shape[0] != n:
-            msg = f"{name} must be a scalar or have one value per memory ({n}), got shape {values.shape}"
-            raise ValueError(msg)
-        values = values.astype(np.float64)
-    else:
-        msg = f"{name} must be a real number or a sequence of real numbers, got {type(value).__name__}"
-        raise TypeError(msg)
-    bad = ~np.isfinite(values) | (values < low) | (values > high)
-    if bad.any():
-        position = int(np.flatnonzero(bad)[0])
-        msg = f"{name} must be finite and lie in [{low}, {high}], got {values[position]} at position {position}"
-        raise ValueError(msg)
-    return values
-
-
-def _per_item(value: object, n: int, name: str, check) -> list:
-    """A str/scalar (broadcast) or one value per item, each passed through ``check``."""
-    if _is_scalar(value):
-        return [check(value, name)] * n
-    if not isinstance(value, (Sequence, np.ndarray)):
-        msg = f"{name} must be a single value or one value per memory, got {type(value).__name__}"
-        raise TypeError(msg)
-    if len(value) != n:
-        msg = f"{name} must have one value per memory ({n}), got {len(value)}"
-        raise ValueError(msg)
-    return [check(item, f"{name}[{i}]") for i, item in enumerate(value)]
-
-
-def _labels_per_item(value: object, n: int, name: str) -> list[tuple[str, ...]]:
-    if value is None:
-        return [()] * n
-    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
-        msg = f"{name} must be a sequence with one collection of labels per memory, got {type(value).__name__}"
-        raise TypeError(msg)
-    if len(value) != n:
-        msg = f"{name} must have one entry per memory ({n}), got {len(value)}"
-        raise ValueError(msg)
-    return [check_labels(item, f"{name}[{i}]") for i, item in enumerate(value)]
-
-
-def _with_replacements(snapshot: Snapshot, union: np.ndarray, eligible: np.ndarray) -> np.ndarray:
-    """The union plus the eligible replacement of every superseded candidate (so it can outrank it)."""
-    replaced_by = snapshot.superseded_by[union]
-    stale = replaced_by != NO_MEMORY
-    if not stale.any():
-        return union
-    extra = [row for row in (snapshot.row_of(int(i)) for i in replaced_by[stale].tolist())
-             if row is not None and eligible[row]]
-    return np.unique(np.concatenate([union, np.asarray(extra, dtype=np.int64)])) if extra else union
-
-
-def _rank_other_entities_below_the_cues(snapshot: Snapshot, factors: FactorArrays, margin: float) -> FactorArrays:
-    """Cap every candidate about other entities only at the best cue-entity candidate's score minus ``margin``.
-
-    With cue entities, a memory about entities none of which is the cue's (the lexical twin "Sarah's
-    favourite food" for "What is Sara's favourite food?") may still be returned, but never above
-    the best candidate about one of the cue's entities: how much the relevance core likes the twin's
-    words grows with the store (z units over more rows), a bounded additive penalty does not.
-    No-op without cue entities or without a candidate about them.
-    """
-    about_cue = factors.entity_containment > 0
-    other = snapshot.has_entities[factors.rows] & ~about_cue  # about entities, none of them the cue's
-    if not about_cue.any() or not other.any():
-        return factors
-    ceiling = float(factors.score[about_cue].max()) - margin
-    score = factors.score.copy()
-    score[other] = np.minimum(score[other], ceiling)
-    return with_score(factors, score)
-
-
-def _rank_superseded_below_replacements(snapshot: Snapshot, factors: FactorArrays, margin: float) -> FactorArrays:
-    """Cap a superseded candidate's score at its replacement's minus ``margin`` (when both are candidates).
-
-    Chains (A superseded by B superseded by C) are resolved newest first, so A < B < C.
-    """
-    rows = factors.rows
-    replaced_by = snapshot.superseded_by[rows]
-    if not (replaced_by != NO_MEMORY).any():
-        return factors
-    score = factors.score.copy()
-    stale_positions = np.flatnonzero(replaced_by != NO_MEMORY)
-    # each stale candidate's replacement among the candidates (rows are sorted): position or -1
-    replacement_rows = np.fromiter((-1 if (r := snapshot.row_of(int(i))) is None else r
-                                    for i in replaced_by[stale_positions].tolist()),
-                                   dtype=np.int64, count=stale_positions.size)
-    at = np.minimum(np.searchsorted(rows, replacement_rows), rows.size - 1)
-    found = (replacement_rows >= 0) & (rows[at] == replacement_rows)
-    pairs = list(zip(stale_positions[found].tolist(), at[found].tolist()))
-    for _ in range(len(pairs)):  # at most one pass per link of the longest chain
-        changed = False
-        for i, j in pairs:
-            if score[i] > score[j] - margin:
-                score[i] = score[j] - margin
-                changed = True
-        if not changed:
-            break
-    return with_score(factors, score)
-
-
-#: The FactorArrays column of each ScoreFactors field (the same name, except two); the float64
-#: columns in ScoreFactors' field order, and where its one bool field, ``durable``, goes among them.
-_COLUMN_OF_FIELD = {"importance": "importance_term", "tag": "tag_term"}
-_SCORE_FACTOR_FIELDS = tuple(f.name for f in fields(ScoreFactors))
-_FACTOR_COLUMNS = tuple(_COLUMN_OF_FIELD.get(name, name) for name in _SCORE_FACTOR_FIELDS if name != "durable")
-_DURABLE_FIELD = _SCORE_FACTOR_FIELDS.index("durable")
-#: The rows of the native factor matrix (FactorArrays.matrix) in ScoreFactors' float field order.
-_FACTOR_MATRIX_ROWS = np.asarray([MATRIX_COLUMNS.index(name) for name in _FACTOR_COLUMNS], dtype=np.int64)
-_COSINE_COLUMN, _SIM_COLUMN = _FACTOR_COLUMNS.index("cosine"), _FACTOR_COLUMNS.index("sim")
-
-def _reserve_protected_slots(order: np.ndarray, chosen: np.ndarray, k: int) -> tuple[np.ndarray, frozenset]:
-    """numpy formulation of ``_core.memory_reserve_slots`` (its reference in the parity tests).
-
-    Make sure every one of ``chosen`` (positions into the union) is in the top ``k`` of ``order``.
-
-    ``chosen`` are the protected memories the cue-conditioned gate picked for the reserved share
-    (at most ``protected_share · k`` of them, best first). Those already in the top ``k`` keep
-    their place; each missing one takes the place of the lowest-ranked hit that is not chosen,
-    and the displaced hits come next, in their order. Returns the new order and the positions that
-    entered through a reserved slot. ``k`` >= 1 (the store reserves slots only then): ``k <= 0``
-    is a ValueError here as in the native kernel.
-    """
-    if k <= 0:
-        msg = f"k must be a positive integer, got {k}"
-        raise ValueError(msg)
-    if chosen.size == 0 or order.size <= k:
-        return order, frozenset()
-    top, rest = order[:k], order[k:]
-    entering = chosen[~_position_table(top, order.size)[chosen]]
-    if entering.size == 0:
-        return order, frozenset()
-    replaceable = np.flatnonzero(~_position_table(chosen, order.size)[top])
-    leaving_at = replaceable[::-1][:entering.size]
-    leaving = top[np.sort(leaving_at)]
-    kept = np.delete(top, leaving_at)
-    remaining = rest[~_position_table(entering, order.size)[rest]]
-    return np.concatenate([kept, entering, leaving, remaining]), frozenset(entering.tolist())
-
-
-def _position_table(positions: np.ndarray, size: int) -> np.ndarray:
-    """bool ``(size,)``: True at ``positions``."""
-    table = np.zeros(size, dtype=bool)
-    table[positions] = True
-    return table
-
-
-def _held_in_sorted(sorted_rows: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """bool per one of ``rows``: held by ``sorted_rows`` (sorted, unique); ``np.isin`` without its sort."""
-    if sorted_rows.size == 0:
-        return np.zeros(rows.size, dtype=bool)
-    position = np.minimum(np.searchsorted(sorted_rows, rows), sorted_rows.size - 1)
-    return sorted_rows[position] == rows
-
-
-def _positions_in_sorted(sorted_rows: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Positions in ``sorted_rows`` (sorted, unique) of those ``rows`` it holds, in the order of ``rows``."""
-    if sorted_rows.size == 0:
-        return np.empty(0, dtype=np.int64)
-    position = np.searchsorted(sorted_rows, rows)
-    held = position < sorted_rows.size
-    held[held] = sorted_rows[position[held]] == rows[held]
-    return position[held]
-
-
-def _frozen(cls: type, values: dict) -> Any:
-    """An instance of the frozen dataclass ``cls`` with every field given in ``values``.
-
-    What the generated ``__init__`` does (no defaults to fill, no ``__post_init__``), without its
-    ``object.__setattr__`` per field: a recall builds two such objects per hit, about 30 fields.
-    """
-    instance = object.__new__(cls)
-    instance.__dict__.update(values)
-    return instance
-
-
-def _optional_id(value: object) -> Optional[int]:
-    return None if int(value) == NO_MEMORY else int(value)
-
-
-def _sessions_per_item(value: object, n: int) -> Optional[list[Optional[str]]]:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return [check_text(value, "sessions")] * n
-    if not isinstance(value, Sequence):
-        msg = f"sessions must be a str, None or one str/None per memory, got {type(value).__name__}"
-        raise TypeError(msg)
-    if len(value) != n:
-        msg = f"sessions must have one entry per memory ({n}), got {len(value)}"
-        raise ValueError(msg)
-    return [None if item is None else check_text(item, f"sessions[{i}]") for i, item in enumerate(value)]
-
-
-def _supersedes_per_item(value: object, n: int) -> list[Optional[int]]:
-    if value is None:
-        return [None] * n
-    if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, np.ndarray)):
-        msg = f"supersedes must be a sequence with one id or None per memory, got {type(value).__name__}"
-        raise TypeError(msg)
-    if len(value) != n:
-        msg = f"supersedes must have one entry per memory ({n}), got {len(value)}"
-        raise ValueError(msg)
-    return [None if item is None else check_memory_id(item) for item in value]
-
-
-@dataclass(frozen=True)
-class _UnitRows:
-    """Embedding rows :meth:`MemoryStore.add` has already checked and normalised (``embedding_rows``'s output)."""
-
-    rows: np.ndarray
-
-
-@dataclass(frozen=True)
-class _Scored:
-    """The scored, gated union of one recall (internal)."""
-
-    snapshot: Snapshot
-    cue: Cue
-    eligible: Eligibility
-    admissions: Admissions
-    factors: FactorArrays
-    order: np.ndarray  # positions into factors.rows, best first
-    ranking_scores: np.ndarray  # score per position of `order`
-    rerank: bool
-    core: Relevance
-    reserved: frozenset  # positions into factors.rows that hold a reserved protected slot
-
-
-def recall_trace(snapshot: Snapshot, cue: Cue, gates: GateSpec, mode: str, k: int, params: MemoryParams,
-                 links: LinkIndex, fusion_params) -> _Scored:
-    """The one recall pipeline: a pure function of (snapshot, cue, gates, mode, k, params, links).
-
-    Returns the trace (:class:`_Scored`): the eligibility, every generator's admissions, the gated
-    union with its factors, the final order and the reserved slots. :meth:`MemoryStore.recall`
-    turns it into hits; :meth:`MemoryStore.why_not` reads the same trace (and, for a memory no
-    generator admitted, the generator orders the trace's own scores give), so the two never
-    disagree, at near-ties included.
-    """
-    if cue.infer_entities and params.infer_cue_entities and cue.text:
-        named = mentioned_entities(snapshot, cue.text)
-        if named:
-            cue = replace(cue, entities=named, derived={})
-    eligible = eligible_rows(snapshot, gates)
-    generators = MODE_GENERATORS[mode]
-    core = relevance_core(snapshot, cue, eligible, params,
-                          params.quota("relevance") if "relevance" in generators else 0)
-    admissions = generate(snapshot, cue, eligible, generators, params, links, core)
-    union = _with_replacements(snapshot, admissions.union(), eligible.mask)
-    union = union[passes_union_gates(snapshot, union, gates)]
-    factors = fuse(snapshot, union, cue, admissions.activation_of(union), core.by_row, params,
-                   fusion_params)
-    if cue.entities:
-        factors = _rank_other_entities_below_the_cues(snapshot, factors, params.other_entity_margin)
-    factors = _rank_superseded_below_replacements(snapshot, factors, params.superseded_margin)
-    ids = snapshot.ids[union]
-    rerank = mode == "rerank" and union.size > 0
-    if rerank:
-        pool_ids = np.arange(union.size, dtype=np.int64)
-        vectors = np.ascontiguousarray(snapshot.embeddings[union])
-        fused = factors.score.astype(np.float32)
-        if params.rerank_operator == "cfsr":
-            ranking = cfsr_pool(pool_ids, vectors, cue.vector, union.size, sims=fused)
-        else:
-            ranking = cfs_pool(pool_ids, vectors, cue.vector, union.size, sims=fused)
-        order = np.asarray(ranking.ids, dtype=np.int64)
-        position_scores = np.empty(union.size)
-        position_scores[order] = np.asarray(ranking.scores, dtype=np.float64)
-    else:
-        order = np.lexsort((ids, -factors.score))
-        position_scores = factors.score
-    reserved: frozenset = frozenset()
-    slots = int(params.protected_share * k)
-    if mode in PROTECTING_MODES and slots > 0:
-        tier = admissions.by_generator.get("importance", np.empty(0, np.int64))
-        held = cue.derived.get("by_cue_z")  # the protected tier's order by z, kept by protected_tier
-        if (held is not None and held[0] is snapshot and held[1].size == tier.size
-                and _held_in_sorted(union, held[1]).all()):
-            # the whole tier was admitted (tier is a permutation of its sorted rows) and every
-            # row of it is a candidate: by_cue_z of those rows is the order already held
-            tier_rows, z = held[2], held[3]
-        else:
-            tier_rows, z = by_cue_z(snapshot, cue, tier[_held_in_sorted(union, tier)])
-        # the cue-conditioned gate: only a durable memory whose similarity to this cue is
-        # unusual for it (memory-side z >= protected_min_z) may hold a reserved slot
-        chosen = np.searchsorted(union, tier_rows[z >= params.protected_min_z][:slots])
-        if chosen.size and order.size > k:
-            order, entering = _core.memory_reserve_slots(order, chosen, k)  # = _reserve_protected_slots
-            reserved = frozenset(entering.tolist())
-    return _frozen(_Scored, {"snapshot": snapshot, "cue": cue, "eligible": eligible, "admissions": admissions,
-                             "factors": factors, "order": order, "ranking_scores": position_scores[order],
-                             "rerank": rerank, "core": core, "reserved": reserved})
 
 
 class MemoryStore:
@@ -474,36 +120,18 @@ class MemoryStore:
         synchronous: str = DEFAULT_SYNCHRONOUS,
         embedder: Optional[Embedder] = None,
     ) -> None:
-        self._embedder = check_embedder(embedder)
-        if dim is None and self._embedder is not None:
-            dim = self._embedder.dim
-        if self._embedder is not None and dim != self._embedder.dim:
-            msg = f"dim {dim} differs from the embedder's dimension {self._embedder.dim}"
-            raise ValueError(msg)
-        if not isinstance(params, MemoryParams):
-            msg = f"params must be a MemoryParams, got {type(params).__name__}"
-            raise TypeError(msg)
-        if synchronous not in SYNCHRONOUS_MODES:
-            msg = f"synchronous must be one of {SYNCHRONOUS_MODES}, got {synchronous!r}"
-            raise ValueError(msg)
-        if dim is not None:
-            dim = check_positive_int(dim, "dim")
+        self._embedder, dim = checked_options(dim, params, synchronous, embedder)
         self._params = params
         #: The fused score's constants for the native kernel, built once with the params.
         self._fusion_params = native_fusion_params(params)
-        self._quotas_by_mode: dict[str, Mapping] = {}
+        self._quotas = ModeQuotas(params)
         self._lock = threading.RLock()
-        self._links: dict[int, dict[int, float]] = {}
-        self._link_index = LinkIndex(self._links)
+        self._links = CoRecallLinks()
         self._forgotten: set[int] = set()
         self._next_id = 0
         self._closed = False
-        #: File revision this store has applied (see :meth:`_refresh`), and revisions it wrote itself.
-        self._revision = 0
-        self._own_revisions: set[int] = set()
-        self._data_version = -1
-        #: The file's purge epoch this store has reconciled with (see :meth:`_reconcile`).
-        self._purge_epoch = 0
+        #: How far this store has caught up with its backend (:meth:`_refresh`).
+        self._sync = SyncState()
         self._reinforce_failures = 0
         if path is None:
             if dim is None:
@@ -581,16 +209,10 @@ class MemoryStore:
 
     # ------------------------------------------------------------------ loading
     def _load(self) -> None:
-        backend = self._backend
-        self._data_version = backend.data_version()
-        state = backend.changes(None, None)  # one snapshot: rows, links, revision and purge epoch agree
-        self._revision, self._purge_epoch = state.revision, state.purge_epoch
+        state = self._sync.load(self._backend)
         self._apply_rows(state.rows)
-        self._next_id = max(self._next_id, backend.next_id())
-        for a, b, weight in state.links:
-            self._links.setdefault(a, {})[b] = weight
-            self._links.setdefault(b, {})[a] = weight
-        self._link_index.touched(list(self._links))
+        self._next_id = max(self._next_id, self._backend.next_id())
+        self._links.load(state.links)
 
     def _apply_rows(self, records: list) -> None:
         """Bring the in-memory generation up to date with records read from the backend (caller holds the lock).
@@ -617,42 +239,26 @@ class MemoryStore:
             generation.append(batch_of_records(live, self._dim, self._backend.path))
 
     def _refresh(self) -> None:
-        """Apply what other processes (or store objects) committed to the file since the last look.
+        """Apply what other processes (or store objects) committed since the last look (:mod:`._sync`).
 
         Caller holds the lock; every public call that reads or writes calls it first, so a call
-        that starts after another process's ``forget()`` returned never sees that memory.
-        ``PRAGMA data_version`` says cheaply whether anything changed (no file read when nothing
-        did); then, in one read snapshot (:meth:`SqliteBackend.changes`): if another store purged
-        (the file's purge epoch moved), every memory the file no longer holds live is forgotten
-        here; then the rows written after this store's last applied revision are applied, except
-        the ones whose latest write was this store's own (already applied). A closed store does
-        nothing (its calls raise, or answer from memory: ``len``, ``in``).
+        that starts after another process's ``forget()`` returned never sees that memory. After
+        another store's purge, every memory the backend no longer holds live is forgotten first.
+        A closed store does nothing (its calls raise, or answer from memory: ``len``, ``in``).
         """
-        backend = self._backend
-        if backend is None or self._closed:
+        if self._backend is None or self._closed:
             return
-        version = backend.data_version()
-        if version == self._data_version:
+        state = self._sync.pending(self._backend)
+        if state is None:
             return
-        state = backend.changes(self._revision, self._purge_epoch)
         if state.live_ids is not None:
             self._reconcile(state.live_ids, state.tombstoned_ids)
-        self._purge_epoch = state.purge_epoch
-        self._data_version = version
-        if state.revision <= self._revision:
+        records = self._sync.unapplied(state)
+        if records is None:
             return
-        own = self._own_revisions
-        self._apply_rows([row for row in state.rows if row[-1] not in own])
-        for a, b, weight in state.links:
-            if self._links.get(a, {}).get(b) == weight:
-                continue
-            for x, y in ((a, b), (b, a)):
-                neighbours = dict(self._links.get(x, {}))  # copy-on-write
-                neighbours[y] = weight
-                self._links[x] = neighbours
-            self._link_index.touched((a, b))
-        self._revision = state.revision
-        self._own_revisions = {r for r in own if r > state.revision}
+        self._apply_rows(records)
+        self._links.merge(state.links)
+        self._sync.applied(state)
 
     def _reconcile(self, live_ids: frozenset, tombstoned_ids: frozenset) -> None:
         """After another store's purge: forget every memory the file no longer holds live (caller holds the lock).
@@ -666,26 +272,12 @@ class MemoryStore:
                 self._forget_row(memory_id, row)
         self._forgotten = set(tombstoned_ids)
 
-    def _wrote(self, revision: int) -> None:
-        """Record a revision this store committed itself (caller holds the lock)."""
-        if revision == self._revision + 1:
-            self._revision = revision  # nobody else wrote in between
-        else:
-            self._own_revisions.add(revision)
-        if self._backend is not None:
-            self._data_version = -1  # look again at the next call (another writer may have committed)
-
     def _forget_row(self, memory_id: int, row: int) -> None:
         """Tombstone ``row`` in memory and drop its links (caller holds the lock)."""
         self._generation.tombstone(row)
         del self._generation.row_of[memory_id]
         self._forgotten.add(memory_id)
-        for other in self._links.pop(memory_id, {}):
-            neighbours = dict(self._links.get(other, {}))  # copy-on-write: readers may hold the old dict
-            neighbours.pop(memory_id, None)
-            self._links[other] = neighbours
-            self._link_index.touched((other,))
-        self._link_index.touched((memory_id,))
+        self._links.drop(memory_id)
 
     # ------------------------------------------------------------------ writing
     def add(
@@ -736,17 +328,10 @@ class MemoryStore:
         """
         if embedding is None:
             embedding = self._embedded_texts([check_text(text)], "embedding")[0]
-        if not isinstance(embedding, (np.ndarray, list, tuple)):
-            msg = f"embedding must be a numpy array of shape ({self._dim},), got {type(embedding).__name__}"
-            raise TypeError(msg)
-        vector = np.asarray(embedding)
-        if vector.ndim != 1:
-            msg = f"embedding must be 1-D with shape ({self._dim},), got shape {vector.shape}"
-            raise ValueError(msg)
         ids = self.add_many(
             [check_text(text)],
             # normalised once here (the messages name `embedding`); add_many stores these very bits
-            _UnitRows(embedding_vector(vector, self._dim, "embedding")[None, :]),
+            UnitRows(single_vector(embedding, self._dim, array_only=True)[None, :]),
             tenants=check_tenant(tenant),
             importances=importance,
             valences=valence,
@@ -793,97 +378,43 @@ class MemoryStore:
         np.ndarray
             int64 ids, in the order of ``texts``.
         """
-        if isinstance(texts, (str, bytes)) or not isinstance(texts, Sequence):
-            msg = f"texts must be a sequence of str, got {type(texts).__name__}"
-            raise TypeError(msg)
-        n = len(texts)
-        text_list = [check_text(t, f"texts[{i}]") for i, t in enumerate(texts)]
+        text_list = checked_texts(texts)
         if embeddings is None:
             embeddings = self._embedded_texts(text_list, "embeddings")
-        if isinstance(embeddings, _UnitRows):
-            vectors = embeddings.rows  # from add: checked and normalised already (normalising twice moves bits)
-        else:
-            vectors = embedding_rows(embeddings, self._dim, "embeddings")
-        if vectors.shape[0] != n:
-            msg = f"embeddings must have one row per text ({n}), got {vectors.shape[0]}"
-            raise ValueError(msg)
-        tenant_list = _per_item(tenants, n, "tenants", check_tenant)
-        tier_list = _per_item(tiers, n, "tiers", check_tier)
-        importance = _numeric_column(importances, n, "importances", *IMPORTANCE_RANGE)
-        valence = _numeric_column(valences, n, "valences", *VALENCE_RANGE)
-        storage = _numeric_column(storage_strengths, n, "storage_strengths", 1.0, math.inf)
-        if created_at is None:
-            created = np.full(n, time.time(), dtype=np.float64)
-        else:
-            created = _numeric_column(created_at, n, "created_at", -math.inf, math.inf)
-        if last_access is None:
-            accessed = created.copy()
-        else:
-            accessed = np.maximum(_numeric_column(last_access, n, "last_access", -math.inf, math.inf), created)
-        counts = _numeric_column(recall_counts, n, "recall_counts", *RECALL_COUNT_RANGE)
-        if not np.array_equal(counts, np.floor(counts)):
-            msg = "recall_counts must be whole numbers"
-            raise ValueError(msg)
-        tag_list = _labels_per_item(tags, n, "tags")
-        entity_list = _labels_per_item(entities, n, "entities")
-        session_list = _sessions_per_item(sessions, n)
-        replaced = _supersedes_per_item(supersedes, n)
-        if n == 0:
+        rows = new_rows(text_list, embeddings, self._dim, tenants=tenants, importances=importances, valences=valences,
+                        tiers=tiers, tags=tags, entities=entities, storage_strengths=storage_strengths,
+                        created_at=created_at, last_access=last_access, recall_counts=recall_counts,
+                        sessions=sessions, supersedes=supersedes)
+        if len(rows) == 0:
             return np.empty(0, dtype=np.int64)
         with self._lock:
             self._check_open()
             self._refresh()
-            stale_rows = self._check_supersedes(replaced, tenant_list)
+            return self._insert(rows)
 
-            def batch_from(first: int) -> RowBatch:
-                if first + n > MEMORY_ID_LIMIT:
-                    msg = f"the store has run out of memory ids (they lie below {MEMORY_ID_LIMIT})"
-                    raise ValueError(msg)
-                return RowBatch(
-                    ids=np.arange(first, first + n, dtype=np.int64), tenants=tenant_list, texts=text_list,
-                    embeddings=vectors, created_at=created, last_access=accessed,
-                    recall_count=counts.astype(np.int64), importance=importance, storage_strength=storage,
-                    valence=valence, tiers=tier_list, tags=tag_list, entities=entity_list, sessions=session_list,
-                    supersedes=np.asarray([NO_MEMORY if r is None else r for r in replaced], dtype=np.int64),
-                )
+    def _insert(self, rows: NewRows) -> np.ndarray:
+        """Give ``rows`` ids (in the backend's transaction, with one) and append them (caller holds the lock)."""
+        stale_rows = stale_rows_of(self._generation, rows.supersedes, rows.tenants)
+        n = len(rows)
+        if self._backend is not None:
+            built: list[RowBatch] = []
 
-            if self._backend is not None:
-                built: list[RowBatch] = []
+            def built_batch(first: int) -> RowBatch:
+                built.append(rows.batch(first))
+                return built[0]
 
-                def built_batch(first: int) -> RowBatch:
-                    built.append(batch_from(first))
-                    return built[0]
-
-                pairs = [(r, offset) for offset, r in enumerate(replaced) if r is not None]
-                first, revision = self._backend.insert(built_batch, n, pairs)
-                batch = built[0]
-                self._wrote(revision)
-            else:
-                first = self._next_id
-                batch = batch_from(first)
-            self._next_id = max(self._next_id, first + n)
-            self._generation.append(batch)
-            for offset, row in stale_rows:
-                self._generation.mark_superseded(row, first + offset)
+            pairs = [(r, offset) for offset, r in enumerate(rows.supersedes) if r is not None]
+            first, revision = self._backend.insert(built_batch, n, pairs)
+            batch = built[0]
+            self._sync.wrote(revision)
+        else:
+            first = self._next_id
+            batch = rows.batch(first)
+        self._next_id = max(self._next_id, first + n)
+        self._generation.append(batch)
+        for offset, row in stale_rows:
+            self._generation.mark_superseded(row, first + offset)
         return batch.ids
-
-    def _check_supersedes(self, replaced: list[Optional[int]], tenants: list[str]) -> list[tuple[int, int]]:
-        """(offset, row of the stale memory) per superseding item; each must be live and of the same tenant."""
-        out = []
-        for offset, memory_id in enumerate(replaced):
-            if memory_id is None:
-                continue
-            row = self._generation.row_of.get(memory_id)
-            if row is None:
-                msg = f"supersedes[{offset}]: no live memory with id {memory_id}"
-                raise KeyError(msg)
-            tenant = self._generation.tenant_names[int(self._generation.tenant_codes.buffer[row])]
-            if tenant != tenants[offset]:
-                msg = (f"supersedes[{offset}]: memory {memory_id} belongs to tenant {tenant!r}, not "
-                       f"{tenants[offset]!r}; a memory can only supersede one of its own tenant")
-                raise ValueError(msg)
-            out.append((offset, row))
-        return out
 
     def _embedded_texts(self, texts: list[str], what: str, *, queries: bool = False) -> np.ndarray:
         """The embedder's rows for ``texts`` (a ``ValueError`` naming ``what`` without an embedder)."""
@@ -917,26 +448,6 @@ class MemoryStore:
             raise KeyError(msg)
         return row
 
-    def _memory_at(self, generation: Generation, row: int) -> Memory:
-        return Memory(
-            id=int(generation.ids.buffer[row]),
-            tenant=generation.tenant_names[int(generation.tenant_codes.buffer[row])],
-            text=generation.texts[row],
-            embedding=generation.embeddings.buffer[row].copy(),
-            created_at=float(generation.created_at.buffer[row]),
-            last_access=float(generation.last_access.buffer[row]),
-            recall_count=int(generation.recall_count.buffer[row]),
-            importance=float(generation.importance.buffer[row]),
-            storage_strength=float(generation.storage_strength.buffer[row]),
-            valence=float(generation.valence.buffer[row]),
-            tier=TIERS[int(generation.tier_codes.buffer[row])],
-            tags=generation.tags[row],
-            entities=generation.entities[row],
-            session=generation.sessions[row],
-            supersedes=_optional_id(generation.supersedes.buffer[row]),
-            superseded_by=_optional_id(generation.superseded_by.buffer[row]),
-        )
-
     def get(self, memory_id: int, *, tenant: Optional[str] = None) -> Memory:
         """The memory with this id.
 
@@ -957,7 +468,7 @@ class MemoryStore:
         with self._lock:
             self._check_open()
             self._refresh()
-            return self._memory_at(self._generation, self._live_row(memory_id, tenant))
+            return self._generation.memory(self._live_row(memory_id, tenant))
 
     def update(
         self,
@@ -989,63 +500,28 @@ class MemoryStore:
         """
         memory_id = check_memory_id(memory_id)
         tenant = None if tenant is None else check_tenant(tenant)
-        changes: dict[str, Any] = {}
-        if text is not None:
-            changes["text"] = check_text(text)
-            if embedding is None and self._embedder is not None:
-                # New words, new vector: keeping the old embedding would rank the new text by the old one.
-                embedding = self._embedded_texts([changes["text"]], "embedding")[0]
-        if embedding is not None:
-            vector = np.asarray(embedding)
-            if vector.ndim != 1:
-                msg = f"embedding must be 1-D with shape ({self._dim},), got shape {vector.shape}"
-                raise ValueError(msg)
-            changes["embedding"] = embedding_vector(vector, self._dim, "embedding")
-        if importance is not None:
-            changes["importance"] = check_importance(importance)
-        if valence is not None:
-            changes["valence"] = check_valence(valence)
-        if tier is not None:
-            changes["tier"] = check_tier(tier)
-        if tags is not None:
-            changes["tags"] = check_labels(tags, "tags")
-        if entities is not None:
-            changes["entities"] = check_labels(entities, "entities")
-        if storage_strength is not None:
-            changes["storage_strength"] = check_storage_strength(storage_strength)
+        if text is not None and embedding is None and self._embedder is not None:
+            # New words, new vector: keeping the old embedding would rank the new text by the old one.
+            embedding = self._embedded_texts([check_text(text)], "embedding")[0]
+        changes = checked_changes(self._dim, text=text, embedding=embedding, importance=importance, valence=valence,
+                                  tier=tier, tags=tags, entities=entities, storage_strength=storage_strength)
         with self._lock:
             self._check_open()
             self._refresh()
             generation = self._generation
             row = self._live_row(memory_id, tenant)
-            current = self._memory_at(generation, row)
-            if changes.get("storage_strength", current.storage_strength) < current.storage_strength:
-                msg = (f"storage_strength may not decrease (S never decreases): memory {memory_id} has "
-                       f"{current.storage_strength}, got {changes['storage_strength']}")
-                raise ValueError(msg)
-            merged = {**current.__dict__, **changes}
-            batch = RowBatch(
-                ids=np.array([memory_id], dtype=np.int64), tenants=[merged["tenant"]], texts=[merged["text"]],
-                embeddings=merged["embedding"][None, :].astype(np.float32),
-                created_at=np.array([merged["created_at"]]), last_access=np.array([merged["last_access"]]),
-                recall_count=np.array([merged["recall_count"]], dtype=np.int64),
-                importance=np.array([merged["importance"]]), storage_strength=np.array([merged["storage_strength"]]),
-                valence=np.array([merged["valence"]]), tiers=[merged["tier"]], tags=[merged["tags"]],
-                entities=[merged["entities"]], sessions=[merged["session"]],
-                supersedes=np.array([NO_MEMORY if merged["supersedes"] is None else merged["supersedes"]]),
-                superseded_by=np.array([NO_MEMORY if merged["superseded_by"] is None else merged["superseded_by"]]),
-            )
+            batch = updated_batch(generation.memory(row), changes)
             if self._backend is not None:
                 try:
                     revision = self._backend.replace(batch)
                 except KeyError:  # forgotten (or purged) by another process since the refresh
-                    self._data_version = -1
+                    self._sync.look_again()
                     self._refresh()
                     raise
-                self._wrote(revision)
+                self._sync.wrote(revision)
             generation.tombstone(row)
             generation.append(batch)
-            return self._memory_at(generation, generation.row_of[memory_id])
+            return generation.memory(generation.row_of[memory_id])
 
     def forget(self, memory_id: int, *, tenant: Optional[str] = None) -> bool:
         """Tombstone a memory: from now on no recall returns it, from any generator.
@@ -1076,9 +552,9 @@ class MemoryStore:
                 revision = self._backend.tombstone(memory_id)
                 if revision is None:  # another process forgot it after the refresh
                     was_live = False
-                    self._data_version = -1
+                    self._sync.look_again()
                 else:
-                    self._wrote(revision)
+                    self._sync.wrote(revision)
             self._forget_row(memory_id, row)
             return was_live
 
@@ -1114,148 +590,22 @@ class MemoryStore:
                     if row is not None:
                         self._forget_row(memory_id, row)
                 self._forgotten.difference_update(purged)
-                if epoch is not None and epoch == self._purge_epoch + 1:
-                    self._purge_epoch = epoch  # else another store purged too: the next refresh reconciles
-                self._data_version = -1
+                self._sync.purged(epoch)
             elif purge:
                 self._forgotten.clear()
             old = self._generation
-            n = old.n
-            rows = np.flatnonzero(old.live.buffer[:n])
-            fresh = Generation(self._dim, self._params)
-            if rows.size:
-                fresh.append(RowBatch(
-                    ids=old.ids.buffer[rows].copy(),
-                    tenants=[old.tenant_names[c] for c in old.tenant_codes.buffer[rows].tolist()],
-                    texts=[old.texts[r] for r in rows.tolist()],
-                    embeddings=old.embeddings.buffer[rows].copy(),
-                    created_at=old.created_at.buffer[rows].copy(),
-                    last_access=old.last_access.buffer[rows].copy(),
-                    recall_count=old.recall_count.buffer[rows].copy(),
-                    importance=old.importance.buffer[rows].copy(),
-                    storage_strength=old.storage_strength.buffer[rows].copy(),
-                    valence=old.valence.buffer[rows].copy(),
-                    tiers=[TIERS[c] for c in old.tier_codes.buffer[rows].tolist()],
-                    tags=[old.tags[r] for r in rows.tolist()],
-                    entities=[old.entities[r] for r in rows.tolist()],
-                    sessions=[old.sessions[r] for r in rows.tolist()],
-                    supersedes=old.supersedes.buffer[rows].copy(),
-                    superseded_by=old.superseded_by.buffer[rows].copy(),
-                ))
-                fresh.lexical.build_now(fresh.texts, fresh.n)
-            self._generation = fresh
-            return int(n - rows.size)
+            self._generation = old.compacted(self._params)
+            return int(old.n - self._generation.n)
 
     # ------------------------------------------------------------------ recall
-    def _cue(
-        self,
-        cue_text: Optional[str],
-        cue_vector_value: Optional[np.ndarray],
-        *,
-        mode: str,
-        tenant: str,
-        required_tags: Optional[Iterable[str]],
-        tier_mask: Optional[Iterable[str]],
-        valence_window: Optional[tuple[float, float]],
-        min_importance: Optional[float],
-        at_time: Optional[float],
-        cue_tags: Optional[Iterable[str]],
-        cue_entities: Optional[Iterable[str]],
-        cue_valence: Optional[float],
-        cue_time: Optional[float],
-    ) -> tuple[Cue, GateSpec]:
-        if cue_text is not None:
-            check_text(cue_text, "cue_text")
-        if cue_vector_value is None and cue_text is not None and self._embedder is not None:
-            cue_vector_value = self._embedded_texts([cue_text], "cue_vector", queries=True)[0]
-        if cue_vector_value is not None:
-            vector: Optional[np.ndarray] = cue_vector(cue_vector_value, self._dim)
-        elif mode != KEYWORD_MODE:
-            msg = (f"cue_vector is required in mode {mode!r} (the dense generator and every candidate's "
-                   f"cosine read it); pass it, build the store with an embedder, or use "
-                   f"mode={KEYWORD_MODE!r} to recall on cue_text alone")
-            raise ValueError(msg)
-        elif not cue_text:
-            msg = f"a mode={KEYWORD_MODE!r} recall without cue_vector needs a non-empty cue_text"
-            raise ValueError(msg)
-        else:
-            vector = None
-        at = time.time() if at_time is None else check_timestamp(at_time, "at_time")
-        required = frozenset(check_labels(required_tags, "required_tags"))
-        gates = GateSpec(
-            tenant=check_tenant(tenant),
-            tier_mask=check_tier_mask(tier_mask),
-            required_tags=required,
-            valence_window=check_valence_window(valence_window),
-            min_importance=None if min_importance is None else check_importance(min_importance, "min_importance"),
-        )
-        cue = Cue(
-            text=cue_text,
-            vector=vector,
-            tags=frozenset(check_labels(cue_tags, "cue_tags")) | required,
-            entities=frozenset(check_labels(cue_entities, "cue_entities")),
-            infer_entities=cue_entities is None,
-            valence=None if cue_valence is None else check_valence(cue_valence, "cue_valence"),
-            time=at if cue_time is None else check_timestamp(cue_time, "cue_time"),
-            at_time=at,
-        )
-        return cue, gates
+    def _cue(self, cue_text: Optional[str], cue_vector_value: Optional[np.ndarray], **arguments: Any
+             ) -> tuple[Cue, GateSpec]:
+        """The checked cue and gates of a recall or why_not (:func:`._query.build_query`)."""
+        return build_query(cue_text, cue_vector_value, dim=self._dim,
+                           embed=None if self._embedder is None else self._embedded_query, **arguments)
 
-    def _score(self, snapshot: Snapshot, cue: Cue, gates: GateSpec, mode: str, k: int) -> _Scored:
-        return recall_trace(snapshot, cue, gates, mode, k, self._params, self._link_index, self._fusion_params)
-
-    def _hits(self, scored: _Scored, positions: Sequence[int], ranks: dict[int, dict[str, int]]) -> tuple[Hit, ...]:
-        """Hits with full provenance for the given positions of ``scored.order`` (the returned k, or
-        one memory for ``why_not``): the factor columns are gathered in one step for all of them."""
-        snapshot, f = scored.snapshot, scored.factors
-        where = np.asarray(positions, dtype=np.int64)
-        at = scored.order[where]
-        rows = f.rows[at]
-        # float64 columns in ScoreFactors' field order (``durable`` is the one bool, read apart),
-        # gathered for the hits before they are stacked
-        if f.matrix is not None:
-            values = f.matrix[_FACTOR_MATRIX_ROWS[:, None], at].T.tolist()
-        else:
-            values = np.stack([getattr(f, name)[at] for name in _FACTOR_COLUMNS], axis=1).tolist()
-        if f.cosine_pending:  # the cosine is provenance only: taken for these hits alone
-            cosine, sim = hit_cosine(snapshot, scored.cue, rows, self._params)
-            for j, (cos, s) in enumerate(zip(cosine.tolist(), sim.tolist())):
-                values[j][_COSINE_COLUMN] = cos
-                values[j][_SIM_COLUMN] = s
-        durable = f.durable[at].tolist()
-        ranking_scores = scored.ranking_scores[where].tolist()
-        ids, created = snapshot.ids[rows].tolist(), snapshot.created_at[rows].tolist()
-        counts, replaced_by = snapshot.recall_count[rows].tolist(), snapshot.superseded_by[rows].tolist()
-        tenant_codes = snapshot.tenant_codes[rows].tolist()
-        texts, tenant_names, at_time, rerank = snapshot.generation.texts, snapshot.generation.tenant_names, \
-            scored.cue.at_time, scored.rerank
-        reserved = scored.reserved
-        hits = []
-        for j, (position, i, row) in enumerate(zip(positions, at.tolist(), rows.tolist())):
-            factor_values = values[j]
-            factor_values.insert(_DURABLE_FIELD, durable[j])
-            by_field = dict(zip(_SCORE_FACTOR_FIELDS, factor_values))
-            factors = _frozen(ScoreFactors, by_field)
-            admitted = ranks.get(row, {})
-            hits.append(_frozen(Hit, {
-                "id": ids[j],
-                "rank": position + 1,
-                "score": ranking_scores[j],
-                "fused_score": factors.score,
-                "rerank_score": ranking_scores[j] if rerank else None,
-                "text": texts[row],
-                "tenant": tenant_names[tenant_codes[j]],
-                "factors": factors,
-                "dominant_factor": dominant_factor(by_field),
-                "weakest_factor": weakest_factor(by_field),
-                # ranks_for fills each row's dict in GENERATORS order, one dict per row
-                "admitted_by": MappingProxyType(admitted),
-                "age_days": max(at_time - created[j], 0.0) / SECONDS_PER_DAY,
-                "recall_count": counts[j],
-                "reserved_slot": i in reserved,
-                "superseded_by": None if replaced_by[j] == NO_MEMORY else replaced_by[j],
-            }))
-        return tuple(hits)
+    def _embedded_query(self, text: str) -> np.ndarray:
+        return self._embedded_texts([text], "cue_vector", queries=True)[0]
 
     def recall(
         self,
@@ -1338,40 +688,15 @@ class MemoryStore:
             self._check_open()
             self._refresh()
             snapshot = self._generation.snapshot()
-        scored = self._score(snapshot, cue, gates, mode, k)
-        top = min(k, scored.order.size)
-        ranks = scored.admissions.ranks_for(scored.factors.rows[scored.order[:top]].tolist())
-        hits = self._hits(scored, range(top), ranks)
-        # Defence in depth: a memory appears at most once (an update mid-recall cannot duplicate it).
-        seen: set[int] = set()
-        unique_hits = []
-        for hit in hits:
-            if hit.id not in seen:
-                seen.add(hit.id)
-                unique_hits.append(hit)
-        unique_hits = list(_hit_confidence.annotate(unique_hits, cue.text, cue.vector is not None, min_confidence))
+        trace = self._run(snapshot, cue, gates, mode, k)
+        returned = list(_hit_confidence.annotate(pipeline.top_hits(trace), cue.text, cue.vector is not None,
+                                                 min_confidence))
         # The bookkeeping never fails the read: if it cannot be written, the hits come back unreinforced.
-        reinforced = reinforce and (not unique_hits or self._reinforce([hit.id for hit in unique_hits], cue.at_time))
-        generators = MODE_GENERATORS[mode]
-        return RecallResult(
-            hits=tuple(unique_hits),
-            mode=mode,
-            tenant=gates.tenant,
-            k=k,
-            admitted=MappingProxyType({g: snapshot.ids[scored.admissions.by_generator.get(g, np.empty(0, np.int64))]
-                                       for g in generators}),
-            candidate_ids=np.sort(snapshot.ids[scored.factors.rows]),
-            quotas=self._mode_quotas(mode),
-            reinforced=reinforced,
-        )
+        reinforced = reinforce and (not returned or self._reinforce([hit.id for hit in returned], cue.at_time))
+        return pipeline.recall_result(trace, returned, self._quotas.of(mode), reinforced)
 
-    def _mode_quotas(self, mode: str) -> Mapping:
-        """The quotas of ``mode``'s generators (read-only, shared by its recalls: the params never change)."""
-        quotas = self._quotas_by_mode.get(mode)
-        if quotas is None:
-            quotas = self._quotas_by_mode[mode] = MappingProxyType(
-                {g: self._params.quota(g) for g in MODE_GENERATORS[mode]})
-        return quotas
+    def _run(self, snapshot: Snapshot, cue: Cue, gates: GateSpec, mode: str, k: int) -> pipeline.Trace:
+        return pipeline.run(snapshot, cue, gates, mode, k, self._params, self._links.index, self._fusion_params)
 
     def _reinforce(self, memory_ids: list[int], at_time: float) -> bool:
         """Recall dynamics for the returned memories (see :mod:`._scoring`), persisted atomically.
@@ -1387,78 +712,24 @@ class MemoryStore:
         :class:`ReinforcementWarning` names the file and the cause, and False is returned: the
         recall still returns its hits (``RecallResult.reinforced`` is False).
         """
-        params = self._params
         with self._lock:
             if self._closed:
                 return False
-            generation = self._generation
-            live_ids, rows = [], []
-            for memory_id in memory_ids:
-                row = generation.row_of.get(memory_id)
-                if row is None or not generation.live.buffer[row]:
-                    continue  # forgotten meanwhile
-                live_ids.append(memory_id)
-                rows.append(row)
-            # The returned memories are distinct: their updates are independent, one vectorised step.
-            at = np.asarray(rows, dtype=np.int64)
-            last = generation.last_access.buffer[at]
-            storage = generation.storage_strength.buffer[at]
-            gains = params.storage_gain * (1.0 - retrieval_strength(last, storage, at_time, params))
-            link_rows: list[tuple[int, int, float]] = []
-            changed: dict[int, dict[int, float]] = {}
-            if params.hebbian_rate > 0:
-                rate = params.hebbian_rate
-                # every returned memory's links as they were before this recall (the loop writes
-                # to `changed` only), looked up once each rather than once per pair
-                empty: dict[int, float] = {}
-                before = {a: self._links.get(a, empty) for a in live_ids}
-                for i, a in enumerate(live_ids):
-                    for b in live_ids[i + 1:]:
-                        low, high = (a, b) if a < b else (b, a)
-                        weight = before[low].get(high, 0.0)
-                        weight += rate * (1.0 - weight)
-                        changed.setdefault(low, {})[high] = weight
-                        changed.setdefault(high, {})[low] = weight
-                        link_rows.append((low, high, rate))
+            plan = reinforcement.plan(self._generation, self._links, memory_ids, at_time, self._params)
             if self._backend is None:
-                generation.storage_strength.buffer[at] = storage + gains
-                generation.last_access.buffer[at] = np.maximum(last, at_time)
-                generation.recall_count.buffer[at] = np.minimum(generation.recall_count.buffer[at] + 1,
-                                                                RECALL_COUNT_RANGE[1])
-                self._set_links(changed)
+                reinforcement.apply_in_memory(plan, self._generation, self._links)
                 return True
-            if not live_ids:
+            if not plan.ids:
                 return True
-            updates = [(float(at_time), gain, memory_id) for gain, memory_id in zip(gains.tolist(), live_ids)]
             try:
-                after = self._backend.reinforce(updates, link_rows)
+                after = self._backend.reinforce(plan.updates(), plan.link_rows)
             except StoreIOError as error:
                 self._reinforce_failures += 1
                 warnings.warn(ReinforcementWarning(
                     f"recall returned its hits unreinforced: {error}"), stacklevel=3)
                 return False
-            for memory_id, (last_value, count, strength) in after.rows.items():
-                row = generation.row_of.get(memory_id)
-                if row is not None:
-                    generation.last_access.buffer[row] = last_value
-                    generation.recall_count.buffer[row] = count
-                    generation.storage_strength.buffer[row] = strength
-            written: dict[int, dict[int, float]] = {}
-            for (low, high), weight in after.links.items():
-                written.setdefault(low, {})[high] = weight
-                written.setdefault(high, {})[low] = weight
-            self._set_links(written)
+            reinforcement.apply_stored(after, self._generation, self._links)
             return True
-
-    def _set_links(self, changed: dict[int, dict[int, float]]) -> None:
-        """Apply new link weights, ``{memory: {neighbour: weight}}`` (both directions given; caller holds
-        the lock). Copy-on-write: a recall iterating a neighbour dict never sees it change; one copy
-        per memory, however many of its links changed."""
-        for x, weights in changed.items():
-            neighbours = dict(self._links.get(x, {}))
-            neighbours.update(weights)
-            self._links[x] = neighbours
-        self._link_index.touched(changed)
 
     # ------------------------------------------------------------------ why not
     def why_not(
@@ -1503,52 +774,4 @@ class MemoryStore:
             self._refresh()
             snapshot = self._generation.snapshot()
             forgotten = memory_id in self._forgotten
-        generators = MODE_GENERATORS[mode]
-        quotas = MappingProxyType({g: self._params.quota(g) for g in generators})
-        if forgotten:
-            return WhyNot(memory_id, "tombstoned", f"memory {memory_id} was forgotten (tombstoned)", ("tombstone",),
-                          quotas=quotas)
-        row = snapshot.row_of(memory_id)
-        if row is None:
-            return WhyNot(memory_id, "not_found", f"no memory with id {memory_id}", quotas=quotas)
-        failed = failed_gates(snapshot, row, gates)
-        if "tombstone" in failed:
-            return WhyNot(memory_id, "tombstoned", f"memory {memory_id} was forgotten (tombstoned)", failed,
-                          quotas=quotas)
-        if "tenant" in failed:
-            detail = f"memory {memory_id} belongs to another tenant than {gates.tenant!r}"
-            return WhyNot(memory_id, "other_tenant", detail, failed, quotas=quotas)
-        if failed:
-            detail = f"memory {memory_id} fails the gate(s) {', '.join(failed)}"
-            return WhyNot(memory_id, "gated", detail, failed, quotas=quotas)
-        scored = self._score(snapshot, cue, gates, mode, k)
-        in_union = np.flatnonzero(scored.factors.rows == row)
-        if in_union.size == 0:
-            generator_ranks = MappingProxyType({
-                g: generator_rank(g, snapshot, cue, scored.eligible, row, scored.admissions, scored.core, self._params)
-                for g in generators
-            })
-            described = ", ".join(
-                f"{g}: {'cannot admit it' if r is None else f'rank {r} > quota {quotas[g]}'}"
-                for g, r in generator_ranks.items()
-            )
-            detail = f"memory {memory_id} was not admitted by any generator within its quota ({described})"
-            return WhyNot(memory_id, "not_admitted", detail, generator_ranks=generator_ranks, quotas=quotas)
-        position = int(np.flatnonzero(scored.order == in_union[0])[0])
-        ranks = scored.admissions.ranks_for([row])
-        hit = self._hits(scored, [position], ranks)[0]
-        cutoff_position = min(k, scored.order.size) - 1
-        cutoff = float(scored.ranking_scores[cutoff_position])
-        generator_ranks = MappingProxyType({g: hit.admitted_by.get(g) for g in generators})
-        if position < k:
-            detail = f"memory {memory_id} is returned at rank {position + 1}"
-            return WhyNot(memory_id, "returned", detail, generator_ranks=generator_ranks, quotas=quotas,
-                          rank=position + 1, score=hit.score, cutoff_score=cutoff, hit=hit)
-        if hit.score > cutoff:
-            detail = (f"memory {memory_id} was admitted but displaced to rank {position + 1} > k={k} by a protected "
-                      f"memory holding a reserved slot (score {hit.score:.4f} vs {cutoff:.4f} at rank {k})")
-        else:
-            detail = (f"memory {memory_id} was admitted but outranked: rank {position + 1} > k={k}, score "
-                      f"{hit.score:.4f} vs {cutoff:.4f} at rank {k} (short by {cutoff - hit.score:.4f})")
-        return WhyNot(memory_id, "outranked", detail, generator_ranks=generator_ranks, quotas=quotas,
-                      rank=position + 1, score=hit.score, cutoff_score=cutoff, hit=hit)
+        return pipeline.explain(self._run(snapshot, cue, gates, mode, k), memory_id, forgotten, self._quotas.of(mode))
