@@ -33,6 +33,8 @@ USED_BY = {
     "mmr": "`mmr`, `mmr_batch`, `mmr_pool`; `MMRLeg` (`depth` plays `k`)",
     "ring": "`ring`, `ring_batch`, `ring_pool`; `RingLeg` (`depth` plays `k`)",
     "rrf": "`rrf`, `rrf_batch`; `RetrieverConfig.k`, `RetrieverConfig.k0`",
+    "temporal": "`fieldrank.temporal.TemporalParams` (the `temporal` leg, `TemporalLeg.params`; the memory store's "
+                "relevance core), `fieldrank.temporal.temporal`, `temporal_batch`",
 }
 
 
@@ -49,7 +51,8 @@ def render() -> str:
         f"<!-- Generated from fieldrank._param_tables by {COMMAND}: do not edit. -->",
         "# Operator parameters",
         "",
-        "One table per operator family, generated from `python/fieldrank/_param_tables.py`. The",
+        "One table per operator family, and one per leg family with native parameters of its own",
+        "(`temporal`), generated from `python/fieldrank/_param_tables.py`. The",
         "operators (`fieldrank`, `fieldrank.reference`), the configuration legs (`fieldrank.config`)",
         "and the C++ kernels accept exactly the values in these intervals (a property test draws",
         "values across every interval and its edges and checks all three). Counts are int64 in the",
@@ -59,7 +62,7 @@ def render() -> str:
         "`3.0` as an int, a bool or a string as a number) are `TypeError`; values outside the interval,",
         "NaN and infinities are `ValueError`. Defaults are `fieldrank.DEFAULTS`, the native table.",
     ]
-    for family, table in tables.TABLES.items():
+    for family, table in {**tables.TABLES, **tables.LEG_TABLES}.items():
         lines += ["", f"## {family}", "", f"Used by {USED_BY[family]}.", "",
                   "| parameter | symbol | type | interval | default | meaning |", "|---|---|---|---|---|---|"]
         for spec in table:

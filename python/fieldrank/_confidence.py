@@ -52,7 +52,7 @@ import functools
 import math
 import threading
 import weakref
-from typing import NamedTuple, Optional, Protocol, Sequence
+from typing import Hashable, NamedTuple, Optional, Protocol, Sequence, Union
 
 import numpy as np
 
@@ -67,7 +67,7 @@ MEMORY_FEATURES = ("best_cosine", "best_coverage", "memory_coverage")
 HIT_FEATURES = ("cosine", "coverage", "score", "score_gap")
 
 
-class Model(Protocol):
+class Model(Hashable, Protocol):
     """What the model reads of its coefficients (:class:`fieldrank.config.ConfidenceParams` is one;
     this module does not import the configuration, which imports it)."""
 
@@ -99,11 +99,6 @@ class Features(NamedTuple):
     hits: np.ndarray
 
 
-def _idf(df: np.ndarray, n_docs: int) -> np.ndarray:
-    """BM25's (Lucene) idf of document frequencies ``df`` among ``n_docs`` documents."""
-    return np.log1p((n_docs - df + 0.5) / (df + 0.5))
-
-
 def query_terms(bm25, text: Optional[str]) -> QueryTerms:
     """The distinct terms of ``text`` under ``bm25``'s tokenizer (a :class:`fieldrank.bm25.BM25Index`),
     with their idf weights."""
@@ -114,9 +109,9 @@ def query_terms(bm25, text: Optional[str]) -> QueryTerms:
     ids = np.asarray([vocab[t] for t in tokens if t in vocab], dtype=np.int64)
     n_docs = len(bm25)
     indptr, _ = _lexical.postings(bm25)
-    idf = _idf((indptr[ids + 1] - indptr[ids]).astype(np.float64), n_docs)
+    idf = _lexical.idf((indptr[ids + 1] - indptr[ids]).astype(np.float64), n_docs)
     unknown = len(tokens) - int(ids.size)
-    total = float(idf.sum()) + unknown * math.log1p((n_docs + 0.5) / 0.5)
+    total = float(idf.sum()) + unknown * float(_lexical.idf(0, n_docs))
     return QueryTerms(ids, idf, total)
 
 
@@ -209,7 +204,8 @@ def features(E: np.ndarray, q: np.ndarray, bm25, terms: QueryTerms, hit_ids: np.
     return assemble(E[hit_ids] @ q, coverage, scores, memory_coverage)
 
 
-def assemble(cosines: np.ndarray, coverage: np.ndarray, scores: Sequence[float], memory_coverage: float) -> Features:
+def assemble(cosines: np.ndarray, coverage: np.ndarray, scores: Union[np.ndarray, Sequence[float]],
+             memory_coverage: float) -> Features:
     """The :class:`Features` of one result from its hits' cosines, coverages and fused scores (best
     first) and the memory's coverage: the one layout of the retriever's and the store's features."""
     k = int(len(scores))

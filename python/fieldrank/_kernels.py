@@ -23,57 +23,17 @@ from typing import Any, List, Optional, Sequence
 
 import numpy as np
 
-from . import _core
+# The native calls and constants, as the bindings define them (types: ``_core.pyi``): the one list.
+from ._core import (
+    DEFAULTS, FUSED_FACTOR_NAMES, NativeFusionParams, NativeTemporalMoments, bm25_scores_batch, build_info, cfs,
+    cfs_batch, cfs_pool, cfsr, cfsr_batch, cfsr_pool, compiled_kernel_variants, cpu_features, hardware_threads,
+    kernel_variant, memory_decay_exponents, memory_fuse, memory_protected_order, memory_ranks_of,
+    memory_relevance_tail, memory_reserve_slots, memory_sorted_unique, mmr, mmr_batch, mmr_pool, prefilter,
+    prefilter_batch, prefilter_bf16, prefilter_bf16_batch, prefilter_int8, prefilter_int8_batch, prefilter_pool,
+    quantize_bf16, quantize_int8, read_probe, ring, ring_batch, ring_pool, rrf, rrf_batch, rrf_unchecked,
+    set_kernel_variant, sparse_scores_batch, supported_kernel_variants, temporal_batch, temporal_moments, tie_key,
+)
 from ._results import Ranking
-
-__all__ = [
-    "DEFAULTS", "FUSED_FACTOR_NAMES", "NativeFusionParams", "NativeTemporalMoments",
-    # native calls
-    "bm25_scores_batch", "build_info", "cfs", "cfs_batch", "cfs_pool", "cfsr", "cfsr_batch", "cfsr_pool",
-    "compiled_kernel_variants", "cpu_features", "hardware_threads", "kernel_variant", "memory_decay_exponents",
-    "memory_fuse", "memory_protected_order", "memory_ranks_of", "memory_relevance_tail", "memory_reserve_slots",
-    "memory_sorted_unique", "mmr", "mmr_batch", "mmr_pool", "prefilter", "prefilter_batch", "prefilter_bf16",
-    "prefilter_bf16_batch", "prefilter_int8", "prefilter_int8_batch", "prefilter_pool", "quantize_bf16",
-    "quantize_int8", "read_probe", "ring", "ring_batch", "ring_pool", "rrf", "rrf_batch", "rrf_unchecked",
-    "set_kernel_variant", "sparse_scores_batch", "supported_kernel_variants", "temporal_batch", "temporal_moments",
-    "tie_key",
-    # the zero-copy check and the trusted entry points
-    "native_layout", "batch_trusted", "pool_trusted", "prefilter_batch_trusted", "rrf_batch_trusted",
-]
-
-DEFAULTS = _core.DEFAULTS
-FUSED_FACTOR_NAMES = _core.FUSED_FACTOR_NAMES
-NativeFusionParams = _core.NativeFusionParams
-NativeTemporalMoments = _core.NativeTemporalMoments
-
-bm25_scores_batch = _core.bm25_scores_batch
-build_info = _core.build_info
-cfs, cfs_batch, cfs_pool = _core.cfs, _core.cfs_batch, _core.cfs_pool
-cfsr, cfsr_batch, cfsr_pool = _core.cfsr, _core.cfsr_batch, _core.cfsr_pool
-compiled_kernel_variants = _core.compiled_kernel_variants
-cpu_features = _core.cpu_features
-hardware_threads = _core.hardware_threads
-kernel_variant = _core.kernel_variant
-memory_decay_exponents = _core.memory_decay_exponents
-memory_fuse = _core.memory_fuse
-memory_protected_order = _core.memory_protected_order
-memory_ranks_of = _core.memory_ranks_of
-memory_relevance_tail = _core.memory_relevance_tail
-memory_reserve_slots = _core.memory_reserve_slots
-memory_sorted_unique = _core.memory_sorted_unique
-mmr, mmr_batch, mmr_pool = _core.mmr, _core.mmr_batch, _core.mmr_pool
-prefilter, prefilter_batch, prefilter_pool = _core.prefilter, _core.prefilter_batch, _core.prefilter_pool
-prefilter_bf16, prefilter_bf16_batch = _core.prefilter_bf16, _core.prefilter_bf16_batch
-prefilter_int8, prefilter_int8_batch = _core.prefilter_int8, _core.prefilter_int8_batch
-quantize_bf16, quantize_int8 = _core.quantize_bf16, _core.quantize_int8
-read_probe = _core.read_probe
-ring, ring_batch, ring_pool = _core.ring, _core.ring_batch, _core.ring_pool
-rrf, rrf_batch, rrf_unchecked = _core.rrf, _core.rrf_batch, _core.rrf_unchecked
-set_kernel_variant = _core.set_kernel_variant
-sparse_scores_batch = _core.sparse_scores_batch
-supported_kernel_variants = _core.supported_kernel_variants
-temporal_batch, temporal_moments = _core.temporal_batch, _core.temporal_moments
-tie_key = _core.tie_key
 
 
 def native_layout(x: np.ndarray) -> np.ndarray:
@@ -102,15 +62,14 @@ def ranking(native: Any) -> Ranking:
     return Ranking(native.ids, native.scores)
 
 
-_POOL_OPERATORS = {"cfsr": _core.cfsr_pool, "cfs": _core.cfs_pool, "mmr": _core.mmr_pool, "ring": _core.ring_pool}
-_BATCH_OPERATORS = {"cfsr": _core.cfsr_batch, "cfs": _core.cfs_batch, "mmr": _core.mmr_batch,
-                    "ring": _core.ring_batch}
+_POOL_OPERATORS: dict[str, Any] = {"cfsr": cfsr_pool, "cfs": cfs_pool, "mmr": mmr_pool, "ring": ring_pool}
+_BATCH_OPERATORS: dict[str, Any] = {"cfsr": cfsr_batch, "cfs": cfs_batch, "mmr": mmr_batch, "ring": ring_batch}
 
 
 def prefilter_batch_trusted(E: np.ndarray, Q: np.ndarray, p: int, subset: Optional[np.ndarray],
                             n_threads: int) -> Ranking:
     """``prefilter_batch`` on a checked corpus and queries."""
-    return ranking(_core.prefilter_batch(E, Q, p, subset, n_threads))
+    return ranking(prefilter_batch(E, Q, p, subset, n_threads))
 
 
 def pool_trusted(kind: str, ids: np.ndarray, C: np.ndarray, q: np.ndarray, k: int, sims: Optional[np.ndarray],
@@ -129,4 +88,4 @@ def batch_trusted(kind: str, E: np.ndarray, Q: np.ndarray, k: int, p: Optional[i
 def rrf_batch_trusted(rankings: Sequence[Sequence[np.ndarray]], weights: Sequence[float], k: int,
                       k0: float, n_threads: int = 0) -> List[Ranking]:
     """``rrf_batch`` on legs' own outputs (int64 ids without repeats), weights checked once."""
-    return [ranking(r) for r in _core.rrf_batch(rankings, weights, k, k0, n_threads)]
+    return [ranking(r) for r in rrf_batch(rankings, weights, k, k0, n_threads)]

@@ -82,6 +82,7 @@ UNIT = Interval("real", 0.0, 1.0, kernel_rule="require_unit_interval")
 POSITIVE_REAL = Interval("real", FLOAT32_TRUE_MIN, FLOAT32_MAX, kernel_rule="require_positive_real")
 NON_NEGATIVE_REAL = Interval("real", 0.0, FLOAT32_MAX, kernel_rule="require_non_negative_real")
 FLAG = Interval("bool", kernel_rule="bool")
+NON_NEGATIVE_INT = Interval("int", 0, INT64_MAX, kernel_rule="require_non_negative (int64)")
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,23 @@ TABLES: dict[str, tuple[Param, ...]] = {
     "rrf": (
         Param("k", POSITIVE_INT, _D["k"], "ids returned"),
         Param("k0", NON_NEGATIVE_REAL, _D["k0"], "rank offset", "k₀"),
+    ),
+}
+
+
+#: The legs' own native parameters, one table per leg family (the time-aware leg's formula,
+#: ``fieldrank.temporal.TemporalParams``; docs/spec.md §6b), in the dataclass's field order.
+LEG_TABLES: dict[str, tuple[Param, ...]] = {
+    "temporal": (
+        Param("alpha", UNIT, _D["temporal_alpha"], "lexical share of the base blend", "α"),
+        Param("gamma", NON_NEGATIVE_REAL, _D["temporal_gamma"], "weight of the neighbour support; 0: none", "γ"),
+        Param("radius", POSITIVE_INT, _D["temporal_radius"], "neighbours i ± 1 … i ± radius of the same session"),
+        Param("decay", UNIT, _D["temporal_decay"], "support factor per extra step of distance"),
+        Param("tau", NON_NEGATIVE_REAL, _D["temporal_tau"], "time-cue boost for questions with time intent", "τ"),
+        Param("delta", NON_NEGATIVE_REAL, _D["temporal_delta"], "boost for turns dated in a period the question names",
+              "δ"),
+        Param("before_days", NON_NEGATIVE_INT, _D["temporal_before_days"], "slack before a named period (days)"),
+        Param("after_days", NON_NEGATIVE_INT, _D["temporal_after_days"], "slack after a named period (days)"),
     ),
 }
 

@@ -137,9 +137,11 @@ def check_rows_finite_nonzero(E: np.ndarray, name: str = "E", rows: Optional[np.
         return
     finite_rows = np.isfinite(X).all(axis=1)
     norms_sq = np.einsum("ij,ij->i", X, X, dtype=np.float64)
-    # The kernels accumulate in float32: a row whose float32 squared norm overflows is bad there too.
+    # The kernels accumulate in float32: a row whose float32 squared norm overflows is bad there too
+    # (a wider row is cast first: einsum will not narrow it itself).
     with np.errstate(over="ignore"):
-        overflow = ~np.isfinite(np.einsum("ij,ij->i", X, X, dtype=np.float32))
+        X32 = X.astype(np.float32, copy=False)
+        overflow = ~np.isfinite(np.einsum("ij,ij->i", X32, X32, dtype=np.float32))
     bad = np.flatnonzero(~finite_rows | overflow | ~np.isfinite(norms_sq) | (norms_sq < _MIN_ROW_NORM_SQ))
     if not bad.size:
         return
@@ -632,6 +634,7 @@ _INTERVAL_CHECKS = {
     _tables.POSITIVE_REAL: positive_real,
     _tables.NON_NEGATIVE_REAL: non_negative_real,
     _tables.FLAG: flag,
+    _tables.NON_NEGATIVE_INT: non_negative_int,
 }
 
 
@@ -641,33 +644,19 @@ def param(spec: _tables.Param, value: object, name: Optional[str] = None) -> Any
     return _INTERVAL_CHECKS[spec.interval](value, spec.name if name is None else name)
 
 
-def _family(family: str, *values: object) -> tuple:
-    return tuple(param(spec, value) for spec, value in zip(_tables.TABLES[family], values))
+def family(name: str, *values: object) -> tuple:
+    """``values`` checked against the rows of ``_param_tables.TABLES[name]``, in the table's order
+    (the operators pass their parameters positionally in that order)."""
+    return tuple(param(spec, value) for spec, value in zip(_tables.TABLES[name], values))
 
 
 def prefilter_params(p):
-    return _family("prefilter", p)[0]
-
-
-def cfsr_params(k, w, lam, iters, tol, fista):
-    return _family("cfsr", k, w, lam, iters, tol, fista)
-
-
-def cfs_params(k, sigma, beta, eps):
-    return _family("cfs", k, sigma, beta, eps)
-
-
-def mmr_params(k, mu):
-    return _family("mmr", k, mu)
-
-
-def ring_params(k, alpha, laps, seed_value, ablation):
-    return _family("ring", k, alpha, laps, seed_value, ablation)
+    return family("prefilter", p)[0]
 
 
 def rrf_args(ranking_lists, weight_values, k, k0):
     legs = rankings(ranking_lists)
-    return (legs, weights(weight_values, len(legs)), *_family("rrf", k, k0))
+    return (legs, weights(weight_values, len(legs)), *family("rrf", k, k0))
 
 
 def unit_or_normalised(X: np.ndarray, normalize: bool, name: str, remedy: str,

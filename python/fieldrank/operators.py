@@ -66,7 +66,7 @@ def cfsr(E: np.ndarray, q: np.ndarray, k: int = _D["cfsr_k"], *, p: int = _D["p"
     to the accelerated iteration. The defaults reproduce the write-ups' plain method.
     """
     E, q, subset = _v.corpus_call(E, q, subset)
-    k, w, lam, iters, tol, fista = _v.cfsr_params(k, w, lam, iters, tol, fista)
+    k, w, lam, iters, tol, fista = _v.family("cfsr", k, w, lam, iters, tol, fista)
     return _reconstruction(_k.cfsr(E, q, k, _v.prefilter_params(p), w, lam, iters, tol, fista, subset))
 
 
@@ -75,7 +75,7 @@ def cfsr_batch(E: np.ndarray, Q: np.ndarray, k: int = _D["cfsr_k"], *, p: int = 
                subset: Optional[np.ndarray] = None, n_threads: int = 0) -> Reconstruction:
     """:func:`cfsr` for every row of ``Q`` (B, d); returns (B, m) arrays."""
     E, Q, subset, n_threads = _v.batch_call(E, Q, subset, n_threads)
-    k, w, lam, iters, tol, fista = _v.cfsr_params(k, w, lam, iters, tol, fista)
+    k, w, lam, iters, tol, fista = _v.family("cfsr", k, w, lam, iters, tol, fista)
     return _reconstruction(_k.cfsr_batch(E, Q, k, _v.prefilter_params(p), w, lam, iters, tol, fista, subset,
                                             n_threads))
 
@@ -85,7 +85,7 @@ def cfsr_pool(ids: np.ndarray, C: np.ndarray, q: np.ndarray, k: int = _D["cfsr_k
               sims: Optional[np.ndarray] = None) -> Reconstruction:
     """CFS-R over a caller's pool (``ids`` (P,), ``C`` (P, d), optional cosines ``sims`` (P,))."""
     ids, C, q, sims = _v.pool(ids, C, q, sims)
-    return _reconstruction(_k.cfsr_pool(ids, C, q, *_v.cfsr_params(k, w, lam, iters, tol, fista), sims))
+    return _reconstruction(_k.cfsr_pool(ids, C, q, *_v.family("cfsr", k, w, lam, iters, tol, fista), sims))
 
 
 def cfs(E: np.ndarray, q: np.ndarray, k: int = _D["cfs_k"], *, p: int = _D["p"], sigma: float = _D["sigma"],
@@ -95,7 +95,7 @@ def cfs(E: np.ndarray, q: np.ndarray, k: int = _D["cfs_k"], *, p: int = _D["p"],
     Scores are the objective ``log(max(f, eps)) − beta·field`` at each pick (non-increasing).
     """
     E, q, subset = _v.corpus_call(E, q, subset)
-    k, sigma, beta, eps = _v.cfs_params(k, sigma, beta, eps)
+    k, sigma, beta, eps = _v.family("cfs", k, sigma, beta, eps)
     return _ranking(_k.cfs(E, q, k, _v.prefilter_params(p), sigma, beta, eps, subset))
 
 
@@ -104,7 +104,7 @@ def cfs_batch(E: np.ndarray, Q: np.ndarray, k: int = _D["cfs_k"], *, p: int = _D
               n_threads: int = 0) -> Ranking:
     """:func:`cfs` for every row of ``Q`` (B, d); returns (B, m) arrays."""
     E, Q, subset, n_threads = _v.batch_call(E, Q, subset, n_threads)
-    k, sigma, beta, eps = _v.cfs_params(k, sigma, beta, eps)
+    k, sigma, beta, eps = _v.family("cfs", k, sigma, beta, eps)
     return _ranking(_k.cfs_batch(E, Q, k, _v.prefilter_params(p), sigma, beta, eps, subset, n_threads))
 
 
@@ -112,14 +112,14 @@ def cfs_pool(ids: np.ndarray, C: np.ndarray, q: np.ndarray, k: int = _D["cfs_k"]
              beta: float = _D["beta"], eps: float = _D["eps"], sims: Optional[np.ndarray] = None) -> Ranking:
     """CFS over a caller's pool."""
     ids, C, q, sims = _v.pool(ids, C, q, sims)
-    return _ranking(_k.cfs_pool(ids, C, q, *_v.cfs_params(k, sigma, beta, eps), sims))
+    return _ranking(_k.cfs_pool(ids, C, q, *_v.family("cfs", k, sigma, beta, eps), sims))
 
 
 def mmr(E: np.ndarray, q: np.ndarray, k: int = _D["mmr_k"], *, p: int = _D["p"], mu: float = _D["mu"],
         subset: Optional[np.ndarray] = None) -> Ranking:
     """MMR (docs/spec.md §4) over the prefilter top-``p``; scores are the MMR objective at each pick."""
     E, q, subset = _v.corpus_call(E, q, subset)
-    k, mu = _v.mmr_params(k, mu)
+    k, mu = _v.family("mmr", k, mu)
     return _ranking(_k.mmr(E, q, k, _v.prefilter_params(p), mu, subset))
 
 
@@ -127,7 +127,7 @@ def mmr_batch(E: np.ndarray, Q: np.ndarray, k: int = _D["mmr_k"], *, p: int = _D
               subset: Optional[np.ndarray] = None, n_threads: int = 0) -> Ranking:
     """:func:`mmr` for every row of ``Q`` (B, d); returns (B, m) arrays."""
     E, Q, subset, n_threads = _v.batch_call(E, Q, subset, n_threads)
-    k, mu = _v.mmr_params(k, mu)
+    k, mu = _v.family("mmr", k, mu)
     return _ranking(_k.mmr_batch(E, Q, k, _v.prefilter_params(p), mu, subset, n_threads))
 
 
@@ -135,7 +135,7 @@ def mmr_pool(ids: np.ndarray, C: np.ndarray, q: np.ndarray, k: int = _D["mmr_k"]
              sims: Optional[np.ndarray] = None) -> Ranking:
     """MMR over a caller's pool."""
     ids, C, q, sims = _v.pool(ids, C, q, sims)
-    return _ranking(_k.mmr_pool(ids, C, q, *_v.mmr_params(k, mu), sims))
+    return _ranking(_k.mmr_pool(ids, C, q, *_v.family("mmr", k, mu), sims))
 
 
 def ring(E: np.ndarray, q: np.ndarray, k: int = _D["ring_k"], *, alpha: float = _D["alpha"], laps: int = _D["laps"],
@@ -146,7 +146,7 @@ def ring(E: np.ndarray, q: np.ndarray, k: int = _D["ring_k"], *, alpha: float = 
     bump instead of the neighbour term and returns cosine top-k in cosine order.
     """
     E, q, subset = _v.corpus_call(E, q, subset)
-    return _ranking(_k.ring(E, q, *_v.ring_params(k, alpha, laps, seed, ablation), subset))
+    return _ranking(_k.ring(E, q, *_v.family("ring", k, alpha, laps, seed, ablation), subset))
 
 
 def ring_batch(E: np.ndarray, Q: np.ndarray, k: int = _D["ring_k"], *, alpha: float = _D["alpha"],
@@ -154,7 +154,7 @@ def ring_batch(E: np.ndarray, Q: np.ndarray, k: int = _D["ring_k"], *, alpha: fl
                subset: Optional[np.ndarray] = None, n_threads: int = 0) -> Ranking:
     """:func:`ring` for every row of ``Q`` (B, d); returns (B, min(k, n)) arrays."""
     E, Q, subset, n_threads = _v.batch_call(E, Q, subset, n_threads)
-    return _ranking(_k.ring_batch(E, Q, *_v.ring_params(k, alpha, laps, seed, ablation), subset, n_threads))
+    return _ranking(_k.ring_batch(E, Q, *_v.family("ring", k, alpha, laps, seed, ablation), subset, n_threads))
 
 
 def ring_pool(ids: np.ndarray, C: np.ndarray, q: np.ndarray, k: int = _D["ring_k"], *, alpha: float = _D["alpha"],
@@ -162,7 +162,7 @@ def ring_pool(ids: np.ndarray, C: np.ndarray, q: np.ndarray, k: int = _D["ring_k
               sims: Optional[np.ndarray] = None) -> Ranking:
     """Ring over a caller's whole pool (no further prefilter)."""
     ids, C, q, sims = _v.pool(ids, C, q, sims)
-    return _ranking(_k.ring_pool(ids, C, q, *_v.ring_params(k, alpha, laps, seed, ablation), sims))
+    return _ranking(_k.ring_pool(ids, C, q, *_v.family("ring", k, alpha, laps, seed, ablation), sims))
 
 
 def rrf(rankings: Sequence[np.ndarray], weights: Optional[Sequence[float]] = None, k: int = _D["k"], *,

@@ -210,7 +210,7 @@ def cfsr(E: np.ndarray, q: np.ndarray, k: int = _D["cfsr_k"], *, p: int = _D["p"
          subset: Optional[np.ndarray] = None) -> Reconstruction:
     """CFS-R (docs/spec.md §2) with the exact λ_max of the Gram matrix."""
     E, q, subset = _v.corpus_call(E, q, subset)
-    k, w, lam, iters, tol, fista = _v.cfsr_params(k, w, lam, iters, tol, fista)
+    k, w, lam, iters, tol, fista = _v.family("cfsr", k, w, lam, iters, tol, fista)
     p = _v.prefilter_params(p)
     _v.check_unit_rows(E, rows=subset)
     ids, C, r = _corpus_pool(E, q, p, subset)
@@ -222,7 +222,7 @@ def cfsr_batch(E: np.ndarray, Q: np.ndarray, k: int = _D["cfsr_k"], *, p: int = 
                subset: Optional[np.ndarray] = None, n_threads: int = 0) -> Reconstruction:
     """:func:`cfsr` for every row of ``Q``."""
     E, Q, subset, _ = _v.batch_call(E, Q, subset, n_threads)
-    k, w, lam, iters, tol, fista = _v.cfsr_params(k, w, lam, iters, tol, fista)
+    k, w, lam, iters, tol, fista = _v.family("cfsr", k, w, lam, iters, tol, fista)
     p = _v.prefilter_params(p)
     width = min(k, p, _candidates(E, subset))
     return _batch(lambda q: cfsr(E, q, k, p=p, w=w, lam=lam, iters=iters, tol=tol, fista=fista, subset=subset),
@@ -234,7 +234,7 @@ def cfsr_pool(ids: np.ndarray, C: np.ndarray, q: np.ndarray, k: int = _D["cfsr_k
               sims: Optional[np.ndarray] = None) -> Reconstruction:
     """CFS-R over a caller's pool."""
     ids, vectors, cosines = _caller_pool(ids, C, q, sims)
-    return _cfsr_on_pool(ids, vectors, cosines, *_v.cfsr_params(k, w, lam, iters, tol, fista))
+    return _cfsr_on_pool(ids, vectors, cosines, *_v.family("cfsr", k, w, lam, iters, tol, fista))
 
 
 # --------------------------------------------------------------------------- greedy pickers
@@ -269,7 +269,7 @@ def cfs(E: np.ndarray, q: np.ndarray, k: int = _D["cfs_k"], *, p: int = _D["p"],
         beta: float = _D["beta"], eps: float = _D["eps"], subset: Optional[np.ndarray] = None) -> Ranking:
     """CFS (docs/spec.md §3) over the prefilter top-``p``."""
     E, q, subset = _v.corpus_call(E, q, subset)
-    k, sigma, beta, eps = _v.cfs_params(k, sigma, beta, eps)
+    k, sigma, beta, eps = _v.family("cfs", k, sigma, beta, eps)
     p = _v.prefilter_params(p)
     _v.check_unit_rows(E, rows=subset)
     ids, C, f = _corpus_pool(E, q, p, subset)
@@ -281,7 +281,7 @@ def cfs_batch(E: np.ndarray, Q: np.ndarray, k: int = _D["cfs_k"], *, p: int = _D
               n_threads: int = 0) -> Ranking:
     """:func:`cfs` for every row of ``Q``."""
     E, Q, subset, _ = _v.batch_call(E, Q, subset, n_threads)
-    k, sigma, beta, eps = _v.cfs_params(k, sigma, beta, eps)
+    k, sigma, beta, eps = _v.family("cfs", k, sigma, beta, eps)
     p = _v.prefilter_params(p)
     width = min(k, p, _candidates(E, subset))
     return _batch(lambda q: cfs(E, q, k, p=p, sigma=sigma, beta=beta, eps=eps, subset=subset), Q, width)
@@ -291,7 +291,7 @@ def cfs_pool(ids: np.ndarray, C: np.ndarray, q: np.ndarray, k: int = _D["cfs_k"]
              beta: float = _D["beta"], eps: float = _D["eps"], sims: Optional[np.ndarray] = None) -> Ranking:
     """CFS over a caller's pool."""
     ids, vectors, cosines = _caller_pool(ids, C, q, sims)
-    return _cfs_on_pool(ids, vectors, cosines, *_v.cfs_params(k, sigma, beta, eps))
+    return _cfs_on_pool(ids, vectors, cosines, *_v.family("cfs", k, sigma, beta, eps))
 
 
 def _mmr_on_pool(ids, C, sims, k, mu) -> Ranking:
@@ -315,7 +315,7 @@ def mmr(E: np.ndarray, q: np.ndarray, k: int = _D["mmr_k"], *, p: int = _D["p"],
         subset: Optional[np.ndarray] = None) -> Ranking:
     """MMR (docs/spec.md §4) over the prefilter top-``p``."""
     E, q, subset = _v.corpus_call(E, q, subset)
-    k, mu = _v.mmr_params(k, mu)
+    k, mu = _v.family("mmr", k, mu)
     p = _v.prefilter_params(p)
     _v.check_unit_rows(E, rows=subset)
     ids, C, sims = _corpus_pool(E, q, p, subset)
@@ -326,7 +326,7 @@ def mmr_batch(E: np.ndarray, Q: np.ndarray, k: int = _D["mmr_k"], *, p: int = _D
               subset: Optional[np.ndarray] = None, n_threads: int = 0) -> Ranking:
     """:func:`mmr` for every row of ``Q``."""
     E, Q, subset, _ = _v.batch_call(E, Q, subset, n_threads)
-    k, mu = _v.mmr_params(k, mu)
+    k, mu = _v.family("mmr", k, mu)
     p = _v.prefilter_params(p)
     width = min(k, p, _candidates(E, subset))
     return _batch(lambda q: mmr(E, q, k, p=p, mu=mu, subset=subset), Q, width)
@@ -336,7 +336,7 @@ def mmr_pool(ids: np.ndarray, C: np.ndarray, q: np.ndarray, k: int = _D["mmr_k"]
              sims: Optional[np.ndarray] = None) -> Ranking:
     """MMR over a caller's pool."""
     ids, vectors, cosines = _caller_pool(ids, C, q, sims)
-    return _mmr_on_pool(ids, vectors, cosines, *_v.mmr_params(k, mu))
+    return _mmr_on_pool(ids, vectors, cosines, *_v.family("mmr", k, mu))
 
 
 # --------------------------------------------------------------------------- Ring
@@ -390,7 +390,7 @@ def ring(E: np.ndarray, q: np.ndarray, k: int = _D["ring_k"], *, alpha: float = 
          seed: int = _D["seed"], ablation: bool = False, subset: Optional[np.ndarray] = None) -> Ranking:
     """Ring survival laps (docs/spec.md §5) over the prefilter top-(2k)."""
     E, q, subset = _v.corpus_call(E, q, subset)
-    k, alpha, laps, seed, ablation = _v.ring_params(k, alpha, laps, seed, ablation)
+    k, alpha, laps, seed, ablation = _v.family("ring", k, alpha, laps, seed, ablation)
     _v.check_unit_rows(E, rows=subset)
     ids, C, sims = _corpus_pool(E, q, k * _D["ring_pool_factor"], subset)
     return _ring_on_pool(ids, C, sims, k, alpha, laps, seed, ablation)
@@ -401,7 +401,7 @@ def ring_batch(E: np.ndarray, Q: np.ndarray, k: int = _D["ring_k"], *, alpha: fl
                subset: Optional[np.ndarray] = None, n_threads: int = 0) -> Ranking:
     """:func:`ring` for every row of ``Q``."""
     E, Q, subset, _ = _v.batch_call(E, Q, subset, n_threads)
-    k, alpha, laps, seed, ablation = _v.ring_params(k, alpha, laps, seed, ablation)
+    k, alpha, laps, seed, ablation = _v.family("ring", k, alpha, laps, seed, ablation)
     width = min(k, _candidates(E, subset))
     return _batch(lambda q: ring(E, q, k, alpha=alpha, laps=laps, seed=seed, ablation=ablation, subset=subset),
                   Q, width)
@@ -412,7 +412,7 @@ def ring_pool(ids: np.ndarray, C: np.ndarray, q: np.ndarray, k: int = _D["ring_k
               sims: Optional[np.ndarray] = None) -> Ranking:
     """Ring over a caller's whole pool."""
     ids, vectors, cosines = _caller_pool(ids, C, q, sims)
-    return _ring_on_pool(ids, vectors, cosines, *_v.ring_params(k, alpha, laps, seed, ablation))
+    return _ring_on_pool(ids, vectors, cosines, *_v.family("ring", k, alpha, laps, seed, ablation))
 
 
 # --------------------------------------------------------------------------- RRF

@@ -232,3 +232,10 @@ def test_namespace_labels_are_checked_as_langgraph_checks_them():
                 store.put(namespace, "k", {"x": 1})
         store.put(("foo", "langgraph", "foo"), "bar", {"x": 1})
         assert store.search(("foo", "langgraph", "foo"))[0].value == {"x": 1}
+
+
+def test_a_list_prefix_searches_as_a_tuple_one():
+    """LangGraph's SQLite store tests search with ``store.search(["test"])``; ours took only tuples."""
+    _, ours = _stores()
+    _fill(ours)
+    assert sorted(_view(ours.search(["users", "bob"]))) == sorted(_view(ours.search(("users", "bob"))))

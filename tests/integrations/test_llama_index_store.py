@@ -161,3 +161,66 @@ def test_contradictory_filters_find_nothing_and_top_k_applies_after_filtering():
         assert _ids(store, query_embedding=_nodes()[0].embedding, filters=contradictory) == []
         two = _ids(store, query_embedding=_nodes()[0].embedding, filters=dogs, similarity_top_k=2)
         assert len(two) == 2 and set(two) <= {"n2", "n3", "n5"}
+
+
+# llama-index-core's own SimpleVectorStore tests, case by case, on both stores (their three nodes)
+A, B, C = "node-weight-1-rank-a", "node-weight-2-rank-c", "node-weight-3-rank-c"
+
+
+def _three():
+    specs = [(A, [1.0, 0.0], 1.0, "a", ["medium", "high"], "6FTR78Yun"),
+             (B, [0.0, 1.0], 2.0, "c", ["medium"], "6FTR78Ygl"),
+             (C, [1.0, 1.0], 3.0, "c", ["low", "medium", "high"], "6FTR78Ztl")]
+    return [TextNode(text="lorem ipsum", id_=node_id, embedding=vector,
+                     relationships={NodeRelationship.SOURCE: RelatedNodeInfo(node_id=f"test-{i}")},
+                     metadata={"weight": weight, "rank": rank, "quality": quality, "identifier": identifier})
+            for i, (node_id, vector, weight, rank, quality, identifier) in enumerate(specs)]
+
+
+def _f(key, value, operator=FilterOperator.EQ):
+    return MetadataFilter(key=key, value=value, operator=operator)
+
+
+UPSTREAM_CASES = [
+    (None, 3, [C, A, B]),  # ties (A, B: equal cosine) in either order
+    (MetadataFilters(filters=[_f("rank", "c")]), 3, [C, B]),
+    (MetadataFilters(filters=[_f("rank", "c")]), 1, [C]),
+    (MetadataFilters(filters=[_f("rank", "c"), _f("weight", 2.0)]), 3, [B]),
+    (MetadataFilters(filters=[_f("weight", 2), _f("weight", 3)]), 3, []),
+    (MetadataFilters(filters=[_f("unknown_field", "c")]), 3, []),
+    (MetadataFilters(filters=[_f("rank", "c"), _f("weight", 1.0)], condition=FilterCondition.OR), 3, [C, A, B]),
+    (MetadataFilters(filters=[_f("rank", "c"), _f("weight", 1.0)], condition=FilterCondition.AND), 3, []),
+    (MetadataFilters(filters=[_f("rank", "a")], condition=FilterCondition.NOT), 3, [C, B]),
+    (MetadataFilters(filters=[_f("weight", 1.0, FilterOperator.NE)]), 3, [C, B]),
+    (MetadataFilters(filters=[_f("weight", 1.5, FilterOperator.GT)]), 3, [C, B]),
+    (MetadataFilters(filters=[_f("weight", 1.0, FilterOperator.GTE)]), 3, [C, A, B]),
+    (MetadataFilters(filters=[_f("weight", 1.0, FilterOperator.LTE)]), 3, [A]),
+    (MetadataFilters(filters=[_f("rank", ["a", "c"], FilterOperator.IN)]), 3, [C, A, B]),
+    (MetadataFilters(filters=[_f("rank", ["c"], FilterOperator.NIN)]), 3, [A]),
+    (MetadataFilters(filters=[_f("quality", "high", FilterOperator.CONTAINS)]), 3, [C, A]),
+    (MetadataFilters(filters=[_f("identifier", "6FTR78Y", FilterOperator.TEXT_MATCH)]), 3, [B, A]),  # a tie
+    (MetadataFilters(filters=[_f("quality", ["high", "low"], FilterOperator.ANY)]), 3, [C, A]),
+    (MetadataFilters(filters=[_f("quality", ["medium", "high"], FilterOperator.ALL)]), 3, [C, A]),
+    (MetadataFilters(filters=[_f("not_existed_key", None, FilterOperator.IS_EMPTY)]), 3, [C, A, B]),
+]
+
+
+@pytest.mark.parametrize(("filters", "top_k", "expected"), UPSTREAM_CASES, ids=range(len(UPSTREAM_CASES)))
+def test_simple_vector_store_cases_agree(filters, top_k, expected):
+    for store in (SimpleVectorStore(), FieldrankVectorStore(MemoryStore(dim=2))):
+        store.add(_three())
+        ids = _ids(store, query_embedding=[1.0, 1.0], filters=filters, similarity_top_k=top_k)
+        assert sorted(ids) == sorted(expected), type(store).__name__
+        if C in expected:  # C is the one best match ([1, 1]); A and B tie
+            assert ids[0] == C, type(store).__name__
+
+
+def test_simple_vector_store_deletes_agree():
+    for store in (SimpleVectorStore(), FieldrankVectorStore(MemoryStore(dim=2))):
+        store.add(_three())
+        store.delete("test-1")
+        assert _ids(store, query_embedding=[1.0, 1.0], similarity_top_k=2) == [C, A]
+        store.delete_nodes([A])
+        assert _ids(store, query_embedding=[1.0, 1.0], similarity_top_k=3) == [C]
+        store.clear()
+        assert _ids(store, query_embedding=[1.0, 1.0], similarity_top_k=3) == []

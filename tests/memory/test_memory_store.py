@@ -701,3 +701,17 @@ def test_relevance_core_is_the_default_preset(rng):
         expected = retriever.search(question, q, 10).ids.tolist()
         got = store.recall(question, q, 10, at_time=float(created.max()), reinforce=False).ids.tolist()
         assert got == expected, question
+
+
+def test_a_float64_embedder_zero_row_is_the_stores_value_error():
+    """Issue #37: a framework embedder returning float64 rows of zeros (an item with no text to
+    embed) raised numpy's TypeError from the row check instead of the intended ValueError."""
+    from fieldrank.integrations._common import FrameworkEmbedder
+
+    embedder = FrameworkEmbedder(lambda texts: [[0.0] * 4 for _ in texts], lambda text: [1.0, 0.0, 0.0, 0.0], dim=4)
+    store = MemoryStore(embedder=embedder)
+    with pytest.raises(ValueError, match="non-zero, finite norm"):
+        store.add("")
+    with pytest.raises(ValueError, match="non-zero, finite norm"):
+        store.add_many(["", "also empty"])
+    assert len(store) == 0

@@ -12,6 +12,7 @@ refused with ``TypeError`` before any kernel is reached, so the kernel is not as
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -189,3 +190,21 @@ def test_the_named_disagreements_are_gone():
     with pytest.raises(ValueError, match=r"MMRLeg.p must be a positive integer that fits int64"):
         MMRLeg(p=2**63)
     assert RingLeg(seed=2**64 - 1).seed == 2**64 - 1
+
+
+LEG_PARAMS = [(family, spec) for family, table in tables.LEG_TABLES.items() for spec in table]
+
+
+@pytest.mark.parametrize(("family", "spec"), LEG_PARAMS, ids=[f"{f}.{s.name}" for f, s in LEG_PARAMS])
+def test_the_leg_tables_describe_the_legs(family, spec):
+    # The time-aware leg's parameters accept and refuse exactly what their rows do, with the rows'
+    # defaults and in the rows' order: the table may replace the dataclass's own checks.
+    from fieldrank.temporal import TemporalParams
+
+    assert family == "temporal"
+    assert tuple(f.name for f in dataclasses.fields(TemporalParams)) == tuple(s.name for s in tables.LEG_TABLES[family])
+    assert getattr(TemporalParams(), spec.name) == spec.default == _v.param(spec, spec.default)
+    for value in EDGES:
+        row = _outcome(lambda: _v.param(spec, value))
+        leg = _outcome(lambda: TemporalParams(**{spec.name: value}))
+        assert row == leg, (spec.name, value, row, leg)

@@ -21,12 +21,12 @@ from .expansion import check_sessions, context_token_ids
 from .index import (BM25Index, check_texts, native_arrays, postings, rank, scores_matrix, token_ids, tokenize,
                     vocabulary)
 from .params import BM25_METHODS, DEFAULT_PARAMS, BM25Params
-from .scoring import IdsScores, Matrix, Statistics, index_matrix, matrix_scores, select_top
+from .scoring import IdsScores, Matrix, Statistics, idf, index_matrix, matrix_scores, select_top
 from .tokenizer import STOPWORD_LISTS, TOKEN_PATTERN, Tokenizer, stopword_list
 
 __all__ = [
     "BM25_METHODS", "DEFAULT_PARAMS", "STOPWORD_LISTS", "TOKEN_PATTERN", "BM25Index", "BM25Params", "IdsScores",
-    "Matrix", "Statistics", "Tokenizer", "check_sessions", "check_texts", "context_token_ids", "index_matrix",
+    "Matrix", "Statistics", "Tokenizer", "check_sessions", "check_texts", "context_token_ids", "idf", "index_matrix",
     "matrix_scores", "native_arrays", "postings", "rank", "scores_matrix", "select_top", "stopword_list",
     "token_ids", "tokenize", "vocabulary",
 ]

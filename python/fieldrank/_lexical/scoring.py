@@ -13,7 +13,7 @@ import numpy as np
 from .. import _kernels
 from .params import BM25Params
 
-__all__ = ["ID_DTYPE", "SCORE_DTYPE", "IdsScores", "Matrix", "Statistics", "add_scaled", "empty_ranking",
+__all__ = ["ID_DTYPE", "SCORE_DTYPE", "IdsScores", "Matrix", "Statistics", "add_scaled", "empty_ranking", "idf",
            "index_matrix", "matrix_scores", "postings_sorted", "score_matrix", "select_top"]
 
 SCORE_DTYPE = np.float32
@@ -116,6 +116,18 @@ def _tfc_bm25plus(tf: Any, l_d: Any, l_avg: Any, k1: float, b: float, delta: flo
 _TFC = {"robertson": _tfc_robertson, "lucene": _tfc_robertson, "atire": _tfc_atire, "bm25l": _tfc_bm25l,
         "bm25+": _tfc_bm25plus}
 _NONOCCURRENCE_METHODS = ("bm25l", "bm25+")
+
+
+def idf(df: Any, n_docs: int) -> np.ndarray:
+    """float64 Lucene idf ``log(1 + (N - df + 0.5) / (df + 0.5))`` of each document frequency in ``df``
+    among ``n_docs`` documents; df 0 (a term the index has never seen) gives the largest value.
+
+    The term weight of the confidence model (:mod:`fieldrank._confidence`), which was fitted with it:
+    evaluated with ``log1p`` in float64, where the build's entries (``_IDF["lucene"]``) take bm25s's
+    ``math.log(1 + x)`` and are rounded to float32. One formula, two roundings; both here.
+    """
+    df = np.asarray(df, dtype=np.float64)
+    return np.log1p((n_docs - df + 0.5) / (df + 0.5))
 
 
 def _per_term(method: str, df: np.ndarray, n_docs: int, factor: Any = None) -> np.ndarray:

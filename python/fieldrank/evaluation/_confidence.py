@@ -66,7 +66,7 @@ def collect_retriever(data, retriever, rows: Optional[np.ndarray] = None, seed: 
             Q = np.ascontiguousarray(data.question_embeddings[chosen], dtype=np.float32)
             for row, text, q, result in zip(chosen.tolist(), texts, Q, retriever.search_batch(texts, Q, subset=subset)):
                 terms = conf.query_terms(retriever.bm25, text)
-                features[(row, cross)] = conf.features(retriever._E, q, retriever.bm25, terms, result.ids,
+                features[(row, cross)] = conf.features(retriever.embeddings, q, retriever.bm25, terms, result.ids,
                                                        result.scores, subset)
                 if not cross:
                     hits[row] = result.ids

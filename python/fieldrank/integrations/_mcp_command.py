@@ -7,13 +7,11 @@ import os
 import sys
 
 from .._cli_errors import CommandError
-from ._store_access import PACKAGED_MINILM, load_embedder
+from ._store_access import DEFAULT_MAX_TEXT_BYTES, PACKAGED_MINILM, load_embedder
 
 TRANSPORTS = ("stdio", "http")
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
-#: ``--max-text-bytes`` unless given (mcp_server.DEFAULT_MAX_TEXT_BYTES; the SDK is not imported here).
-DEFAULT_MAX_TEXT_BYTES = 256 * 1024
 #: The id key file beside the store unless ``--id-key`` names one.
 ID_KEY_SUFFIX = ".mcp-id-key"
 

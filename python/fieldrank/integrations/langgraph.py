@@ -98,6 +98,8 @@ def _utc(seconds: float) -> _dt.datetime:
 
 
 def _check_namespace(namespace: object, name: str, *, allow_empty: bool = False) -> tuple[str, ...]:
+    if isinstance(namespace, list):  # LangGraph's SQL stores take a list as well (its tests pass one)
+        namespace = tuple(namespace)
     if not isinstance(namespace, tuple):
         msg = f"{name} must be a tuple of non-empty str, got {type(namespace).__name__}"
         raise TypeError(msg)

@@ -49,7 +49,7 @@ from ..memory import DEFAULT_IMPORTANCE, DEFAULT_MODE, DEFAULT_TENANT, MODES, TI
 from ..memory._schema import DEFAULT_TIER, IMPORTANCE_RANGE, KEYWORD_MODE
 from ._common import check_store, lexical_vector, memory_add, memory_fields, memory_gates, memory_record
 from ._common import missing_extra
-from ._store_access import Browse, live_memories, open_store, parse_time
+from ._store_access import DEFAULT_MAX_TEXT_BYTES, Browse, live_memories, open_store, parse_time
 
 try:
     from typing import Annotated
@@ -71,9 +71,6 @@ MAX_RECALL_K = 100
 #: Page size of ``list_memories`` unless asked, and the most.
 DEFAULT_PAGE = 20
 MAX_PAGE = 100
-#: The most UTF-8 bytes a text (or a query) may have unless ``--max-text-bytes`` says otherwise:
-#: a 100 MB memory would make every later open of the store, and its first recall, take minutes.
-DEFAULT_MAX_TEXT_BYTES = 256 * 1024
 #: The SDK's own limit on an HTTP request body (it answers 413 above it); raised where needed so
 #: that a text at the limit always fits, even with every character JSON-escaped (6 bytes).
 DEFAULT_HTTP_BODY_BYTES = 4 * 1024 * 1024
@@ -462,7 +459,7 @@ def build_server(service: MemoryService, *, tenant: str = DEFAULT_TENANT,
 
     # Types generated from the store's tables (and this server's modes): the schemas' enums.
     Tier = Literal[TIERS]  # type: ignore[valid-type]
-    Mode = Literal[service.modes]  # type: ignore[valid-type]
+    Mode = Literal[service.modes]  # type: ignore[valid-type, name-defined]
     MemoryId = Annotated[str, Field(pattern="^[0-9a-f]{16}$", description="a memory id as this server returns it")]
     Text = Annotated[str, Field(min_length=1, max_length=service.max_text_bytes)]
     Importance = Annotated[float, Field(ge=IMPORTANCE_RANGE[0], le=IMPORTANCE_RANGE[1])]

@@ -438,15 +438,11 @@ class Generation:
             superseded_by=optional_id(self.superseded_by.buffer[row]),
         )
 
-    def compacted(self, params: MemoryParams) -> Generation:
-        """A new generation of the live rows alone, in their order, with its BM25 index built."""
-        n = self.n
-        rows = np.flatnonzero(self.live.buffer[:n])
-        fresh = Generation(self.dim, params)
-        if rows.size == 0:
-            return fresh
+    def batch_of(self, rows: np.ndarray) -> RowBatch:
+        """Copies of ``rows`` (sorted) as a :class:`RowBatch`: appended to an empty generation, they
+        are its rows in this order."""
         listed = rows.tolist()
-        fresh.append(RowBatch(
+        return RowBatch(
             ids=self.ids.buffer[rows].copy(),
             tenants=[self.tenant_names[c] for c in self.tenant_codes.buffer[rows].tolist()],
             texts=[self.texts[r] for r in listed],
@@ -463,8 +459,40 @@ class Generation:
             sessions=[self.sessions[r] for r in listed],
             supersedes=self.supersedes.buffer[rows].copy(),
             superseded_by=self.superseded_by.buffer[rows].copy(),
-        ))
-        fresh.lexical.build_now(fresh.texts, fresh.n)
+        )
+
+    def compacted(self, params: MemoryParams) -> Generation:
+        """A new generation of the live rows alone, in their order, with its BM25 index built."""
+        rows = np.flatnonzero(self.live.buffer[:self.n])
+        fresh = Generation(self.dim, params)
+        if rows.size:
+            fresh.append(self.batch_of(rows))
+            fresh.lexical.build_now(fresh.texts, fresh.n)
+        return fresh
+
+    def state(self) -> tuple[Optional[RowBatch], np.ndarray, dict]:
+        """Every row (dead ones included, so rows keep their numbers, neighbours and tier
+        statistics), the live mask and the tier statistics: what :meth:`restored` rebuilds from
+        (picklable; copies)."""
+        n = self.n
+        batch = self.batch_of(np.arange(n, dtype=np.int64)) if n else None
+        return batch, self.live.buffer[:n].copy(), dict(self.tier_stats)
+
+    @staticmethod
+    def restored(dim: int, params: MemoryParams, state: tuple[Optional[RowBatch], np.ndarray, dict]) -> Generation:
+        """A generation in the state :meth:`state` took."""
+        batch, live, tier_stats = state
+        fresh = Generation(dim, params)
+        if batch is None:
+            return fresh
+        fresh.append(batch)
+        for row in np.flatnonzero(~live).tolist():
+            fresh.tombstone(row)
+        for memory_id, row in list(fresh.row_of.items()):
+            if not live[row]:
+                del fresh.row_of[memory_id]
+        # the statistics as the original accumulated them (the same rows: the same objects apply)
+        fresh.tier_stats = dict(tier_stats)
         return fresh
 
 

@@ -122,6 +122,7 @@ class MemoryStore:
     ) -> None:
         self._embedder, dim = checked_options(dim, params, synchronous, embedder)
         self._params = params
+        self._synchronous = synchronous
         #: The fused score's constants for the native kernel, built once with the params.
         self._fusion_params = native_fusion_params(params)
         self._quotas = ModeQuotas(params)
@@ -201,6 +202,20 @@ class MemoryStore:
             if not self._closed and self._backend is not None:
                 self._backend.close()
             self._closed = True
+
+    def __reduce__(self) -> tuple:
+        """Pickling and ``copy.deepcopy``: a file store reopens its file by path (with its params,
+        synchronous mode and embedder); an in-memory store copies its rows, links and bookkeeping
+        (a copy recalls as the original does, and the two change independently afterwards)."""
+        with self._lock:
+            self._check_open()
+            self._refresh()
+            if self._backend is not None:
+                return _reopened, (self._backend.path, self._params, self._synchronous, self._embedder)
+            state = {"dim": self._dim, "params": self._params, "embedder": self._embedder,
+                     "generation": self._generation.state(), "links": self._links.copy_of_weights(),
+                     "forgotten": set(self._forgotten), "next_id": self._next_id}
+            return _copied, (state,)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -775,3 +790,18 @@ class MemoryStore:
             snapshot = self._generation.snapshot()
             forgotten = memory_id in self._forgotten
         return pipeline.explain(self._run(snapshot, cue, gates, mode, k), memory_id, forgotten, self._quotas.of(mode))
+
+
+def _reopened(path: str, params: MemoryParams, synchronous: str, embedder: Optional[Embedder]) -> MemoryStore:
+    """A pickled file store: its file, opened again."""
+    return MemoryStore(path, params=params, synchronous=synchronous, embedder=embedder)
+
+
+def _copied(state: dict) -> MemoryStore:
+    """A pickled in-memory store: a new one holding its rows, links and bookkeeping."""
+    store = MemoryStore(dim=state["dim"], params=state["params"], embedder=state["embedder"])
+    store._generation = Generation.restored(state["dim"], state["params"], state["generation"])
+    store._links.update(state["links"])
+    store._forgotten = state["forgotten"]
+    store._next_id = state["next_id"]
+    return store

@@ -145,6 +145,10 @@ class CoRecallLinks:
             self.weights.setdefault(b, {})[a] = weight
         self.index.touched(list(self.weights))
 
+    def copy_of_weights(self) -> dict[int, dict[int, float]]:
+        """A copy of every memory's links, each in its dict's order (the order the graph sums them in)."""
+        return {a: dict(neighbours) for a, neighbours in self.weights.items() if neighbours}
+
     def merge(self, rows) -> None:
         """Links ``(a, b, weight)`` read from storage (another process's recalls): the changed ones applied."""
         for a, b, weight in rows:
