@@ -37,6 +37,8 @@ def main() -> None:
     parser.add_argument("--check-default", action="store_true",
                         help="also run the default preset through fieldrank.evaluation.evaluate and compare")
     parser.add_argument("--resamples", type=int, default=10000)
+    parser.add_argument("--contiguous-folds", action="store_true",
+                        help="folds (0, 1), (2, 3), ... instead of (0, 5), (1, 6), ...")
     args = parser.parse_args()
 
     from fieldrank.evaluation import _splade_study as study
@@ -44,11 +46,12 @@ def main() -> None:
     from fieldrank.evaluation.stats import paired_bootstrap
 
     docs, queries = _load(Path(args.cache) / "turns.npz"), _load(Path(args.cache) / "questions.npz")
-    sets, timelines = {}, {}
+    sets, timelines, data_categories = {}, {}, {}
     for name in args.sets:
         start = time.perf_counter()
         data = load_locomo(args.data, name)
         timelines[name] = locomo_timeline(data)
+        data_categories[name] = np.asarray(data.questions.category)
         sets[name] = study.conversation_parts(data, docs, queries, timeline=timelines[name])
         print(f"{name}: parts of {sum(len(p.questions) for p in sets[name])} questions in "
               f"{time.perf_counter() - start:.1f} s")
@@ -64,7 +67,7 @@ def main() -> None:
                   f"max |per-question diff| {np.abs(official - mine).max():.2e}")
 
     points = study.grid_points()
-    res = study.cross_validate(sets, timelines, points, study.BASELINE)
+    res = study.cross_validate(sets, timelines, points, study.BASELINE, contiguous=args.contiguous_folds)
     print(f"\n{len(points)} grid points; folds (conversations) -> chosen point (train objective / default's):")
     for fold, best, obj, base in res["folds"]:
         print(f"  {fold}: {best.label()}  ({obj:.4f} / {base:.4f})")
@@ -76,6 +79,12 @@ def main() -> None:
         print(f"  {name}: default {base.mean():.4f}  cv-splade {held.mean():.4f}  "
               f"diff {100 * b.mean_diff:+.2f} pts [{100 * b.lo:+.2f}, {100 * b.hi:+.2f}] p={b.p_value:.4f} "
               f"(n={held.size})")
+    print("\nheld-out difference by LoCoMo category (mean NDCG@10 points, questions):")
+    categories = np.concatenate([data_categories[name][p.questions] for p in sets[args.sets[0]]])
+    for c in np.unique(categories):
+        row = "  ".join(f"{name} {100 * (res['held'][name] - res['baseline'][name])[categories == c].mean():+.2f}"
+                        for name in args.sets)
+        print(f"  category {c} ({int((categories == c).sum())}): {row}")
     # The single best fixed point over all conversations (in-sample: an upper bound, not a result).
     names = list(sets)
     allmean = {pt: np.mean([np.concatenate(res["table"][s][pt]).mean() for s in names]) for pt in points}

@@ -67,14 +67,16 @@ def test_cross_validation_holds_each_conversation_out():
     timeline = _timeline(rng, 200)
     parts = [_parts(rng, c, np.arange(20 * c, 20 * c + 20), 6, timeline) for c in range(10)]
     points = [study.BASELINE, study.FusionPoint(0.5, 0.5, 1, 1.0), study.FusionPoint(0.0, 1.0)]
-    res = study.cross_validate({"a": parts}, {"a": timeline}, points, study.BASELINE)
-    assert sorted(c for fold, *_ in res["folds"] for c in fold) == list(range(10))
-    for fold, best, objective, _ in res["folds"]:
-        train = [i for i in range(10) if i not in fold]
-        means = {pt: np.concatenate([res["table"]["a"][pt][i] for i in train]).mean() for pt in points}
-        assert objective == max(means.values()) and means[best] == objective
-    assert res["held"]["a"].shape == res["baseline"]["a"].shape == (60,)
-    np.testing.assert_array_equal(res["baseline"]["a"], np.concatenate(res["table"]["a"][study.BASELINE]))
+    for contiguous, first in ((False, (0, 5)), (True, (0, 1))):
+        res = study.cross_validate({"a": parts}, {"a": timeline}, points, study.BASELINE, contiguous=contiguous)
+        assert tuple(res["folds"][0][0]) == first
+        assert sorted(c for fold, *_ in res["folds"] for c in fold) == list(range(10))
+        for fold, best, objective, _ in res["folds"]:
+            train = [i for i in range(10) if i not in fold]
+            means = {pt: np.concatenate([res["table"]["a"][pt][i] for i in train]).mean() for pt in points}
+            assert objective == max(means.values()) and means[best] == objective
+        assert res["held"]["a"].shape == res["baseline"]["a"].shape == (60,)
+        np.testing.assert_array_equal(res["baseline"]["a"], np.concatenate(res["table"]["a"][study.BASELINE]))
 
 
 def test_grid_points_drop_meaningless_combinations():

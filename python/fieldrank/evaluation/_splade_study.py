@@ -211,12 +211,20 @@ def ndcg_of_scores(parts: ConversationParts, scores: np.ndarray, k: int = K) -> 
 
 
 def cross_validate(sets: dict[str, list[ConversationParts]], timelines: dict[str, Timeline],
-                   points: Sequence[FusionPoint], baseline: FusionPoint, n_folds: int = 5) -> dict[str, Any]:
+                   points: Sequence[FusionPoint], baseline: FusionPoint, n_folds: int = 5,
+                   contiguous: bool = False) -> dict[str, Any]:
     """Per set: held-out NDCG@10 of the chosen points and of ``baseline`` (question order of the parts), and
-    the point chosen per fold (fit on the other folds' conversations, averaged over the sets)."""
+    the point chosen per fold (fit on the other folds' conversations, averaged over the sets).
+
+    Folds: conversations ``(0, 5), (1, 6), …`` (interleaved), or ``(0, 1), (2, 3), …`` with
+    ``contiguous`` (a second fixed split, to see that the result does not hinge on one)."""
     names = list(sets)
     convs = [p.conv_index for p in sets[names[0]]]
-    folds = [convs[i::n_folds] for i in range(n_folds)]  # e.g. (0, 5), (1, 6), ...: fixed, never tuned
+    if contiguous:
+        size = -(-len(convs) // n_folds)
+        folds = [convs[i:i + size] for i in range(0, len(convs), size)]
+    else:
+        folds = [convs[i::n_folds] for i in range(n_folds)]
     # table[set][point] = list over conversations of per-question NDCG arrays
     table = {s: {pt: [ndcg_of_scores(p, fused_scores(p, pt, timelines[s])) for p in sets[s]] for pt in points}
              for s in names}
