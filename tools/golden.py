@@ -260,7 +260,11 @@ def compare_locomo(recorded: dict[str, Any], data_dir: Path, conversations: Opti
                    n_threads: int = 0, verbose: bool = True) -> list[str]:
     _check_header(recorded["header"], "locomo")
     lines = []
+    available = set(locomo.available_embedding_sets(data_dir))
     for name, stored in recorded["sets"].items():
+        if name not in available:
+            msg = f"locomo: embedding set {name!r} is recorded but not in {data_dir / 'emb'}"
+            raise GoldenMismatch(msg)
         start = time.perf_counter()
         checksums, records = record_embedding_set(name, data_dir, conversations, n_threads)
         if checksums != stored["checksums"]:

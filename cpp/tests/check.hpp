@@ -142,26 +142,9 @@ bool close_vector(const A& a, const B& b, double tol, std::string& why) {
             ::fieldrank_test::report(__FILE__, __LINE__, "CHECK_VEC_CLOSE(" #a ", " #b "): " + fr_why_); \
     } while (0)
 
-// The statement throws exactly `type` (or a subclass); anything else, or nothing, fails.
-#define CHECK_THROWS_AS(statement, type)                                                                \
-    do {                                                                                                \
-        bool fr_caught_ = false;                                                                        \
-        try {                                                                                           \
-            (void)(statement);                                                                          \
-        } catch (const type&) {                                                                         \
-            fr_caught_ = true;                                                                          \
-        } catch (const std::exception& fr_e_) {                                                         \
-            ::fieldrank_test::report(__FILE__, __LINE__,                                                \
-                                     std::string("CHECK_THROWS_AS(" #statement ", " #type "): threw ") + \
-                                         typeid(fr_e_).name() + ": " + fr_e_.what());                   \
-            fr_caught_ = true;                                                                          \
-        }                                                                                               \
-        if (!fr_caught_)                                                                                \
-            ::fieldrank_test::report(__FILE__, __LINE__, "CHECK_THROWS_AS(" #statement ", " #type "): did not throw"); \
-    } while (0)
-
-// As CHECK_THROWS_AS, and the message contains `fragment` (messages must name the argument).
-#define CHECK_THROWS_WITH(statement, type, fragment)                                                    \
+// The statement throws exactly `type` (or a subclass) whose message contains `fragment` ("": any
+// message); anything else, or nothing, fails. `macro` names the check in the report.
+#define FR_CHECK_THROWS_(statement, type, fragment, macro)                                              \
     do {                                                                                                \
         bool fr_caught_ = false;                                                                        \
         try {                                                                                           \
@@ -174,13 +157,20 @@ bool close_vector(const A& a, const B& b, double tol, std::string& why) {
                                              "\": " + fr_e_.what());                                    \
         } catch (const std::exception& fr_e_) {                                                         \
             ::fieldrank_test::report(__FILE__, __LINE__,                                                \
-                                     std::string("CHECK_THROWS_WITH(" #statement ", " #type "): threw ") + \
+                                     std::string(macro "(" #statement ", " #type "): threw ") +         \
                                          typeid(fr_e_).name() + ": " + fr_e_.what());                   \
             fr_caught_ = true;                                                                          \
         }                                                                                               \
         if (!fr_caught_)                                                                                \
-            ::fieldrank_test::report(__FILE__, __LINE__, "CHECK_THROWS_WITH(" #statement ", " #type "): did not throw"); \
+            ::fieldrank_test::report(__FILE__, __LINE__, macro "(" #statement ", " #type "): did not throw"); \
     } while (0)
+
+// The statement throws exactly `type` (or a subclass); anything else, or nothing, fails.
+#define CHECK_THROWS_AS(statement, type) FR_CHECK_THROWS_(statement, type, "", "CHECK_THROWS_AS")
+
+// As CHECK_THROWS_AS, and the message contains `fragment` (messages must name the argument).
+#define CHECK_THROWS_WITH(statement, type, fragment) \
+    FR_CHECK_THROWS_(statement, type, fragment, "CHECK_THROWS_WITH")
 
 // Row b of a batch result equals the single-query result bit for bit, ids and scores: every
 // operator's batch form is checked against its single form this way.

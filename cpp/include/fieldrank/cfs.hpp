@@ -108,10 +108,7 @@ inline Ranking cfs_pool(const IdRef& ids, const MatrixRef& C, const VectorRef& q
 
 inline BatchRanking cfs_batch(const MatrixRef& E, const MatrixRef& Q, Index k, Index p, const CfsParams& params,
                               const OptionalIds& subset, Index n_threads) {
-    check_batch(E, Q, subset);
-    require_positive("p", p);
-    check_cfs_params(k, params);
-    const Index width = std::min<Index>(k, std::min<Index>(p, candidate_count(E, subset)));
+    const Index width = checked_pool_batch_width(E, Q, k, p, subset, [&] { check_cfs_params(k, params); });
     return run_ranking_batch(E, Q, p, subset, n_threads, width,
                              [&](const Pool& pool) { return cfs_on_pool(pool, k, params); });
 }

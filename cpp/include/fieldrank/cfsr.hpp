@@ -418,10 +418,7 @@ inline Reconstruction cfsr_pool(const IdRef& ids, const MatrixRef& C, const Vect
 
 inline BatchReconstruction cfsr_batch(const MatrixRef& E, const MatrixRef& Q, Index k, Index p,
                                       const CfsrParams& params, const OptionalIds& subset, Index n_threads) {
-    check_batch(E, Q, subset);
-    require_positive("p", p);
-    check_cfsr_params(k, params);
-    const Index width = std::min<Index>(k, std::min<Index>(p, candidate_count(E, subset)));
+    const Index width = checked_pool_batch_width(E, Q, k, p, subset, [&] { check_cfsr_params(k, params); });
     BatchReconstruction out;
     out.ids.setConstant(Q.rows(), width, -1);
     out.scores.setZero(Q.rows(), width);

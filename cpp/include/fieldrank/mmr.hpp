@@ -52,10 +52,7 @@ inline Ranking mmr_pool(const IdRef& ids, const MatrixRef& C, const VectorRef& q
 
 inline BatchRanking mmr_batch(const MatrixRef& E, const MatrixRef& Q, Index k, Index p, double mu,
                               const OptionalIds& subset, Index n_threads) {
-    check_batch(E, Q, subset);
-    require_positive("p", p);
-    check_mmr_params(k, mu);
-    const Index width = std::min<Index>(k, std::min<Index>(p, candidate_count(E, subset)));
+    const Index width = checked_pool_batch_width(E, Q, k, p, subset, [&] { check_mmr_params(k, mu); });
     return run_ranking_batch(E, Q, p, subset, n_threads, width,
                              [&](const Pool& pool) { return mmr_on_pool(pool, k, mu); });
 }

@@ -249,21 +249,10 @@ void score_rows(const MatrixRef& E, const VectorRef& q, const OptionalIds& subse
     }
 }
 
-inline Ranking to_ranking(std::vector<ScoredId<float>>&& items) {
-    Ranking result;
-    result.ids.resize(static_cast<Index>(items.size()));
-    result.scores.resize(static_cast<Index>(items.size()));
-    for (std::size_t i = 0; i < items.size(); ++i) {
-        result.ids[static_cast<Index>(i)] = items[i].id;
-        result.scores[static_cast<Index>(i)] = items[i].score;
-    }
-    return result;
-}
-
 // Unchecked core of prefilter, for operators that validated their arguments already.
 inline Ranking prefilter_unchecked(const MatrixRef& E, const VectorRef& q, Index p, const OptionalIds& subset) {
     auto tops = scan_topk(E, q.data(), q.size(), 1, subset, p, 1);
-    return to_ranking(std::move(tops[0]));
+    return ranking_of<Ranking>(tops[0]);
 }
 
 inline Ranking prefilter(const MatrixRef& E, const VectorRef& q, Index p, const OptionalIds& subset = std::nullopt) {
@@ -293,7 +282,7 @@ inline Ranking prefilter_pool(const IdRef& ids, const MatrixRef& C, const Vector
     const VectorXf sims = pool_cosines("C", C, q);
     TopK<float> best(std::min<Index>(p, C.rows()));
     for (Index i = 0; i < C.rows(); ++i) best.push(sims[i], ids[i]);
-    return to_ranking(best.take_sorted());
+    return ranking_of<Ranking>(best.take_sorted());
 }
 
 // The rows of a ranking gathered from E, with their cosines: the pool an operator reranks.
@@ -372,6 +361,17 @@ inline void check_batch(const MatrixRef& E, const MatrixRef& Q, const OptionalId
     if (Q.cols() != E.cols()) fail("Q must have ", E.cols(), " columns to match E.shape[1], got ", Q.cols());
     for (Index b = 0; b < Q.rows(); ++b) require_query("Q row", VectorRef(Q.row(b).transpose()), E.cols(), "E");
     check_subset(subset, E.rows());
+}
+
+// The checks of a batch form over top-p pools (CFS, MMR, CFS-R), in their order: the batch, p, then
+// the operator's own (`check_params()`). Returns the width of its result rows: min(k, p, candidates).
+template <typename CheckParams>
+Index checked_pool_batch_width(const MatrixRef& E, const MatrixRef& Q, Index k, Index p, const OptionalIds& subset,
+                               CheckParams check_params) {
+    check_batch(E, Q, subset);
+    require_positive("p", p);
+    check_params();
+    return std::min<Index>(k, std::min<Index>(p, candidate_count(E, subset)));
 }
 
 inline BatchRanking prefilter_batch(const MatrixRef& E, const MatrixRef& Q, Index p, const OptionalIds& subset,

@@ -71,15 +71,7 @@ inline FusedRanking rrf_unchecked(const Rankings& rankings, const std::vector<do
     }
     TopK<double> best(std::min<Index>(k, static_cast<Index>(seen_ids.size())));
     for (std::size_t i = 0; i < seen_ids.size(); ++i) best.push(seen_scores[i], seen_ids[i]);
-    const auto items = best.take_sorted();
-    FusedRanking out;
-    out.ids.resize(static_cast<Index>(items.size()));
-    out.scores.resize(static_cast<Index>(items.size()));
-    for (std::size_t i = 0; i < items.size(); ++i) {
-        out.ids[static_cast<Index>(i)] = items[i].id;
-        out.scores[static_cast<Index>(i)] = items[i].score;
-    }
-    return out;
+    return ranking_of<FusedRanking>(best.take_sorted());
 }
 
 inline FusedRanking rrf(const std::vector<IdVector>& rankings, const std::vector<double>& weights, Index k,

@@ -105,4 +105,18 @@ std::vector<Index> rank_positions(const ScoreVector& scores, const IdVector& ids
     return order;
 }
 
+// Items best first (TopK::take_sorted) as a result with `ids` and `scores` vectors: Ranking
+// (float scores) or FusedRanking (double).
+template <typename Result, typename Score>
+inline Result ranking_of(const std::vector<ScoredId<Score>>& items) {
+    Result result;
+    result.ids.resize(static_cast<Index>(items.size()));
+    result.scores.resize(static_cast<Index>(items.size()));
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        result.ids[static_cast<Index>(i)] = items[i].id;
+        result.scores[static_cast<Index>(i)] = items[i].score;
+    }
+    return result;
+}
+
 }  // namespace fieldrank
