@@ -8,7 +8,7 @@ import numpy as np
 
 import fieldrank.reference as ref
 from fieldrank.evaluation import _splade_study as study
-from fieldrank.splade import SparseRows
+from fieldrank.splade import SparseRows, context_rows
 from fieldrank.temporal import TemporalParams, Timeline
 
 from tests.helpers import SEED
@@ -56,10 +56,10 @@ def test_context_rows_are_the_max_over_same_session_neighbours():
     indices = np.concatenate([np.flatnonzero(r) for r in dense]).astype(np.int32)
     rows = SparseRows(indptr, indices, dense[dense != 0], 4)
     session = np.array([0, 0, 0, 1, 1])
-    got = study.context_rows(rows, session, 1).to_scipy().toarray()
+    got = context_rows(rows, session, 1).to_scipy().toarray()
     expected = np.array([[1, 2, 0, 0], [3, 2, 0, 1], [3, 2, 0, 1], [0, 1, 5, 0], [0, 1, 5, 0]], np.float32)
     np.testing.assert_array_equal(got, expected)
-    np.testing.assert_array_equal(study.context_rows(rows, session, 2).to_scipy().toarray()[0], [3, 2, 0, 1])
+    np.testing.assert_array_equal(context_rows(rows, session, 2).to_scipy().toarray()[0], [3, 2, 0, 1])
 
 
 def test_cross_validation_holds_each_conversation_out():

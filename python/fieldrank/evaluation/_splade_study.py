@@ -36,12 +36,12 @@ from .. import reference as fr_reference
 from ..bm25 import BM25Index
 from ..config import preset
 from ..sparse import sparse_index, sparse_scores_batch
-from ..splade import SparseRows
+from ..splade import SparseRows, context_rows
 from ..temporal import DAY, TemporalParams, Timeline, question_features
 from . import metrics
 from .locomo import LocomoData, locomo_timeline
 
-__all__ = ["ConversationParts", "FusionPoint", "conversation_parts", "context_rows", "fused_scores",
+__all__ = ["ConversationParts", "FusionPoint", "conversation_parts", "fused_scores",
            "ndcg_of_scores", "BASELINE", "DEFAULT_GRID", "grid_points", "cross_validate"]
 
 K = 10
@@ -81,26 +81,6 @@ def grid_points(grid: dict[str, Sequence[float]] = DEFAULT_GRID) -> list[FusionP
             cw = 0.0
         points.add(FusionPoint(w_lex, w_spl, int(window), float(cw)))
     return sorted(points, key=lambda p: (p.w_lex, p.w_spl, p.window, p.context_weight))
-
-
-def context_rows(docs: SparseRows, session: np.ndarray, window: int) -> SparseRows:
-    """Each row's elementwise max with its same-session neighbours within ``window`` rows."""
-    from scipy.sparse import csr_matrix
-
-    D = docs.to_scipy()
-    n = D.shape[0]
-    out = D.copy()
-    for d in itertools.chain(range(1, window + 1), range(-window, 0)):
-        src = np.arange(n) + d
-        ok = (src >= 0) & (src < n)
-        ok[ok] = session[src[ok]] == session[np.flatnonzero(ok)]
-        shifted = D[np.where(ok, src, 0)]
-        shifted = csr_matrix(shifted.multiply(ok[:, None].astype(np.float32)))
-        out = out.maximum(shifted)
-    out = csr_matrix(out, dtype=np.float32)
-    out.sort_indices()
-    return SparseRows(out.indptr.astype(np.int64), out.indices.astype(np.int32), out.data.astype(np.float32),
-                      docs.n_terms)
 
 
 @dataclass
