@@ -18,8 +18,6 @@ SOURCE_ROOT = PACKAGE.parent
 
 #: (module, the other module's private name it uses) -> why, for now.
 EXCEPTIONS = {
-    ("fieldrank.memory._generators", "fieldrank.temporal._run_leg"): "the store runs the temporal leg (issue #26)",
-    ("fieldrank.memory._generators", "fieldrank.temporal._years_spanned"): "question feature (issue #26)",
 }
 
 

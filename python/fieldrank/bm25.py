@@ -83,11 +83,6 @@ __all__ = [
 
 __dir__ = public_dir(__all__)
 
-# The public classes keep this module as their home (help, pickles, reprs), as before the split.
-for _cls in (BM25FormatError, BM25Index, BM25Params):
-    _cls.__module__ = __name__
-del _cls
-
 # Transition alias for fieldrank.hybrid, which still imports it from here; it switches to
 # fieldrank._lexical.check_texts, then this goes.
 _TRANSITION = (_check_texts,)

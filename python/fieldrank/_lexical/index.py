@@ -96,6 +96,9 @@ class BM25Index:
     called from several threads.
     """
 
+    #: Its public home, whichever module imported it first (help, reprs, pickles).
+    __module__ = "fieldrank.bm25"
+
     def __init__(self, texts: Sequence[str], params: BM25Params = DEFAULT_PARAMS, *,
                  sessions: SessionsLike | None = None) -> None:
         _v.instance_of(params, "params", BM25Params)

@@ -40,7 +40,7 @@ from .. import _validation as _v
 from ..embed import Embedder
 from . import _confidence as _hit_confidence
 from . import _pipeline as pipeline
-from ._columns import Generation, RowBatch, Snapshot
+from ._columns import Generation, RowBatch
 from ._gates import GateSpec
 from ._ingest import (NewRows, UnitRows, checked_changes, checked_options, checked_text, checked_texts, embedded,
                       new_rows, single_vector, updated_batch)
@@ -228,7 +228,18 @@ class MemoryStore:
                      "max_text_bytes": self._max_text_bytes,
                      "generation": self._generation.state(), "links": self._links.copy_of_weights(),
                      "forgotten": set(self._forgotten), "next_id": self._next_id}
-            return _copied, (state,)
+            return MemoryStore._copied, (state,)
+
+    @classmethod
+    def _copied(cls, state: dict) -> MemoryStore:
+        """A pickled in-memory store: a new one holding its rows, links and bookkeeping."""
+        store = cls(dim=state["dim"], params=state["params"], embedder=state["embedder"],
+                    max_text_bytes=state["max_text_bytes"])
+        store._generation = Generation.restored(state["dim"], state["params"], state["generation"])
+        store._links.update(state["links"])
+        store._forgotten = state["forgotten"]
+        store._next_id = state["next_id"]
+        return store
 
     def _check_open(self) -> None:
         if self._closed:
@@ -678,27 +689,32 @@ class MemoryStore:
         -------
         RecallResult
         """
-        check_positive_int(k, "k")
-        check_mode(mode)
         reinforce = _v.flag(reinforce, "reinforce")
-        cue, gates = self._cue(
-            cue_text, cue_vector, mode=mode, tenant=tenant, required_tags=required_tags, tier_mask=tier_mask,
-            valence_window=valence_window, min_importance=min_importance, at_time=at_time, cue_tags=cue_tags,
-            cue_entities=cue_entities, cue_valence=cue_valence, cue_time=cue_time,
-        )
-        with self._lock:
-            self._check_open()
-            self._refresh()
-            snapshot = self._generation.snapshot()
-        trace = self._run(snapshot, cue, gates, mode, k)
+        trace, _ = self._traced(cue_text, cue_vector, k, mode, None, dict(
+            tenant=tenant, required_tags=required_tags, tier_mask=tier_mask, valence_window=valence_window,
+            min_importance=min_importance, at_time=at_time, cue_tags=cue_tags, cue_entities=cue_entities,
+            cue_valence=cue_valence, cue_time=cue_time))
+        cue = trace.cue
         returned = list(_hit_confidence.annotate(pipeline.top_hits(trace), cue.text, cue.vector is not None,
                                                  min_confidence))
         # The bookkeeping never fails the read: if it cannot be written, the hits come back unreinforced.
         reinforced = reinforce and (not returned or self._reinforce([hit.id for hit in returned], cue.at_time))
         return pipeline.recall_result(trace, returned, self._quotas.of(mode), reinforced)
 
-    def _run(self, snapshot: Snapshot, cue: Cue, gates: GateSpec, mode: str, k: int) -> pipeline.Trace:
-        return pipeline.run(snapshot, cue, gates, mode, k, self._params, self._links.index, self._fusion_params)
+    def _traced(self, cue_text: Optional[str], cue_vector: Optional[np.ndarray], k: int, mode: str,
+                memory_id: Optional[int], arguments: dict) -> tuple[pipeline.Trace, bool]:
+        """Check a recall's query, take a snapshot and run the pipeline on it; also whether the store
+        knows ``memory_id`` as forgotten (read with the snapshot)."""
+        check_positive_int(k, "k")
+        check_mode(mode)
+        cue, gates = self._cue(cue_text, cue_vector, mode=mode, **arguments)
+        with self._lock:
+            self._check_open()
+            self._refresh()
+            snapshot = self._generation.snapshot()
+            forgotten = memory_id in self._forgotten
+        trace = pipeline.run(snapshot, cue, gates, mode, k, self._params, self._links.index, self._fusion_params)
+        return trace, forgotten
 
     def _reinforce(self, memory_ids: list[int], at_time: float) -> bool:
         """Recall dynamics for the returned memories (see :mod:`._scoring`), persisted atomically.
@@ -764,19 +780,11 @@ class MemoryStore:
         A diagnostic for trusted callers: it says whether an id exists in another tenant.
         """
         memory_id = check_memory_id(memory_id)
-        check_positive_int(k, "k")
-        check_mode(mode)
-        cue, gates = self._cue(
-            cue_text, cue_vector, mode=mode, tenant=tenant, required_tags=required_tags, tier_mask=tier_mask,
-            valence_window=valence_window, min_importance=min_importance, at_time=at_time, cue_tags=cue_tags,
-            cue_entities=cue_entities, cue_valence=cue_valence, cue_time=cue_time,
-        )
-        with self._lock:
-            self._check_open()
-            self._refresh()
-            snapshot = self._generation.snapshot()
-            forgotten = memory_id in self._forgotten
-        return pipeline.explain(self._run(snapshot, cue, gates, mode, k), memory_id, forgotten, self._quotas.of(mode))
+        trace, forgotten = self._traced(cue_text, cue_vector, k, mode, memory_id, dict(
+            tenant=tenant, required_tags=required_tags, tier_mask=tier_mask, valence_window=valence_window,
+            min_importance=min_importance, at_time=at_time, cue_tags=cue_tags, cue_entities=cue_entities,
+            cue_valence=cue_valence, cue_time=cue_time))
+        return pipeline.explain(trace, memory_id, forgotten, self._quotas.of(mode))
 
 
 def _reopened(path: str, params: MemoryParams, synchronous: str, embedder: Optional[Embedder],
@@ -784,13 +792,3 @@ def _reopened(path: str, params: MemoryParams, synchronous: str, embedder: Optio
     """A pickled file store: its file, opened again."""
     return MemoryStore(path, params=params, synchronous=synchronous, embedder=embedder, max_text_bytes=max_text_bytes)
 
-
-def _copied(state: dict) -> MemoryStore:
-    """A pickled in-memory store: a new one holding its rows, links and bookkeeping."""
-    store = MemoryStore(dim=state["dim"], params=state["params"], embedder=state["embedder"],
-                        max_text_bytes=state["max_text_bytes"])
-    store._generation = Generation.restored(state["dim"], state["params"], state["generation"])
-    store._links.update(state["links"])
-    store._forgotten = state["forgotten"]
-    store._next_id = state["next_id"]
-    return store
