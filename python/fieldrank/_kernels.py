@@ -31,7 +31,7 @@ from ._core import (
     memory_relevance_tail, memory_reserve_slots, memory_sorted_unique, mmr, mmr_batch, mmr_pool, prefilter,
     prefilter_batch, prefilter_bf16, prefilter_bf16_batch, prefilter_int8, prefilter_int8_batch, prefilter_pool,
     quantize_bf16, quantize_int8, read_probe, ring, ring_batch, ring_pool, rrf, rrf_batch, rrf_unchecked,
-    set_kernel_variant, supported_kernel_variants, temporal_batch, temporal_moments, tie_key,
+    set_kernel_variant, sparse_scores_batch, supported_kernel_variants, temporal_batch, temporal_moments, tie_key,
 )
 from ._results import Ranking
 
