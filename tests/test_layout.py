@@ -86,10 +86,9 @@ KERNELS_DOOR = "fieldrank._kernels"
 #: Modules that still import ``_core`` themselves, until their owners switch them to ``_kernels``
 #: (issue #33; remove a line when its module switches: a stale line fails).
 CORE_IMPORTERS_SWITCHING = frozenset({
-    "fieldrank.config", "fieldrank.temporal", "fieldrank.hybrid",
 })
 #: Import circles through type-only imports that remain until their owners cut them (issue #33).
-TYPE_ONLY_CYCLES_REMAINING: list[list[str]] = [["fieldrank.hybrid", "fieldrank.persistence"]]
+TYPE_ONLY_CYCLES_REMAINING: list[list[str]] = []
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:

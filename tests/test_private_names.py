@@ -18,17 +18,6 @@ SOURCE_ROOT = PACKAGE.parent
 
 #: (module, the other module's private name it uses) -> why, for now.
 EXCEPTIONS = {
-    ("fieldrank.hybrid", "fieldrank.bm25._check_texts"): "the retriever checks its texts by BM25's own rule",
-    ("fieldrank.hybrid", "fieldrank.operators._batch_trusted"):
-        "trusted side door into _core for checked corpora (issue #26: one door into the native core)",
-    ("fieldrank.hybrid", "fieldrank.operators._pool_trusted"): "trusted side door (issue #26, one door)",
-    ("fieldrank.hybrid", "fieldrank.operators._prefilter_batch_trusted"): "trusted side door (issue #26, one door)",
-    ("fieldrank.hybrid", "fieldrank.operators._rrf_batch_trusted"): "trusted side door (issue #26, one door)",
-    ("fieldrank.hybrid", "fieldrank.temporal._run_leg"): "the temporal leg's runner, shared with the store (issue #26)",
-    ("fieldrank.hybrid", "fieldrank.temporal._years_spanned"):
-        "question feature with a year span, one of three copies (issue #26: one implementation per rule)",
-    ("fieldrank.memory._generators", "fieldrank.temporal._run_leg"): "the store runs the temporal leg (issue #26)",
-    ("fieldrank.memory._generators", "fieldrank.temporal._years_spanned"): "question feature (issue #26)",
 }
 
 

@@ -69,7 +69,6 @@ from __future__ import annotations
 from ._api import public_dir
 from ._lexical.files import PARAMS_FILENAME, BM25FormatError
 from ._lexical.index import BM25Index
-from ._lexical.index import check_texts as _check_texts
 from ._lexical.params import BM25_METHODS, DEFAULT_PARAMS, BM25Params
 
 __all__ = [
@@ -82,12 +81,3 @@ __all__ = [
 ]
 
 __dir__ = public_dir(__all__)
-
-# The public classes keep this module as their home (help, pickles, reprs), as before the split.
-for _cls in (BM25FormatError, BM25Index, BM25Params):
-    _cls.__module__ = __name__
-del _cls
-
-# Transition alias for fieldrank.hybrid, which still imports it from here; it switches to
-# fieldrank._lexical.check_texts, then this goes.
-_TRANSITION = (_check_texts,)

@@ -73,18 +73,31 @@ import functools
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any, ClassVar, Optional, Union
 
 from . import _confidence as _conf
-from . import _core
-from . import _param_tables as _tables
+from . import _kernels
 from . import _validation as _v
 from ._api import public_dir
+from ._retriever.legs import (
+    DEFAULT_WEIGHT,
+    LEG_REGISTRY,
+    POOL_MODES,
+    BM25Leg,
+    CFSLeg,
+    CFSRLeg,
+    CosineLeg,
+    Leg,
+    MMRLeg,
+    RingLeg,
+    TemporalLeg,
+)
+from ._retriever.legs import BUILTIN_KINDS
+from ._retriever.legs.base import check_name
 from .bm25 import DEFAULT_PARAMS, BM25Params
-from .temporal import TemporalParams
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -116,14 +129,8 @@ __all__ = [
 __dir__ = public_dir(__all__)
 
 
-_D = _core.DEFAULTS
+_D = _kernels.DEFAULTS
 
-#: Candidate pool of the CFS-R / CFS legs: the dense prefilter, or its union with BM25.
-POOL_MODES: tuple[str, ...] = ("dense", "union")
-POOL_DENSE, POOL_UNION = POOL_MODES
-
-#: Weight of a leg that does not say otherwise (plain, unweighted RRF).
-DEFAULT_WEIGHT = 1.0
 #: The preset weights: the only RRF weights written down in the package. ``cfsr_locked`` is
 #: the write-ups' CFS-R weight in the locked stack ("CFS-R weighted 3x").
 PRESET_WEIGHTS: Mapping[str, float] = {"plain": DEFAULT_WEIGHT, "cfsr_locked": 3.0}
@@ -140,258 +147,13 @@ _TOML_NONE = False
 _BM25_OPTIONAL_FIELDS = ("stopwords", "stemmer_language")
 
 
-# ------------------------------------------------------------------ field checks
-def _name_field(owner: str, value: object) -> str:
-    if not isinstance(value, str) or not value.strip():
-        msg = f"{owner}.name must be a non-empty str, got {value!r}"
-        raise ValueError(msg)
-    return value
-
-
 def _set(obj: object, name: str, value: object) -> None:
     object.__setattr__(obj, name, value)
 
 
-#: The kind's operator parameters: rows of its family's table in :mod:`fieldrank._param_tables`.
-_FieldChecks = tuple[_tables.Param, ...]
-
-
-class _LegBase:
-    """Shared validation and serialisation of the leg dataclasses."""
-
-    kind: ClassVar[str]
-    #: Whether the leg needs a query vector / the query text.
-    needs_vector: ClassVar[bool] = True
-    needs_text: ClassVar[bool] = False
-
-    #: The kind's operator parameters, in order: its family's table rows (name, interval, default),
-    #: checked by the kernel's rules (:func:`fieldrank._validation.param`). Every leg also checks
-    #: depth, weight and name, and ``p`` / ``pool`` / ``union_p`` where it has them.
-    field_checks: ClassVar[_FieldChecks] = ()
-
-    def __post_init__(self) -> None:
-        owner = type(self).__name__
-        _set(self, "depth", _v.integer(self.depth, f"{owner}.depth", low=1))
-        _set(self, "weight", _v.real(self.weight, f"{owner}.weight", low=0.0))
-        _set(self, "name", _name_field(owner, self.name))
-        if hasattr(self, "p"):
-            self._check_pool(owner)
-        for spec in self.field_checks:
-            _set(self, spec.name, _v.param(spec, getattr(self, spec.name), f"{owner}.{spec.name}"))
-
-    def operator_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments of the leg's operator (``fieldrank.<kind>_pool`` / ``_batch``) besides
-        ``k``: the fields of :attr:`field_checks`, which are the operator's parameters."""
-        return {spec.name: getattr(self, spec.name) for spec in self.field_checks}
-
-    def _check_pool(self, owner: str) -> None:
-        """``p`` >= ``depth``, ``pool`` in :data:`POOL_MODES`, ``union_p`` only with a union pool."""
-        _set(self, "p", _v.param(_tables.lookup("prefilter", "p"), self.p, f"{owner}.p"))
-        if self.p < self.depth:
-            msg = f"{owner}.p (pool size {self.p}) must be >= depth ({self.depth})"
-            raise ValueError(msg)
-        pool = _v.one_of(getattr(self, "pool", POOL_DENSE), f"{owner}.pool", POOL_MODES)
-        union_p = getattr(self, "union_p", None)
-        if union_p is not None:
-            if pool != POOL_UNION:
-                msg = f"{owner}.union_p is only used with pool={POOL_UNION!r}, got pool={pool!r}"
-                raise ValueError(msg)
-            _set(self, "union_p", _v.integer(union_p, f"{owner}.union_p", low=1))
-
-    def to_dict(self) -> dict[str, Any]:
-        """The leg as a TOML/JSON-ready dict: ``kind`` first, ``None`` fields left out."""
-        out: dict[str, Any] = {"kind": self.kind}
-        for f in fields(self):  # type: ignore[arg-type]
-            value = getattr(self, f.name)
-            if value is not None:
-                out[f.name] = value
-        return out
-
-
-@dataclass(frozen=True)
-class CosineLeg(_LegBase):
-    """Cosine prefilter leg: the ``depth`` rows most similar to the query vector.
-
-    Parameters
-    ----------
-    depth : int, default DEFAULTS["k"]
-        Ids this leg contributes to the fusion, >= 1.
-    weight : float, default 1.0
-        RRF weight, finite and >= 0.
-    name : str, default "cosine"
-        Label of the leg in results (unique within a configuration).
-    """
-
-    kind: ClassVar[str] = "cosine"
-    depth: int = _D["k"]
-    weight: float = DEFAULT_WEIGHT
-    name: str = "cosine"
-
-
-@dataclass(frozen=True)
-class BM25Leg(_LegBase):
-    """Lexical leg: BM25 top-``depth`` (tokenizer and k1/b live in ``RetrieverConfig.bm25``).
-
-    Only documents sharing a term with the query are ranked, so the leg may return fewer
-    than ``depth`` ids (see :mod:`fieldrank.bm25`).
-    """
-
-    kind: ClassVar[str] = "bm25"
-    needs_vector: ClassVar[bool] = False
-    needs_text: ClassVar[bool] = True
-    depth: int = _D["k"]
-    weight: float = DEFAULT_WEIGHT
-    name: str = "bm25"
-
-
-@dataclass(frozen=True)
-class CFSRLeg(_LegBase):
-    """CFS-R leg (docs/spec.md §2): non-negative ridge reconstruction of the query from ``p`` candidates.
-
-    Parameters
-    ----------
-    depth : int, default DEFAULTS["cfsr_k"]
-        Ids contributed (the write-ups' "CFS-R top-50").
-    weight : float, default 1.0
-        RRF weight (the locked stack uses 3, see :data:`PRESET_WEIGHTS`).
-    p : int, default DEFAULTS["p"]
-        Dense pool size, >= ``depth``.
-    w, lam, iters, tol, fista
-        Operator parameters of :func:`fieldrank.cfsr`, defaults from ``DEFAULTS``.
-    pool : {"dense", "union"}, default "dense"
-        ``"union"`` adds the BM25 top-``union_p`` to the dense top-``p``.
-    union_p : int or None, default None
-        BM25 candidates of a union pool; None means ``p``. Only with ``pool="union"``.
-    name : str, default "cfsr"
-    """
-
-    kind: ClassVar[str] = "cfsr"
-    depth: int = _D["cfsr_k"]
-    weight: float = DEFAULT_WEIGHT
-    p: int = _D["p"]
-    w: float = _D["w"]
-    lam: float = _D["lam"]
-    iters: int = _D["iters"]
-    tol: float = _D["tol"]
-    fista: bool = False
-    pool: str = POOL_DENSE
-    union_p: Optional[int] = None
-    name: str = "cfsr"
-
-    field_checks: ClassVar[_FieldChecks] = _tables.operator_params("cfsr")
-
-    @property
-    def needs_text(self) -> bool:  # type: ignore[override]
-        return self.pool == POOL_UNION
-
-
-@dataclass(frozen=True)
-class CFSLeg(_LegBase):
-    """CFS leg (docs/spec.md §3): greedy coverage-field picks from ``p`` candidates ("CFS-long": 50).
-
-    ``sigma``, ``beta``, ``eps`` default to ``DEFAULTS``; ``pool``/``union_p`` as in :class:`CFSRLeg`.
-    """
-
-    kind: ClassVar[str] = "cfs"
-    depth: int = _D["cfs_k"]
-    weight: float = DEFAULT_WEIGHT
-    p: int = _D["p"]
-    sigma: float = _D["sigma"]
-    beta: float = _D["beta"]
-    eps: float = _D["eps"]
-    pool: str = POOL_DENSE
-    union_p: Optional[int] = None
-    name: str = "cfs"
-
-    field_checks: ClassVar[_FieldChecks] = _tables.operator_params("cfs")
-
-    @property
-    def needs_text(self) -> bool:  # type: ignore[override]
-        return self.pool == POOL_UNION
-
-
-@dataclass(frozen=True)
-class MMRLeg(_LegBase):
-    """MMR leg (docs/spec.md §4) over the prefilter top-``p``; ``mu`` defaults to ``DEFAULTS["mu"]``."""
-
-    kind: ClassVar[str] = "mmr"
-    depth: int = _D["mmr_k"]
-    weight: float = DEFAULT_WEIGHT
-    p: int = _D["p"]
-    mu: float = _D["mu"]
-    name: str = "mmr"
-
-    field_checks: ClassVar[_FieldChecks] = _tables.operator_params("mmr")
-
-
-@dataclass(frozen=True)
-class RingLeg(_LegBase):
-    """Ring leg (docs/spec.md §5): survival laps over the prefilter top-(``ring_pool_factor`` x ``depth``)."""
-
-    kind: ClassVar[str] = "ring"
-    depth: int = _D["ring_k"]
-    weight: float = DEFAULT_WEIGHT
-    alpha: float = _D["alpha"]
-    laps: int = _D["laps"]
-    seed: int = _D["seed"]
-    ablation: bool = False
-    name: str = "ring"
-
-    field_checks: ClassVar[_FieldChecks] = _tables.operator_params("ring")
-
-    @property
-    def pool_depth(self) -> int:
-        """Size of the prefilter pool the operator reranks."""
-        return self.depth * _D["ring_pool_factor"]
-
-
-@dataclass(frozen=True)
-class TemporalLeg(_LegBase):
-    """Time-aware leg (:mod:`fieldrank.temporal`): fused BM25 + cosine scores, propagated to
-    same-session neighbours, plus a time-cue prior for time questions and a session-date prior
-    for questions that name a date.
-
-    Uses the retriever's BM25 index (``RetrieverConfig.bm25``) and its ``timeline`` (session
-    keys and dates of the documents; without one, documents in corpus order are neighbours and
-    there is no date prior). The parameters are those of :class:`fieldrank.temporal.TemporalParams`
-    and default to its values.
-    """
-
-    kind: ClassVar[str] = "temporal"
-    needs_text: ClassVar[bool] = True
-    depth: int = _D["k"]
-    weight: float = DEFAULT_WEIGHT
-    alpha: float = TemporalParams.alpha
-    gamma: float = TemporalParams.gamma
-    radius: int = TemporalParams.radius
-    decay: float = TemporalParams.decay
-    tau: float = TemporalParams.tau
-    delta: float = TemporalParams.delta
-    before_days: int = TemporalParams.before_days
-    after_days: int = TemporalParams.after_days
-    name: str = "temporal"
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        owner = type(self).__name__
-        try:
-            params = self.params()
-        except (ValueError, TypeError) as exc:
-            raise type(exc)(f"{owner}.{exc}") from None
-        for f in fields(TemporalParams):
-            _set(self, f.name, getattr(params, f.name))
-
-    def params(self) -> TemporalParams:
-        """The operator parameters as a :class:`fieldrank.temporal.TemporalParams`."""
-        return TemporalParams(**{f.name: getattr(self, f.name) for f in fields(TemporalParams)})
-
-
-Leg = Union[CosineLeg, BM25Leg, CFSRLeg, CFSLeg, MMRLeg, RingLeg, TemporalLeg]
-_LEG_TYPES: dict[str, type] = {
-    cls.kind: cls for cls in (CosineLeg, BM25Leg, CFSRLeg, CFSLeg, MMRLeg, RingLeg, TemporalLeg)
-}
-#: Every leg kind, in the order of docs/spec.md §1–§7; the single list used in messages.
-LEG_KINDS: tuple[str, ...] = tuple(_LEG_TYPES)
+#: Every built-in leg kind, in the order of docs/spec.md §1–§7 (a kind registered later, by
+#: ``@register_leg``, is in :data:`fieldrank.hybrid.LEG_REGISTRY`; messages list the registry).
+LEG_KINDS: tuple[str, ...] = BUILTIN_KINDS
 
 
 def leg_from_dict(data: Mapping[str, Any], where: str = "leg") -> Leg:
@@ -400,7 +162,7 @@ def leg_from_dict(data: Mapping[str, Any], where: str = "leg") -> Leg:
     Raises
     ------
     ValueError
-        If ``kind`` is missing or unknown (the message lists :data:`LEG_KINDS`), a key is
+        If ``kind`` is missing or unknown (the message lists the registered kinds), a key is
         unknown for that kind, or a value is out of range.
     TypeError
         If a value has the wrong type.
@@ -410,16 +172,10 @@ def leg_from_dict(data: Mapping[str, Any], where: str = "leg") -> Leg:
         raise ValueError(msg)
     values = dict(data)
     kind = values.pop("kind", None)
-    if kind not in _LEG_TYPES:
-        msg = f"{where}.kind must be one of {LEG_KINDS}, got {kind!r}"
+    if kind not in LEG_REGISTRY:
+        msg = f"{where}.kind must be one of {tuple(LEG_REGISTRY)}, got {kind!r}"
         raise ValueError(msg)
-    cls = _LEG_TYPES[kind]
-    known = [f.name for f in fields(cls)]
-    unknown = sorted(set(values) - set(known))
-    if unknown:
-        msg = f"{where}: unknown field(s) {unknown} for a {kind!r} leg; known fields: {known}"
-        raise ValueError(msg)
-    return cls(**values)
+    return LEG_REGISTRY[kind].from_dict(values, where)
 
 
 # ------------------------------------------------------------------ the configuration
@@ -558,9 +314,9 @@ class RetrieverConfig:
             msg = f"{owner}.legs must hold at least one leg, got none"
             raise ValueError(msg)
         for i, leg in enumerate(legs):
-            if not isinstance(leg, tuple(_LEG_TYPES.values())):
+            if not isinstance(leg, Leg) or LEG_REGISTRY.get(leg.kind) is not type(leg):
                 msg = (
-                    f"{owner}.legs[{i}] must be one of {[c.__name__ for c in _LEG_TYPES.values()]}, "
+                    f"{owner}.legs[{i}] must be one of {[c.__name__ for c in LEG_REGISTRY.values()]}, "
                     f"got {type(leg).__name__}"
                 )
                 raise TypeError(msg)
@@ -576,7 +332,7 @@ class RetrieverConfig:
         _set(self, "k", _v.integer(self.k, f"{owner}.k", low=1))
         _set(self, "k0", _v.real(self.k0, f"{owner}.k0", low=0.0))
         _v.instance_of(self.bm25, f"{owner}.bm25", BM25Params)
-        _set(self, "name", _name_field(owner, self.name))
+        _set(self, "name", check_name(owner, self.name))
         if self.confidence is not None:
             _v.instance_of(self.confidence, f"{owner}.confidence", ConfidenceParams)
 

@@ -43,7 +43,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional, Union
+from typing import Any, Optional, Protocol, Union
 
 import numpy as np
 
@@ -52,9 +52,6 @@ from ._validation import unit_rows
 from .bm25 import BM25Index
 from .config import RetrieverConfig
 from .temporal import Timeline
-
-if TYPE_CHECKING:
-    from .hybrid import HybridRetriever
 
 __all__ = [
     "FORMAT_NAME",
@@ -87,6 +84,23 @@ _STAGING_PREFIX = ".fieldrank-staging-"
 _BACKUP_PREFIX = ".fieldrank-old-"
 
 PathLike = Union[str, "os.PathLike[str]"]
+
+
+class SavedParts(Protocol):
+    """What :func:`save_index` reads of an index (a :class:`~fieldrank.hybrid.HybridRetriever`)."""
+
+    @property
+    def texts(self) -> tuple[str, ...]: ...
+    @property
+    def embeddings(self) -> np.ndarray: ...
+    @property
+    def config(self) -> RetrieverConfig: ...
+    @property
+    def bm25(self) -> BM25Index: ...
+    @property
+    def timeline(self) -> Optional[Timeline]: ...
+    @property
+    def normalize(self) -> bool: ...
 
 
 class IndexFormatError(ValueError):
@@ -154,7 +168,7 @@ def _describe_file(root: Path, relative: str) -> dict[str, Any]:
     return entry
 
 
-def save_index(retriever: HybridRetriever, directory: PathLike, *, overwrite: bool = False) -> None:
+def save_index(retriever: SavedParts, directory: PathLike, *, overwrite: bool = False) -> None:
     """Write ``retriever`` to ``directory`` (see the module notes for the layout).
 
     Parameters
@@ -194,7 +208,7 @@ def save_index(retriever: HybridRetriever, directory: PathLike, *, overwrite: bo
         (staging / TEXTS_FILE).write_text(json.dumps(list(retriever.texts), ensure_ascii=False), encoding="utf-8")
         retriever.config.save_toml(staging / CONFIG_FILE)
         retriever.bm25.save(staging / BM25_DIR)
-        timeline_fields = _save_timeline(getattr(retriever, "timeline", None), staging)
+        timeline_fields = _save_timeline(retriever.timeline, staging)
         relative = [*REQUIRED_FILES, *(_timeline_file(name) for name in timeline_fields),
                     *sorted(f"{BM25_DIR}/{p.name}" for p in (staging / BM25_DIR).iterdir())]
         manifest = {

@@ -32,7 +32,7 @@ of queries, cosines summed in float64, z-normalisation with numpy's pairwise sum
 neighbour and prior terms and the top-k, per query on its own thread. Scores are float64 and a
 query's scores do not depend on the batch or the thread count, so a batch equals its queries one
 by one, exactly. A :class:`fieldrank.HybridRetriever` searching every document of a large corpus
-passes the corpus moments instead (``_run_leg(moments=)``): the cosines' mean and standard
+passes the corpus moments instead (``run_leg(moments=)``): the cosines' mean and standard
 deviation then come from them, fp32 cosines screen the rows and only those near the k-th score
 are re-scored in double (docs/design.md, "Temporal leg"); this function keeps the pairwise path. :func:`fieldrank.reference.temporal_batch` is the same formula in numpy (the
 oracle of the parity tests); only the question texts are read in Python (the regular expressions
@@ -48,11 +48,12 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from . import _core
+from . import _kernels
+from . import _param_tables as _tables
 from . import _validation as _v
 from ._results import Ranking
 
-_D = _core.DEFAULTS  # the native core's defaults table: the leg's default formula comes from it
+_D = _kernels.DEFAULTS  # the native core's defaults table: the leg's default formula comes from it
 
 __all__ = [
     "TemporalParams",
@@ -249,14 +250,9 @@ class TemporalParams:
     after_days: int = _D["temporal_after_days"]
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "alpha", _v.unit_interval(self.alpha, "alpha"))
-        object.__setattr__(self, "gamma", _v.non_negative_real(self.gamma, "gamma"))
-        object.__setattr__(self, "radius", _v.positive_int(self.radius, "radius"))
-        object.__setattr__(self, "decay", _v.unit_interval(self.decay, "decay"))
-        object.__setattr__(self, "tau", _v.non_negative_real(self.tau, "tau"))
-        object.__setattr__(self, "delta", _v.non_negative_real(self.delta, "delta"))
-        object.__setattr__(self, "before_days", _v.non_negative_int(self.before_days, "before_days"))
-        object.__setattr__(self, "after_days", _v.non_negative_int(self.after_days, "after_days"))
+        # The checks are the rows of the leg's parameter table (the kernel's rules, stated once).
+        for spec in _tables.LEG_TABLES["temporal"]:
+            object.__setattr__(self, spec.name, _v.param(spec, getattr(self, spec.name)))
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -346,18 +342,20 @@ def _is_iso_date(value: Any) -> bool:
 # the other way round).
 
 
-def _years_spanned(timeline: Timeline, rows: Optional[np.ndarray]) -> tuple[int, ...]:
-    """The calendar years the session dates of ``rows`` (None: every row) span."""
+def years_spanned(timeline: Timeline, rows: Optional[np.ndarray]) -> tuple[int, ...]:
+    """The calendar years the session dates of ``rows`` (None: every row) span (the timeline has dates)."""
     t = timeline.time if rows is None else timeline.time[rows]
     years = t.astype("datetime64[Y]").astype(int) + 1970
     return tuple(range(int(years.min()), int(years.max()) + 1))
 
 
-def question_features(questions: Optional[Sequence[str]], timeline: Timeline, rows: Optional[np.ndarray]):
+def question_features(questions: Optional[Sequence[str]], timeline: Timeline, rows: Optional[np.ndarray], *,
+                      years: Optional[Sequence[int]] = None):
     """Per query: time intent (bool ``(B,)``) and the named periods (:func:`date_windows`).
 
     ``rows`` are the corpus rows the queries may see (None: all); a month or day without a year is
-    looked up in every year their session dates span. ``questions=None`` gives ``(None, None)`` (no
+    looked up in every year their session dates span (``years``: that span, computed already by a
+    caller that holds it, e.g. for every row). ``questions=None`` gives ``(None, None)`` (no
     priors); without session dates in ``timeline`` the periods are None.
     """
     if questions is None:
@@ -368,7 +366,8 @@ def question_features(questions: Optional[Sequence[str]], timeline: Timeline, ro
     intent = time_intent(questions)
     windows = None
     if timeline.time is not None:
-        years = _years_spanned(timeline, rows)
+        if years is None:
+            years = years_spanned(timeline, rows)
         windows = [date_windows(q, years) for q in questions]
     return intent, windows
 
@@ -417,10 +416,10 @@ def _window_arrays(windows: Optional[Sequence[Sequence[tuple[np.datetime64, np.d
     return offsets, days
 
 
-def _run_leg(E: np.ndarray, Q: np.ndarray, lexical: Optional[np.ndarray], k: int, timeline: Timeline,
+def run_leg(E: np.ndarray, Q: np.ndarray, lexical: Optional[np.ndarray], k: int, timeline: Timeline,
              intent: Optional[np.ndarray], windows, params: TemporalParams, rows: Optional[np.ndarray],
              check_rows: bool, n_threads: int, row_order: bool = False, lexical_begin: Optional[int] = None,
-             moments: Optional[_core.NativeTemporalMoments] = None, screen: bool = True,
+             moments: Optional[_kernels.NativeTemporalMoments] = None, screen: bool = True,
              native: bool = False) -> Ranking:
     """The native leg on checked arguments (no copy of ``E``; ``rows`` sorted, None: all rows).
 
@@ -433,7 +432,7 @@ def _run_leg(E: np.ndarray, Q: np.ndarray, lexical: Optional[np.ndarray], k: int
     retriever scores only the block a subset spans). The leg then runs on views of that block of
     ``E`` and of the timeline (no copy), with the same scores and ids.
 
-    ``moments``: ``_core.temporal_moments(E)`` of this very ``E`` (the same array, refused
+    ``moments``: ``_kernels.temporal_moments(E)`` of this very ``E`` (the same array, refused
     otherwise; not modified since), held by the caller (the retriever computes them once per
     corpus). Over all rows (``rows`` None, no ``lexical_begin``,
     top-k) the cosines' mean and standard deviation then come from them and fp32 cosines screen
@@ -465,7 +464,7 @@ def _run_leg(E: np.ndarray, Q: np.ndarray, lexical: Optional[np.ndarray], k: int
         day = None if day is None else day[lexical_begin:end]
         rows = None if rows is None else rows - lexical_begin
     offsets, days = _window_arrays(windows if timeline.time is not None else None)
-    r = _core.temporal_batch(
+    r = _kernels.temporal_batch(
         E, Q, np.ascontiguousarray(session), params.alpha, params.gamma, params.radius, params.decay,
         params.tau, params.delta, params.before_days, params.after_days, k, lexical32=lex32, lexical64=lex64,
         rows=rows, cue=cue, day=day,
@@ -477,6 +476,11 @@ def _run_leg(E: np.ndarray, Q: np.ndarray, lexical: Optional[np.ndarray], k: int
     if lexical_begin:
         return Ranking(r.ids + lexical_begin, r.scores)  # every id is a row (k is capped at the rows)
     return Ranking(r.ids, r.scores)
+
+
+# The names the memory store imports until it moves to the public ones above.
+_run_leg = run_leg
+_years_spanned = years_spanned
 
 
 def temporal_batch(E: np.ndarray, Q: np.ndarray, lexical: Optional[np.ndarray], k: int = 50, *,
@@ -511,7 +515,7 @@ def temporal_batch(E: np.ndarray, Q: np.ndarray, lexical: Optional[np.ndarray], 
     """
     E, Q, lexical, rows, n_threads = check_leg_call(E, Q, lexical, k, timeline, questions, params, subset, n_threads)
     intent, windows = question_features(questions, timeline, rows)
-    return _run_leg(E, Q, lexical, k, timeline, intent, windows, params, rows, True, n_threads)
+    return run_leg(E, Q, lexical, k, timeline, intent, windows, params, rows, True, n_threads)
 
 
 def temporal(E: np.ndarray, q: np.ndarray, lexical: Optional[np.ndarray], k: int = 50, *, timeline: Timeline,

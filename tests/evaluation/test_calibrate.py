@@ -24,7 +24,8 @@ def test_search_space_is_small_and_stated():
     assert len(cal.QUICK_SPACE.stacks()) == 8
 
 
-def test_rrf_positions_equals_native_rrf(rng):
+def test_stage_two_fuses_positions_as_the_native_rrf(rng):
+    """Stage 2 fuses (-1 padded) position legs with the retriever's one weighted-RRF rule."""
     n, B = 30, 20
     legs = []
     for depth in (10, 10, 25):
@@ -34,7 +35,7 @@ def test_rrf_positions_equals_native_rrf(rng):
             leg[b, :m] = rng.choice(n, m, replace=False)
         legs.append(leg)
     weights = [1.0, 0.5, 0.25]
-    got = cal.rrf_positions(legs, weights, n)
+    got = cal._fused_positions(legs, weights)
     for b in range(B):
         want = fieldrank.rrf([leg[b][leg[b] >= 0] for leg in legs], weights, 10).ids
         assert got[b][got[b] >= 0].tolist() == want.tolist()

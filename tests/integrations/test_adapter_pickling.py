@@ -95,7 +95,13 @@ def test_haystack_memory_components_pickle(tmp_path):
 
 
 @pytest.mark.skipif(not _store_pickles(), reason="MemoryStore does not pickle yet (the runtime fix of #37)")
-def test_each_adapter_pickles_as_it_is(tmp_path):
+def test_each_adapter_pickles_and_deep_copies_as_it_is(tmp_path):
+    import copy
+
     for store in (MemoryStore(dim=1), MemoryStore(tmp_path / "memory.db", 1)):
         for name, adapter, probe in _adapters(store):
             assert probe(pickle.loads(pickle.dumps(adapter))) == probe(adapter), name
+            assert probe(copy.deepcopy(adapter)) == probe(adapter), name
+    hs = pytest.importorskip("fieldrank.integrations.haystack", reason="needs the integrations extra")
+    writer = hs.FieldrankMemoryWriter(str(tmp_path / "memory.db"))
+    assert len(pickle.loads(pickle.dumps(writer)).store) == len(writer.store)

@@ -148,8 +148,8 @@ class _Float64Embedder:
     dim = 8
 
     def _rows(self, texts):
-        rows = np.array([[float(len(t) % 7 + 1), 1.0, 0, 0, 0, 0, 0, float(t.count("e"))] if t.strip()
-                         else [0.0] * 8 for t in texts], dtype=np.float64)
+        rows = np.array([[float(len(t) % 7 + 1), 1.0, 0, 0, 0, 0, 0, float(t.count("e"))]
+                         if t.strip() and t != "zero" else [0.0] * 8 for t in texts], dtype=np.float64)
         norms = np.linalg.norm(rows, axis=1, keepdims=True)
         return np.divide(rows, norms, out=rows, where=norms > 0)
 
@@ -168,6 +168,10 @@ def test_items_without_index_text_are_never_embedded():
     store.put(ALICE, "on", {"other": 4})  # an update that leaves nothing to index
     assert {item.key for item in store.search(ALICE)} == {"off", "empty", "on"}
     assert [hit.score for hit in store.search(ALICE, query="kitchen")] == [None, None, None]
+    # an indexed text the embedder maps to a zero row: the store's ValueError (#37: numpy's TypeError)
+    with pytest.raises(ValueError, match="norm"):
+        store.put(ALICE, "z", {"text": "zero"})
+    assert store.get(ALICE, "z") is None
 
 
 def test_the_store_reopens_with_its_items(tmp_path):

@@ -202,22 +202,22 @@ def test_retriever_over_every_document_uses_the_moments_once():
     retriever = HybridRetriever(texts, E, "default")
     Q = _unit(rng, 5, d)
     questions = QUESTIONS[:5]
-    assert retriever._moments._value is None
+    assert retriever._corpus.moments.value is None
     batch = retriever.search_batch(questions, Q, n_threads=2)
-    moments = retriever._moments._value
+    moments = retriever._corpus.moments.value
     assert moments is not None and moments.rows == n
     for b in range(5):
         one = retriever.search(questions[b], Q[b])
         np.testing.assert_array_equal(one.ids, batch[b].ids)
-    assert retriever.with_config("rrf2")._moments is retriever._moments
+    assert retriever.with_config("rrf2")._corpus.moments is retriever._corpus.moments
     # The same ranking as the numpy reference of the leg.
     (leg,) = retriever.config.legs
     lexical = np.stack([retriever.bm25.scores(t) for t in questions])
-    want = ref.temporal_batch(retriever.embeddings, Q, lexical, leg.depth, timeline=retriever._timeline,
+    want = ref.temporal_batch(retriever.embeddings, Q, lexical, leg.depth, timeline=retriever._corpus.timeline,
                               questions=questions, params=leg.params())
     for b in range(5):
         np.testing.assert_array_equal(batch[b].ids, want.ids[b][: retriever.config.k])
-    assert retriever._moments._value is moments  # computed once
+    assert retriever._corpus.moments.value is moments  # computed once
 
 
 @pytest.mark.parametrize("scale", [1e-36, 1e-12, 1e12, 1e30, 1e34])
@@ -240,10 +240,10 @@ def test_a_subset_of_every_document_is_no_subset_and_prepare_computes_the_moment
     words = np.array(["lake", "dog", "cook", "july", "move", "year", "garden", "piano", "trip", "book"])
     texts = [" ".join(rng.choice(words, 6)) for _ in range(n)]
     retriever = HybridRetriever(texts, _unit(rng, n, d), "default")
-    assert retriever._moments._value is None
+    assert retriever._corpus.moments.value is None
     assert retriever.prepare() is retriever
-    moments = retriever._moments._value
-    assert moments is not None and retriever.prepare()._moments._value is moments  # once
+    moments = retriever._corpus.moments.value
+    assert moments is not None and retriever.prepare()._corpus.moments.value is moments  # once
     Q = _unit(rng, 3, d)
     for b in range(3):
         want = retriever.search(QUESTIONS[b], Q[b])
@@ -256,4 +256,4 @@ def test_a_subset_of_every_document_is_no_subset_and_prepare_computes_the_moment
         np.testing.assert_array_equal(batch[b].scores, retriever.search(QUESTIONS[b], Q[b]).scores)
     # A config without a temporal leg computes nothing.
     plain = HybridRetriever(texts, retriever.embeddings.copy(), "rrf2")
-    assert plain.prepare()._moments._value is None
+    assert plain.prepare()._corpus.moments.value is None

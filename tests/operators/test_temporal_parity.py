@@ -234,18 +234,19 @@ def test_a_one_leg_plan_fuses_as_the_native_rrf(weight):
     import dataclasses
 
     from fieldrank import _core
+    from fieldrank._retriever.corpus import build_corpus
     from fieldrank.config import preset
-    from fieldrank.hybrid import HybridRetriever
+    from fieldrank.hybrid import LegPlan
 
     _, E, Q, _, timeline = _data(120, B=4, seed=8)
     texts = [f"turn {i} about the lake" if i % 3 else f"turn {i} about cooking" for i in range(120)]
     config = preset("default")
     config = dataclasses.replace(config, legs=(dataclasses.replace(config.legs[0], weight=weight),))
-    retriever = HybridRetriever(texts, E, config, timeline=timeline)
+    corpus = build_corpus(tuple(texts), E, False, config.bm25, timeline)
     for k in (3, 10, 25):  # 25: deeper than the leg (deepened to k)
-        plan = retriever._plan_for(k)
-        per_query = plan.run(retriever, QUESTIONS[:4], Q, 4, None, 1)
-        for fused, outputs in zip(plan.fuse(per_query, config.k0, 1), per_query):
+        plan = LegPlan(config, k, len(texts))
+        per_query = plan.run(corpus, QUESTIONS[:4], Q, 4, None, 1)
+        for fused, outputs in zip(plan.fuse(per_query, 1), per_query):
             native = _core.rrf([out.ids for out in outputs], plan.weights, plan.k, config.k0)
             np.testing.assert_array_equal(fused.ids, native.ids)
             np.testing.assert_array_equal(fused.scores, outputs[0].scores[: plan.k].astype(np.float64))

@@ -335,3 +335,18 @@ def test_expanded_bm25_round_trip_and_rebuild_use_the_timeline(corpus, tmp_path:
     # A config change that rebuilds the index keeps the timeline's sessions.
     rebuilt = HybridRetriever(texts, E, config.replace(bm25=BM25Params()), timeline=timeline).with_config(config)
     np.testing.assert_array_equal(rebuilt.bm25.scores("garden dog"), reference.scores("garden dog"))
+
+
+@pytest.mark.parametrize("mmap", [False, True])
+def test_an_index_saved_before_the_redesign_loads_and_answers_as_it_did(mmap):
+    """``tests/data/index_v1`` was written by fieldrank at bfb3ce6 (before issue #33's retriever
+    package), with what it answered then; this code reads it and answers the same, bit for bit."""
+    from tests.data import index_v1_recipe as recipe
+
+    retriever = HybridRetriever.load(recipe.INDEX_DIR, mmap=mmap)
+    assert retriever.config == RetrieverConfig.from_dict(recipe.CONFIG)
+    texts, E, session, time, Q = recipe.corpus()
+    assert list(retriever.texts) == texts and retriever.embeddings.tobytes() == E.tobytes()
+    assert retriever.timeline.session.tolist() == session.tolist()
+    expected = json.loads(recipe.EXPECTED_FILE.read_text(encoding="utf-8"))
+    assert recipe.answers(retriever, Q) == expected

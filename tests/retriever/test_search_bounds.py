@@ -14,7 +14,9 @@ import pytest
 
 from fieldrank.bm25 import BM25FormatError, BM25Index
 from fieldrank.config import PRESET_NAMES, BM25Leg, CFSRLeg, CosineLeg, RetrieverConfig, RingLeg, preset
-from fieldrank.hybrid import _PLAN_CACHE_SIZE, HybridRetriever, LegPlan
+from fieldrank._retriever.corpus import build_corpus
+from fieldrank._retriever.plan import PLAN_CACHE_SIZE
+from fieldrank.hybrid import HybridRetriever, LegPlan
 
 from tests.helpers import unit_rows
 
@@ -41,10 +43,12 @@ def corpus():
 def unclamped(retriever: HybridRetriever, text: str, q: np.ndarray, k: int, subset=None):
     """The plan as it was built before the clamp (``LegPlan(config, k)``), run as search runs it."""
     plan = LegPlan(retriever.config, k)
-    sub = None if subset is None else retriever._subset_ids(subset)
-    outputs = plan.run(retriever, [text] if retriever.config.needs_text else None,
-                       retriever._query_vector(q) if retriever.config.needs_vector else None, 1, sub, 1)[0]
-    return plan.fuse_one(outputs, retriever.config.k0), outputs
+    corpus = build_corpus(retriever.texts, retriever.embeddings, False, retriever.config.bm25,
+                          bm25_index=retriever.bm25)
+    sub = None if subset is None else corpus.subset_ids(subset)
+    outputs = plan.run(corpus, [text] if retriever.config.needs_text else None,
+                       corpus.query_vector(q) if retriever.config.needs_vector else None, 1, sub, 1)[0]
+    return plan.fuse_one(outputs), outputs
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=[c.name for c in CONFIGS])
@@ -82,7 +86,7 @@ def test_a_huge_k_costs_what_the_corpus_does(corpus):
     finally:
         tracemalloc.stop()
     assert peak < 16 * 2**20, peak  # before: 7.45 GiB for k = 10**9
-    assert all(plan.k <= N_DOCS for plan in retriever._plans.values())
+    assert all(plan.k <= N_DOCS for plan in retriever._plans)
 
 
 def test_the_plan_cache_is_bounded(corpus):
@@ -91,11 +95,11 @@ def test_the_plan_cache_is_bounded(corpus):
     first = {k: retriever.search(query_texts[0], Q[0], k) for k in range(1, 40)}
     for k in range(10**5, 10**5 + 200):  # past the corpus: every one of these is one plan
         retriever.search(query_texts[0], Q[0], k)
-    assert len(retriever._plans) <= _PLAN_CACHE_SIZE
+    assert len(retriever._plans) <= PLAN_CACHE_SIZE
     for k, result in first.items():  # evicted plans are rebuilt equal
         again = retriever.search(query_texts[0], Q[0], k)
         assert again.ids.tobytes() == result.ids.tobytes() and again.scores.tobytes() == result.scores.tobytes()
-    assert len(retriever._plans) <= _PLAN_CACHE_SIZE
+    assert len(retriever._plans) <= PLAN_CACHE_SIZE
 
 
 @pytest.mark.parametrize("name", ["fieldrank_bm25.json", "params.index.json", "vocab.index.json"])

@@ -37,6 +37,9 @@ class BM25FormatError(ValueError):
     :class:`fieldrank.persistence.IndexFormatError`, which wraps it when a hybrid index is loaded.)
     """
 
+    #: Its public home, whichever module imported it first (help, reprs, pickles).
+    __module__ = "fieldrank.bm25"
+
 
 def read_json(path: Path) -> Any:
     """A JSON metadata file of a saved index; nested too deeply to parse: a BM25FormatError naming it."""

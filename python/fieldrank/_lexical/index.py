@@ -3,7 +3,7 @@ retriever and the confidence model run on it.
 
 The functions at the bottom (:func:`tokenize`, :func:`token_ids`, :func:`scores_matrix`, :func:`rank`,
 :func:`native_arrays`, :func:`postings`, :func:`vocabulary`) are the package's door into an index for
-``fieldrank.hybrid`` and ``fieldrank._confidence``: the very steps :meth:`BM25Index.top` runs, so a leg
+the retriever's legs (``fieldrank._retriever``) and ``fieldrank._confidence``: the very steps :meth:`BM25Index.top` runs, so a leg
 that calls them ranks bit for bit as the index does, without reading the index's attributes.
 """
 
@@ -95,6 +95,9 @@ class BM25Index:
     Thread-safety: after construction the index is read-only; ``scores``/``top`` may be
     called from several threads.
     """
+
+    #: Its public home, whichever module imported it first (help, reprs, pickles).
+    __module__ = "fieldrank.bm25"
 
     def __init__(self, texts: Sequence[str], params: BM25Params = DEFAULT_PARAMS, *,
                  sessions: SessionsLike | None = None) -> None:

@@ -146,5 +146,9 @@ class BM25Params:
         return _v.from_fields(cls, data)
 
 
+# Its public home, whichever module imported it first (help, reprs, pickles); set after the class is
+# made (the dataclass machinery reads the defining module while it builds it).
+BM25Params.__module__ = "fieldrank.bm25"
+
 #: The default parameters (k1 = 1.5, b = 0.75, lucene, English stop words and stemmer).
 DEFAULT_PARAMS = BM25Params()

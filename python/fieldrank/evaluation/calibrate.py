@@ -44,6 +44,7 @@ searched over its own conversation (hits labelled by its evidence) and over anot
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as _dt
 import itertools
 import sys
@@ -57,7 +58,11 @@ import numpy as np
 
 from .. import DEFAULTS
 from .. import temporal as tl
+from .._retriever.corpus import Corpus, build_corpus
+from .._retriever.fusion import weighted_rrf_batch
 from ..bm25 import BM25Index, BM25Params
+from ..config import BM25Leg, CFSRLeg, CosineLeg, Leg, RetrieverConfig, TemporalLeg
+from ..hybrid import LegPlan
 from .locomo import locomo_timeline
 
 __all__ = [
@@ -77,8 +82,14 @@ K0 = _D["k0"]
 #: Parameters of the CFS-R union-pool leg tried in stage 2 (the locked CFS-R leg + a BM25 pool
 #: of the leg's depth).
 CFSR_UNION = {"depth": _D["cfsr_k"], "p": _D["p"], "union_p": _D["cfsr_k"]}
-#: The extra legs of stage 2, in the order of :attr:`SearchSpace.extra_weights` combinations.
-EXTRA_LEGS = ("bm25", "cosine", "cfsr_union")
+#: The extra legs of stage 2 by default (their weights are searched; any registered leg kind may be
+#: one, :attr:`SearchSpace.extra_legs`).
+DEFAULT_EXTRA_LEGS: tuple[Leg, ...] = (
+    BM25Leg(depth=K), CosineLeg(depth=K),
+    CFSRLeg(depth=CFSR_UNION["depth"], p=CFSR_UNION["p"], pool="union", union_p=CFSR_UNION["union_p"],
+            name="cfsr_union"))
+#: Their names, in the order of :attr:`SearchSpace.extra_weights` combinations.
+EXTRA_LEGS = tuple(leg.name for leg in DEFAULT_EXTRA_LEGS)
 
 
 @dataclass(frozen=True)
@@ -99,6 +110,9 @@ class SearchSpace:
     after_days: int = _D["temporal_after_days"]
     temporal_depth: tuple[int, ...] = (10, 50)
     extra_weights: tuple[float, ...] = (0.0, 0.25, 0.5)
+    #: The legs stage 2 may add beside the time-aware leg (each weight from :attr:`extra_weights`;
+    #: 0: left out): any registered leg kind, with unique names other than ``"temporal"``.
+    extra_legs: tuple[Leg, ...] = DEFAULT_EXTRA_LEGS
 
     def bm25_params(self) -> list[BM25Params]:
         """Every BM25 index of the grid: (k1, b) x expansion."""
@@ -118,13 +132,13 @@ class SearchSpace:
     def stacks(self) -> list[tuple[int, tuple[float, float, float]]]:
         """Stage-2 candidates: (temporal depth, weights of BM25, cosine, CFS-R union)."""
         return [(d, w) for d in self.temporal_depth
-                for w in itertools.product(self.extra_weights, repeat=len(EXTRA_LEGS))]
+                for w in itertools.product(self.extra_weights, repeat=len(self.extra_legs))]
 
     def describe(self) -> str:
         return (f"bm25 (k1,b) {list(self.bm25)}; bm25 (context_window, context_weight) {list(self.context)}; alpha {list(self.alpha)}; gamma {list(self.gamma)}; "
                 f"radius {list(self.radius)} (decay {self.decay}); tau {list(self.tau)}; delta {list(self.delta)} "
                 f"(days -{self.before_days}/+{self.after_days}); temporal depth {list(self.temporal_depth)}; "
-                f"extra leg weights {list(self.extra_weights)} for {list(EXTRA_LEGS)}")
+                f"extra leg weights {list(self.extra_weights)} for {[leg.name for leg in self.extra_legs]}")
 
 
 DEFAULT_SPACE = SearchSpace()
@@ -150,7 +164,7 @@ class _Block:
 @dataclass
 class _Prepared:
     embedding_set: str
-    retrievers: dict          # BM25Params -> HybridRetriever over every turn with those BM25 parameters
+    corpora: dict             # BM25Params -> the retriever's Corpus of every turn with those BM25 parameters
     blocks: list[_Block]
 
     @property
@@ -161,22 +175,18 @@ class _Prepared:
 #: Re-exported for callers that build a retriever over LoCoMo (the evaluation runner).
 
 
-def _bm25_config(bm: BM25Params) -> Any:
-    from ..config import CosineLeg, RetrieverConfig
-
-    return RetrieverConfig(legs=(CosineLeg(),), bm25=bm, name="calibration")
-
-
 def _prepare(data_dir, embedding_set: str, split: str, bm25_grid: Sequence[BM25Params]) -> _Prepared:
     from . import locomo
-    from ..hybrid import HybridRetriever
 
     data = locomo.load_locomo(data_dir, embedding_set, checksums=False)
-    texts = [str(t) for t in data.turns.embed_text]
-    # One retriever (corpus validated once) per BM25 parameter set; the legs run through its plan.
-    base = HybridRetriever(texts, np.ascontiguousarray(data.turn_embeddings, dtype=np.float32),
-                           _bm25_config(bm25_grid[0]), timeline=locomo_timeline(data))
-    retrievers = {bm: base.with_config(_bm25_config(bm)) for bm in bm25_grid}
+    texts = tuple(str(t) for t in data.turns.embed_text)
+    # The retriever's corpus (validated once), one BM25 index per parameter set; the legs run through
+    # the retriever's plan over it.
+    timeline = locomo_timeline(data)
+    base = build_corpus(texts, np.ascontiguousarray(data.turn_embeddings, dtype=np.float32), False, bm25_grid[0],
+                        timeline)
+    corpora = {bm: base if bm == base.bm25.params else base.with_bm25(BM25Index(texts, bm, sessions=timeline))
+               for bm in bm25_grid}
     rows_all = data.split_question_indices(split)
     qs = data.questions
     blocks = []
@@ -189,10 +199,10 @@ def _prepare(data_dir, embedding_set: str, split: str, bm25_grid: Sequence[BM25P
         for i, r in enumerate(qrows):
             gold[i, qs.gold_positions[r]] = True
         blocks.append(_Block(rows, [str(t) for t in qs.question[qrows]], Q, gold, gold.sum(1), qs.category[qrows]))
-    for bm, retriever in retrievers.items():
+    for bm, corpus in corpora.items():
         for block in blocks:
-            block.lexical[bm] = np.stack([retriever.bm25.scores(t) for t in block.texts])
-    return _Prepared(embedding_set, retrievers, blocks)
+            block.lexical[bm] = np.stack([corpus.bm25.scores(t) for t in block.texts])
+    return _Prepared(embedding_set, corpora, blocks)
 
 
 # ----------------------------------------------------------------------------- scoring
@@ -208,45 +218,23 @@ def _ndcg_recall(top: np.ndarray, block: _Block) -> tuple[np.ndarray, np.ndarray
     return ndcg, hits.sum(1) / block.n_gold
 
 
-def _top(scores: np.ndarray, depth: int, eligible: Optional[np.ndarray] = None) -> np.ndarray:
-    """(B, depth) local positions by score, ties to the lower position; -1 where ineligible."""
-    if eligible is not None:
-        scores = np.where(eligible, scores, -np.inf)
-    order = np.argsort(-scores, axis=1, kind="stable")[:, :depth]
-    return np.where(np.isfinite(np.take_along_axis(scores, order, 1)), order, -1)
-
-
-def rrf_positions(legs: Sequence[np.ndarray], weights: Sequence[float], n: int, k: int = K,
-                  k0: float = K0) -> np.ndarray:
-    """Weighted RRF (docs/spec.md §6) of (B, depth) position legs (-1 padded) -> (B, k), -1 padded.
-
-    Equal to :func:`fieldrank.rrf` query by query (ties: lower position, i.e. lower id).
-    """
-    B = legs[0].shape[0]
-    fused = np.zeros((B, n + 1))
-    present = np.zeros((B, n + 1), dtype=bool)
-    rows = np.broadcast_to(np.arange(B)[:, None], (B, 1))
-    for leg, w in zip(legs, weights):
-        if w == 0 or leg.shape[1] == 0:
-            continue
-        idx = np.where(leg >= 0, leg, n)
-        contrib = np.broadcast_to(w / (k0 + np.arange(1, leg.shape[1] + 1)), leg.shape)
-        np.add.at(fused, (np.broadcast_to(rows, leg.shape), idx), contrib)
-        present[np.broadcast_to(rows, leg.shape), idx] = True
-    present[:, n] = False
-    return _top(np.where(present, fused, -np.inf)[:, :n], k)
+def _fused_positions(legs: Sequence[np.ndarray], weights: Sequence[float]) -> np.ndarray:
+    """The retriever's weighted RRF (:mod:`fieldrank._retriever.fusion`) of (B, depth) position legs
+    (-1 padded) -> (B, K) positions, -1 padded (positions are ids: ties go to the lower one)."""
+    per_query = [[leg[b][leg[b] >= 0] for leg in legs] for b in range(legs[0].shape[0])]
+    top = np.full((len(per_query), K), -1, dtype=np.int64)
+    for b, fused in enumerate(weighted_rrf_batch(per_query, list(weights), K, K0, 0)):
+        top[b, : len(fused.ids)] = fused.ids
+    return top
 
 
 def _leg_positions(prep: _Prepared, block: _Block, bm: BM25Params, legs: Sequence[Any]) -> list[np.ndarray]:
     """Each leg's ranking as (B, depth) local positions (-1 padded), run by the retriever's leg plan
     (:class:`fieldrank.hybrid.LegPlan`, the code :meth:`HybridRetriever.search_batch` runs)."""
-    from ..config import RetrieverConfig
-    from ..hybrid import LegPlan
-
-    retriever = prep.retrievers[bm]
-    config = RetrieverConfig(legs=tuple(legs), k=K, bm25=retriever.config.bm25, name="calibration")
+    corpus: Corpus = prep.corpora[bm]
+    config = RetrieverConfig(legs=tuple(legs), k=K, bm25=bm, name="calibration")
     plan = LegPlan(config, K)
-    outputs = plan.run(retriever, block.texts, block.Q, len(block.texts), block.rows, 0,
+    outputs = plan.run(corpus, block.texts, block.Q, len(block.texts), block.rows, 0,
                        lexical_scores=block.lexical[bm])
     out = []
     for j, leg in enumerate(plan.legs):
@@ -258,19 +246,8 @@ def _leg_positions(prep: _Prepared, block: _Block, bm: BM25Params, legs: Sequenc
     return out
 
 
-def _temporal_leg(params: tl.TemporalParams, depth: int) -> Any:
-    from ..config import TemporalLeg
-
+def _temporal_leg(params: tl.TemporalParams, depth: int) -> TemporalLeg:
     return TemporalLeg(depth=depth, weight=1.0, **params.to_dict())
-
-
-def _extra_legs() -> list[Any]:
-    """The legs stage 2 adds, in :data:`EXTRA_LEGS` order."""
-    from ..config import BM25Leg, CFSRLeg, CosineLeg
-
-    return [BM25Leg(depth=K), CosineLeg(depth=K),
-            CFSRLeg(depth=CFSR_UNION["depth"], p=CFSR_UNION["p"], pool="union", union_p=CFSR_UNION["union_p"],
-                    name="cfsr_union")]
 
 
 # ----------------------------------------------------------------------------- calibration
@@ -317,19 +294,11 @@ def _describe_leg(bm: BM25Params, p: tl.TemporalParams) -> str:
             f"tau={p.tau} delta={p.delta}")
 
 
-def _build_config(bm: BM25Params, params: tl.TemporalParams, depth: int,
-                  weights: tuple[float, float, float], k: int = K):
-    from ..config import BM25Leg, CFSRLeg, CosineLeg, RetrieverConfig, TemporalLeg
-
-    legs: list[Any] = [TemporalLeg(depth=depth, weight=1.0, **params.to_dict())]
-    w_bm25, w_cos, w_cfsr = weights
-    if w_bm25 > 0:
-        legs.append(BM25Leg(depth=K, weight=w_bm25))
-    if w_cos > 0:
-        legs.append(CosineLeg(depth=K, weight=w_cos))
-    if w_cfsr > 0:
-        legs.append(CFSRLeg(depth=CFSR_UNION["depth"], weight=w_cfsr, p=CFSR_UNION["p"], pool="union",
-                            union_p=CFSR_UNION["union_p"], name="cfsr_union"))
+def _build_config(bm: BM25Params, params: tl.TemporalParams, depth: int, weights: Sequence[float],
+                  extra_legs: Sequence[Leg] = DEFAULT_EXTRA_LEGS, k: int = K) -> RetrieverConfig:
+    """The stack: the time-aware leg (weight 1) and each extra leg of positive weight, in order."""
+    legs: list[Leg] = [_temporal_leg(params, depth)]
+    legs += [dataclasses.replace(leg, weight=w) for leg, w in zip(extra_legs, weights) if w > 0]
     return RetrieverConfig(legs=tuple(legs), k=k, k0=K0, bm25=bm, name="default")
 
 
@@ -356,8 +325,30 @@ def calibrate(data_dir=None, embedding_sets: Sequence[str] = ("minilm-l6-v2", "m
     for name in embedding_sets:
         say(f"loading {name} ({split}) and scoring BM25 for {len(space.bm25_params())} parameter sets ...")
         preps.append(_prepare(data_dir, name, split, space.bm25_params()))
+    stage1 = _stage1(preps, space, say)
+    best_bm, best_params = stage1[0][0]
+    best_per_set = {}
+    for prep in preps:
+        (bm, p), _, per = max(stage1, key=lambda r: r[2][prep.embedding_set])
+        best_per_set[prep.embedding_set] = (_describe_leg(bm, p), per[prep.embedding_set])
+    stage2 = _stage2(preps, space, best_bm, best_params, say)
+    (depth, weights), score, _, detail = stage2[0]
+    config = _build_config(best_bm, best_params, depth, weights, space.extra_legs)
+    names = [leg.name for leg in space.extra_legs]
 
-    # Stage 1: the leg alone.
+    def stack_name(d, w):
+        return f"temporal {d} x1 + " + ", ".join(f"{n} x{x}" for n, x in zip(names, w))
+
+    return CalibrationResult(
+        config=config, score=score, per_set=detail,
+        stage1=[(_describe_leg(*c), s, per) for c, s, per in stage1],
+        stage2=[(stack_name(*c), s, per) for c, s, per, _ in stage2],
+        best_per_set=best_per_set, split=split, embedding_sets=tuple(embedding_sets), space=space,
+        seconds=time.time() - t0)
+
+
+def _stage1(preps: Sequence[_Prepared], space: SearchSpace, say: Callable[[str], None]) -> list:
+    """Every time-aware leg of the space alone: ((bm25, params), mean NDCG@10, {set: NDCG@10}), best first."""
     stage1 = []
     legs = space.legs()
     say(f"stage 1: {len(legs)} time-aware legs x {len(preps)} embedding sets")
@@ -372,60 +363,40 @@ def calibrate(data_dir=None, embedding_sets: Sequence[str] = ("minilm-l6-v2", "m
             per[prep.embedding_set] = total / prep.n_questions
         stage1.append(((bm, params), float(np.mean(list(per.values()))), per))
     stage1.sort(key=lambda r: -r[1])
-    best_bm, best_params = stage1[0][0]
-    best_per_set = {}
-    for prep in preps:
-        (bm, p), _, per = max(stage1, key=lambda r: r[2][prep.embedding_set])
-        best_per_set[prep.embedding_set] = (_describe_leg(bm, p), per[prep.embedding_set])
+    return stage1
 
-    # Stage 2: the stack around the best leg.
+
+def _stage2(preps: Sequence[_Prepared], space: SearchSpace, bm: BM25Params, params: tl.TemporalParams,
+            say: Callable[[str], None]) -> list:
+    """Every stack of the space around the best leg: ((depth, weights), mean NDCG@10, {set: NDCG@10},
+    {set: details}), best first (the simpler stack first on exact ties)."""
     stacks = space.stacks()
-    say(f"stage 2: {len(stacks)} stacks around {_describe_leg(best_bm, best_params)}")
-    max_depth = max(space.temporal_depth)
-    need_cfsr = any(w > 0 for w in space.extra_weights)
-    legs_per_block = []
-    for prep in preps:
-        per_block = []
-        legs = [_temporal_leg(best_params, max_depth)] + _extra_legs()[: len(EXTRA_LEGS) if need_cfsr else 2]
-        for block in prep.blocks:
-            positions = _leg_positions(prep, block, best_bm, legs)
-            per_block.append(dict(zip(("temporal", *EXTRA_LEGS), positions)))
-        legs_per_block.append(per_block)
+    say(f"stage 2: {len(stacks)} stacks around {_describe_leg(bm, params)}")
+    # Each leg runs once per block at its deepest; a stack fuses prefixes of their rankings.
+    extras = space.extra_legs if any(w > 0 for w in space.extra_weights) else ()
+    legs = [_temporal_leg(params, max(space.temporal_depth)), *extras]
+    positions = [[_leg_positions(prep, block, bm, legs) for block in prep.blocks] for prep in preps]
     stage2 = []
     for depth, weights in stacks:
-        per = {}
-        detail = {}
-        for prep, per_block in zip(preps, legs_per_block):
+        per, detail = {}, {}
+        for prep, per_block in zip(preps, positions):
             nd, rc = 0.0, 0.0
-            for block, lg in zip(prep.blocks, per_block):
-                rankings = [lg["temporal"][:, :depth]]
-                ws = [1.0]
-                for name, w in zip(EXTRA_LEGS, weights):
+            for block, (temporal, *extra) in zip(prep.blocks, per_block):
+                rankings, ws = [temporal[:, :depth]], [1.0]
+                for leg_positions, w in zip(extra, weights):
                     if w > 0:
-                        rankings.append(lg[name])
+                        rankings.append(leg_positions)
                         ws.append(w)
-                top = rrf_positions(rankings, ws, len(block.rows)) if len(ws) > 1 else rankings[0][:, :K]
+                top = _fused_positions(rankings, ws) if len(ws) > 1 else rankings[0][:, :K]
                 ndcg, recall = _ndcg_recall(top, block)
                 nd += ndcg.sum()
                 rc += recall.sum()
             per[prep.embedding_set] = nd / prep.n_questions
             detail[prep.embedding_set] = {"ndcg": nd / prep.n_questions, "recall": rc / prep.n_questions,
                                           "n": prep.n_questions}
-        # Prefer the simpler stack on exact ties (fewer legs, then the shallower leg).
         stage2.append(((depth, weights), float(np.mean(list(per.values()))), per, detail))
     stage2.sort(key=lambda r: (-round(r[1], 12), sum(w > 0 for w in r[0][1]), r[0][0]))
-    (depth, weights), score, _, detail = stage2[0]
-    config = _build_config(best_bm, best_params, depth, weights)
-
-    def stack_name(d, w):
-        return f"temporal {d} x1 + " + ", ".join(f"{n} x{x}" for n, x in zip(EXTRA_LEGS, w))
-
-    return CalibrationResult(
-        config=config, score=score, per_set=detail,
-        stage1=[(_describe_leg(*c), s, per) for c, s, per in stage1],
-        stage2=[(stack_name(*c), s, per) for c, s, per, _ in stage2],
-        best_per_set=best_per_set, split=split, embedding_sets=tuple(embedding_sets), space=space,
-        seconds=time.time() - t0)
+    return stage2
 
 
 # ----------------------------------------------------------------------------- confidence

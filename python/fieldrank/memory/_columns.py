@@ -414,6 +414,25 @@ class Generation:
             tier_stats=self.tier_stats,
         )
 
+    def live_row(self, memory_id: int, tenant: Optional[str], forgotten: set[int]) -> int:
+        """Row of a live memory (caller holds the store lock); a ``KeyError`` for any other id.
+
+        With ``tenant`` given, a memory of another tenant is reported exactly like a missing one;
+        without it, the message says whether the id was ``forgotten``.
+        """
+        row = self.row_of.get(memory_id)
+        if tenant is not None and row is not None and self.tenant_names[int(self.tenant_codes.buffer[row])] != tenant:
+            row = None
+        if row is None:
+            if tenant is not None:
+                msg = f"no memory with id {memory_id} for tenant {tenant!r}"
+            elif memory_id in forgotten:
+                msg = f"memory {memory_id} was forgotten"
+            else:
+                msg = f"no memory with id {memory_id}"
+            raise KeyError(msg)
+        return row
+
     def memory(self, row: int) -> Memory:
         """The :class:`Memory` at ``row`` (its embedding a copy)."""
         def optional_id(value: object) -> Optional[int]:

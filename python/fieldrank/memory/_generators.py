@@ -34,7 +34,7 @@ from typing import Mapping, Optional
 import numpy as np
 
 from .. import _kernels as kernels
-from ..temporal import Timeline, _run_leg, _years_spanned, date_windows, time_intent
+from ..temporal import Timeline, date_windows, run_leg, time_intent, years_spanned
 from ._columns import EMPTY_ROWS, NO_MEMORY, Snapshot, frozen
 from ._gates import Eligibility
 from ._lexical import top_by_score
@@ -107,7 +107,7 @@ def _cue_features(text: Optional[str], timeline: Timeline, eligible: Eligibility
     """
     if not text:
         return None, None
-    years = eligible.derived("years", lambda: _years_spanned(timeline, eligible.rows))
+    years = eligible.derived("years", lambda: years_spanned(timeline, eligible.rows))
     return time_intent([text]), [date_windows(text, years)]
 
 
@@ -209,11 +209,11 @@ def relevance_leg_scores(snapshot: Snapshot, cue: Cue, eligible: Eligibility, pa
         block = bool(rows[-1] - rows[0] + 1 == rows.size)
     if block:
         first = int(rows[0])
-        leg = _run_leg(snapshot.embeddings, query, lexical[None, first:first + rows.size], rows.size, timeline,
+        leg = run_leg(snapshot.embeddings, query, lexical[None, first:first + rows.size], rows.size, timeline,
                        intent, windows, relevance_params, None, check_rows=False, n_threads=threads,
                        row_order=True, lexical_begin=first, native=True)
     else:
-        leg = _run_leg(snapshot.embeddings, query, lexical[None, :], rows.size, timeline, intent, windows,
+        leg = run_leg(snapshot.embeddings, query, lexical[None, :], rows.size, timeline, intent, windows,
                        relevance_params, rows, check_rows=False, n_threads=threads, row_order=True, native=True)
     if not cosines:
         return leg.scores[0]

@@ -19,7 +19,7 @@ from typing import Any, Optional
 import numpy as np
 
 from .. import _validation as _v
-from ..embed import Embedder, check_embedder
+from ..embed import Embedder, check_embedder, embed_documents, embed_queries
 from ._columns import NO_MEMORY, RowBatch
 from ._params import MemoryParams
 from ._persistence import SYNCHRONOUS_MODES
@@ -36,18 +36,20 @@ from ._schema import (
     check_storage_strength,
     check_tenant,
     check_text,
+    check_text_size,
     check_tier,
     check_valence,
     embedding_rows,
     embedding_vector,
 )
 
-__all__ = ["NewRows", "UnitRows", "checked_changes", "checked_options", "checked_texts", "new_rows", "single_vector", "updated_batch"]
+__all__ = ["NewRows", "UnitRows", "checked_changes", "checked_options", "checked_text", "checked_texts", "embedded", "new_rows", "single_vector", "updated_batch"]
 
 
-def checked_options(dim: Optional[int], params: object, synchronous: object,
-                    embedder: Optional[Embedder]) -> tuple[Optional[Embedder], Optional[int]]:
+def checked_options(dim: Optional[int], params: object, synchronous: object, embedder: Optional[Embedder],
+                    max_text_bytes: object) -> tuple[Optional[Embedder], Optional[int]]:
     """A store's constructor options: the embedder and the dimension (its embedder's by default)."""
+    check_positive_int(max_text_bytes, "max_text_bytes")
     embedder = check_embedder(embedder)
     if dim is None and embedder is not None:
         dim = embedder.dim
@@ -193,12 +195,17 @@ class NewRows:
         )
 
 
-def checked_texts(texts: object) -> list[str]:
-    """``add_many``'s texts: a sequence of str (not one str)."""
+def checked_text(text: object, max_bytes: int, name: str = "text") -> str:
+    """One memory's text: a str UTF-8 can encode, of at most ``max_bytes`` bytes."""
+    return check_text_size(check_text(text, name), max_bytes, name)
+
+
+def checked_texts(texts: object, max_bytes: int) -> list[str]:
+    """``add_many``'s texts: a sequence of str (not one str), each of at most ``max_bytes`` bytes."""
     if isinstance(texts, (str, bytes)) or not isinstance(texts, Sequence):
         msg = f"texts must be a sequence of str, got {type(texts).__name__}"
         raise TypeError(msg)
-    return [check_text(t, f"texts[{i}]") for i, t in enumerate(texts)]
+    return [checked_text(t, max_bytes, f"texts[{i}]") for i, t in enumerate(texts)]
 
 
 def _vectors(embeddings: object, n: int, dim: int) -> np.ndarray:
@@ -261,11 +268,12 @@ def single_vector(embedding: object, dim: int, *, array_only: bool = False) -> n
     return embedding_vector(vector, dim, "embedding")
 
 
-def checked_changes(dim: int, *, text: Optional[str], embedding: object, importance: object, valence: object,
-                    tier: object, tags: object, entities: object, storage_strength: object) -> dict[str, Any]:
+def checked_changes(dim: int, max_text_bytes: int, *, text: Optional[str], embedding: object, importance: object,
+                    valence: object, tier: object, tags: object, entities: object,
+                    storage_strength: object) -> dict[str, Any]:
     """The fields an ``update`` changes (None: unchanged), each checked, in the order of its arguments."""
     given = (
-        ("text", text, check_text),
+        ("text", text, lambda value: checked_text(value, max_text_bytes)),
         ("embedding", embedding, lambda value: single_vector(value, dim)),
         ("importance", importance, check_importance),
         ("valence", valence, check_valence),
@@ -295,3 +303,11 @@ def updated_batch(current: Memory, changes: dict[str, Any]) -> RowBatch:
         supersedes=np.array([NO_MEMORY if merged["supersedes"] is None else merged["supersedes"]]),
         superseded_by=np.array([NO_MEMORY if merged["superseded_by"] is None else merged["superseded_by"]]),
     )
+
+
+def embedded(embedder: Optional[Embedder], texts: list[str], what: str, *, queries: bool = False) -> np.ndarray:
+    """The embedder's rows for ``texts`` (a ``ValueError`` naming ``what`` without an embedder)."""
+    if embedder is None:
+        msg = f"pass {what}, or build the store with an embedder= that embeds the text"
+        raise ValueError(msg)
+    return (embed_queries if queries else embed_documents)(embedder, texts)

@@ -17,6 +17,7 @@ from .. import _validation as _v
 
 __all__ = [
     "DEFAULT_IMPORTANCE",
+    "DEFAULT_MAX_TEXT_BYTES",
     "KEYWORD_MODE",
     "DEFAULT_MODE",
     "DEFAULT_STORAGE_STRENGTH",
@@ -77,6 +78,9 @@ _REPR_TEXT_CHARS = 60  # longer texts are cut in Memory's repr
 DEFAULT_VALENCE = 0.0
 DEFAULT_STORAGE_STRENGTH = 1.0
 SECONDS_PER_DAY = 86400.0
+#: Largest memory text a store takes by default, in UTF-8 bytes (``MemoryStore(max_text_bytes=...)``):
+#: every text is tokenised on open and by BM25, so one huge text slows every open and first recall.
+DEFAULT_MAX_TEXT_BYTES = 256 * 1024
 
 IMPORTANCE_RANGE = (0.0, 1.0)
 VALENCE_RANGE = (-1.0, 1.0)
@@ -177,6 +181,17 @@ def check_text(value: object, name: str = "text") -> str:
         msg = f"{name} must be a str, got {type(value).__name__}"
         raise TypeError(msg)
     return check_unicode(value, name)
+
+
+def check_text_size(value: str, max_bytes: int, name: str = "text") -> str:
+    """A memory's text of at most ``max_bytes`` bytes in UTF-8 (:data:`DEFAULT_MAX_TEXT_BYTES`)."""
+    if len(value) * 4 > max_bytes:  # at most 4 bytes per character: only a long text is encoded
+        size = len(value.encode("utf-8", "surrogatepass"))
+        if size > max_bytes:
+            msg = (f"{name} is {size} bytes in UTF-8, more than the store's max_text_bytes={max_bytes} "
+                   "(store a summary, or split it into several memories)")
+            raise ValueError(msg)
+    return value
 
 
 def check_tenant(value: object, name: str = "tenant") -> str:

@@ -37,19 +37,20 @@ from typing import Any, Optional, Union
 import numpy as np
 
 from .. import _validation as _v
-from ..embed import Embedder, embed_documents, embed_queries
+from ..embed import Embedder
 from . import _confidence as _hit_confidence
 from . import _pipeline as pipeline
-from ._columns import Generation, RowBatch, Snapshot
+from ._columns import Generation, RowBatch
 from ._gates import GateSpec
-from ._ingest import (NewRows, UnitRows, checked_changes, checked_options, checked_texts, new_rows, single_vector,
-                      updated_batch)
+from ._ingest import (NewRows, UnitRows, checked_changes, checked_options, checked_text, checked_texts, embedded,
+                      new_rows, single_vector, updated_batch)
 from ._params import DEFAULT_PARAMS, MemoryParams
 from ._persistence import TOMBSTONE, StoreBackend, StoreIOError, batch_of_records, open_backend
 from ._provenance import RecallResult, WhyNot
 from ._query import Cue, ModeQuotas, build_query
 from ._schema import (
     DEFAULT_IMPORTANCE,
+    DEFAULT_MAX_TEXT_BYTES,
     DEFAULT_MODE,
     DEFAULT_STORAGE_STRENGTH,
     DEFAULT_TENANT,
@@ -61,7 +62,6 @@ from ._schema import (
     check_mode,
     check_positive_int,
     check_tenant,
-    check_text,
 )
 from ._scoring import native_fusion_params
 from ._signals import _reinforcement as reinforcement
@@ -98,6 +98,10 @@ class MemoryStore:
     embedder : fieldrank.embed.Embedder, optional
         Embeds the text of ``add``/``add_many``/``update`` and the cue of ``recall``/``why_not``
         when no vector is passed (``dim`` defaults to its dimension).
+    max_text_bytes : int, default 262144 (256 KiB)
+        The longest memory text ``add``, ``add_many`` and ``update`` take, in UTF-8 bytes (a
+        ``ValueError`` past it, before anything is embedded or written). Every text is tokenised
+        when a store opens and by BM25, so one huge text would slow every open and first recall.
 
     Notes
     -----
@@ -119,8 +123,10 @@ class MemoryStore:
         params: MemoryParams = DEFAULT_PARAMS,
         synchronous: str = DEFAULT_SYNCHRONOUS,
         embedder: Optional[Embedder] = None,
+        max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES,
     ) -> None:
-        self._embedder, dim = checked_options(dim, params, synchronous, embedder)
+        self._embedder, dim = checked_options(dim, params, synchronous, embedder, max_text_bytes)
+        self._max_text_bytes = int(max_text_bytes)
         self._params = params
         self._synchronous = synchronous
         #: The fused score's constants for the native kernel, built once with the params.
@@ -156,6 +162,11 @@ class MemoryStore:
     @property
     def params(self) -> MemoryParams:
         return self._params
+
+    @property
+    def max_text_bytes(self) -> int:
+        """The longest memory text this store takes, in UTF-8 bytes."""
+        return self._max_text_bytes
 
     @property
     def reinforce_failures(self) -> int:
@@ -211,11 +222,24 @@ class MemoryStore:
             self._check_open()
             self._refresh()
             if self._backend is not None:
-                return _reopened, (self._backend.path, self._params, self._synchronous, self._embedder)
+                return _reopened, (self._backend.path, self._params, self._synchronous, self._embedder,
+                                   self._max_text_bytes)
             state = {"dim": self._dim, "params": self._params, "embedder": self._embedder,
+                     "max_text_bytes": self._max_text_bytes,
                      "generation": self._generation.state(), "links": self._links.copy_of_weights(),
                      "forgotten": set(self._forgotten), "next_id": self._next_id}
-            return _copied, (state,)
+            return MemoryStore._copied, (state,)
+
+    @classmethod
+    def _copied(cls, state: dict) -> MemoryStore:
+        """A pickled in-memory store: a new one holding its rows, links and bookkeeping."""
+        store = cls(dim=state["dim"], params=state["params"], embedder=state["embedder"],
+                    max_text_bytes=state["max_text_bytes"])
+        store._generation = Generation.restored(state["dim"], state["params"], state["generation"])
+        store._links.update(state["links"])
+        store._forgotten = state["forgotten"]
+        store._next_id = state["next_id"]
+        return store
 
     def _check_open(self) -> None:
         if self._closed:
@@ -341,10 +365,11 @@ class MemoryStore:
         int
             The new memory's id. With a file store the memory is committed before this returns.
         """
+        text = checked_text(text, self._max_text_bytes)
         if embedding is None:
-            embedding = self._embedded_texts([check_text(text)], "embedding")[0]
+            embedding = embedded(self._embedder, [text], "embedding")[0]
         ids = self.add_many(
-            [check_text(text)],
+            [text],
             # normalised once here (the messages name `embedding`); add_many stores these very bits
             UnitRows(single_vector(embedding, self._dim, array_only=True)[None, :]),
             tenants=check_tenant(tenant),
@@ -393,9 +418,9 @@ class MemoryStore:
         np.ndarray
             int64 ids, in the order of ``texts``.
         """
-        text_list = checked_texts(texts)
+        text_list = checked_texts(texts, self._max_text_bytes)
         if embeddings is None:
-            embeddings = self._embedded_texts(text_list, "embeddings")
+            embeddings = embedded(self._embedder, text_list, "embeddings")
         rows = new_rows(text_list, embeddings, self._dim, tenants=tenants, importances=importances, valences=valences,
                         tiers=tiers, tags=tags, entities=entities, storage_strengths=storage_strengths,
                         created_at=created_at, last_access=last_access, recall_counts=recall_counts,
@@ -431,37 +456,10 @@ class MemoryStore:
             self._generation.mark_superseded(row, first + offset)
         return batch.ids
 
-    def _embedded_texts(self, texts: list[str], what: str, *, queries: bool = False) -> np.ndarray:
-        """The embedder's rows for ``texts`` (a ``ValueError`` naming ``what`` without an embedder)."""
-        if self._embedder is None:
-            msg = f"pass {what}, or build the store with an embedder= that embeds the text"
-            raise ValueError(msg)
-        return (embed_queries if queries else embed_documents)(self._embedder, texts)
-
     @property
     def embedder(self) -> Optional[Embedder]:
         """The embedder of texts given without a vector, or None."""
         return self._embedder
-
-    def _live_row(self, memory_id: int, tenant: Optional[str] = None) -> int:
-        """Row of a live memory in the current generation (caller holds the lock).
-
-        With ``tenant`` given, a memory of another tenant is reported exactly like a missing one.
-        """
-        generation = self._generation
-        row = generation.row_of.get(memory_id)
-        if (tenant is not None and row is not None
-                and generation.tenant_names[int(generation.tenant_codes.buffer[row])] != tenant):
-            row = None
-        if row is None:
-            if tenant is not None:
-                msg = f"no memory with id {memory_id} for tenant {tenant!r}"
-            elif memory_id in self._forgotten:
-                msg = f"memory {memory_id} was forgotten"
-            else:
-                msg = f"no memory with id {memory_id}"
-            raise KeyError(msg)
-        return row
 
     def get(self, memory_id: int, *, tenant: Optional[str] = None) -> Memory:
         """The memory with this id.
@@ -483,7 +481,7 @@ class MemoryStore:
         with self._lock:
             self._check_open()
             self._refresh()
-            return self._generation.memory(self._live_row(memory_id, tenant))
+            return self._generation.memory(self._generation.live_row(memory_id, tenant, self._forgotten))
 
     def update(
         self,
@@ -517,14 +515,14 @@ class MemoryStore:
         tenant = None if tenant is None else check_tenant(tenant)
         if text is not None and embedding is None and self._embedder is not None:
             # New words, new vector: keeping the old embedding would rank the new text by the old one.
-            embedding = self._embedded_texts([check_text(text)], "embedding")[0]
-        changes = checked_changes(self._dim, text=text, embedding=embedding, importance=importance, valence=valence,
+            embedding = embedded(self._embedder, [checked_text(text, self._max_text_bytes)], "embedding")[0]
+        changes = checked_changes(self._dim, self._max_text_bytes, text=text, embedding=embedding, importance=importance, valence=valence,
                                   tier=tier, tags=tags, entities=entities, storage_strength=storage_strength)
         with self._lock:
             self._check_open()
             self._refresh()
             generation = self._generation
-            row = self._live_row(memory_id, tenant)
+            row = self._generation.live_row(memory_id, tenant, self._forgotten)
             batch = updated_batch(generation.memory(row), changes)
             if self._backend is not None:
                 try:
@@ -561,7 +559,7 @@ class MemoryStore:
             if memory_id in self._forgotten:
                 msg = f"no memory with id {memory_id} for tenant {tenant!r}"
                 raise KeyError(msg)
-            row = self._live_row(memory_id, tenant)
+            row = self._generation.live_row(memory_id, tenant, self._forgotten)
             was_live = True
             if self._backend is not None:
                 revision = self._backend.tombstone(memory_id)
@@ -620,7 +618,7 @@ class MemoryStore:
                            embed=None if self._embedder is None else self._embedded_query, **arguments)
 
     def _embedded_query(self, text: str) -> np.ndarray:
-        return self._embedded_texts([text], "cue_vector", queries=True)[0]
+        return embedded(self._embedder, [text], "cue_vector", queries=True)[0]
 
     def recall(
         self,
@@ -691,27 +689,32 @@ class MemoryStore:
         -------
         RecallResult
         """
-        check_positive_int(k, "k")
-        check_mode(mode)
         reinforce = _v.flag(reinforce, "reinforce")
-        cue, gates = self._cue(
-            cue_text, cue_vector, mode=mode, tenant=tenant, required_tags=required_tags, tier_mask=tier_mask,
-            valence_window=valence_window, min_importance=min_importance, at_time=at_time, cue_tags=cue_tags,
-            cue_entities=cue_entities, cue_valence=cue_valence, cue_time=cue_time,
-        )
-        with self._lock:
-            self._check_open()
-            self._refresh()
-            snapshot = self._generation.snapshot()
-        trace = self._run(snapshot, cue, gates, mode, k)
+        trace, _ = self._traced(cue_text, cue_vector, k, mode, None, dict(
+            tenant=tenant, required_tags=required_tags, tier_mask=tier_mask, valence_window=valence_window,
+            min_importance=min_importance, at_time=at_time, cue_tags=cue_tags, cue_entities=cue_entities,
+            cue_valence=cue_valence, cue_time=cue_time))
+        cue = trace.cue
         returned = list(_hit_confidence.annotate(pipeline.top_hits(trace), cue.text, cue.vector is not None,
                                                  min_confidence))
         # The bookkeeping never fails the read: if it cannot be written, the hits come back unreinforced.
         reinforced = reinforce and (not returned or self._reinforce([hit.id for hit in returned], cue.at_time))
         return pipeline.recall_result(trace, returned, self._quotas.of(mode), reinforced)
 
-    def _run(self, snapshot: Snapshot, cue: Cue, gates: GateSpec, mode: str, k: int) -> pipeline.Trace:
-        return pipeline.run(snapshot, cue, gates, mode, k, self._params, self._links.index, self._fusion_params)
+    def _traced(self, cue_text: Optional[str], cue_vector: Optional[np.ndarray], k: int, mode: str,
+                memory_id: Optional[int], arguments: dict) -> tuple[pipeline.Trace, bool]:
+        """Check a recall's query, take a snapshot and run the pipeline on it; also whether the store
+        knows ``memory_id`` as forgotten (read with the snapshot)."""
+        check_positive_int(k, "k")
+        check_mode(mode)
+        cue, gates = self._cue(cue_text, cue_vector, mode=mode, **arguments)
+        with self._lock:
+            self._check_open()
+            self._refresh()
+            snapshot = self._generation.snapshot()
+            forgotten = memory_id in self._forgotten
+        trace = pipeline.run(snapshot, cue, gates, mode, k, self._params, self._links.index, self._fusion_params)
+        return trace, forgotten
 
     def _reinforce(self, memory_ids: list[int], at_time: float) -> bool:
         """Recall dynamics for the returned memories (see :mod:`._scoring`), persisted atomically.
@@ -777,31 +780,15 @@ class MemoryStore:
         A diagnostic for trusted callers: it says whether an id exists in another tenant.
         """
         memory_id = check_memory_id(memory_id)
-        check_positive_int(k, "k")
-        check_mode(mode)
-        cue, gates = self._cue(
-            cue_text, cue_vector, mode=mode, tenant=tenant, required_tags=required_tags, tier_mask=tier_mask,
-            valence_window=valence_window, min_importance=min_importance, at_time=at_time, cue_tags=cue_tags,
-            cue_entities=cue_entities, cue_valence=cue_valence, cue_time=cue_time,
-        )
-        with self._lock:
-            self._check_open()
-            self._refresh()
-            snapshot = self._generation.snapshot()
-            forgotten = memory_id in self._forgotten
-        return pipeline.explain(self._run(snapshot, cue, gates, mode, k), memory_id, forgotten, self._quotas.of(mode))
+        trace, forgotten = self._traced(cue_text, cue_vector, k, mode, memory_id, dict(
+            tenant=tenant, required_tags=required_tags, tier_mask=tier_mask, valence_window=valence_window,
+            min_importance=min_importance, at_time=at_time, cue_tags=cue_tags, cue_entities=cue_entities,
+            cue_valence=cue_valence, cue_time=cue_time))
+        return pipeline.explain(trace, memory_id, forgotten, self._quotas.of(mode))
 
 
-def _reopened(path: str, params: MemoryParams, synchronous: str, embedder: Optional[Embedder]) -> MemoryStore:
+def _reopened(path: str, params: MemoryParams, synchronous: str, embedder: Optional[Embedder],
+              max_text_bytes: int) -> MemoryStore:
     """A pickled file store: its file, opened again."""
-    return MemoryStore(path, params=params, synchronous=synchronous, embedder=embedder)
+    return MemoryStore(path, params=params, synchronous=synchronous, embedder=embedder, max_text_bytes=max_text_bytes)
 
-
-def _copied(state: dict) -> MemoryStore:
-    """A pickled in-memory store: a new one holding its rows, links and bookkeeping."""
-    store = MemoryStore(dim=state["dim"], params=state["params"], embedder=state["embedder"])
-    store._generation = Generation.restored(state["dim"], state["params"], state["generation"])
-    store._links.update(state["links"])
-    store._forgotten = state["forgotten"]
-    store._next_id = state["next_id"]
-    return store

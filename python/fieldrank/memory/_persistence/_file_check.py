@@ -23,7 +23,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..._validation import FLOAT32_MAX
+from ..._validation import UNIT_NORM_ATOL
 from .._schema import IMPORTANCE_RANGE, MEMORY_ID_LIMIT, RECALL_COUNT_RANGE, TIERS, VALENCE_RANGE
 
 #: The store file's format name and version (in its ``meta`` table); defined here, with the
@@ -31,7 +31,15 @@ from .._schema import IMPORTANCE_RANGE, MEMORY_ID_LIMIT, RECALL_COUNT_RANGE, TIE
 FORMAT_NAME = "fieldrank.memory"
 FORMAT_VERSION = 1
 
-__all__ = ["StoreFormatError", "check_embedding_values", "check_store_file"]
+__all__ = ["OWN_SCHEMA_OBJECTS", "StoreFormatError", "check_embedding_values", "check_store_file"]
+
+#: The schema objects of a store file (``sqlite_master``'s type and name): its three tables and the
+#: indexes SQLite builds for their primary keys. Anything else (a trigger, a view, another table or
+#: index) is refused before the file is written to; names starting ``sqlite_`` are SQLite's own.
+OWN_SCHEMA_OBJECTS = frozenset({
+    ("table", "meta"), ("table", "memories"), ("table", "links"),
+    ("index", "sqlite_autoindex_meta_1"), ("index", "sqlite_autoindex_links_1"),
+})
 
 #: SQLite's literal for +inf (a REAL column can hold ±inf; NaN is stored as NULL).
 _SQL_INF = "9e999"
@@ -279,21 +287,19 @@ def _find_bad_utf8(connection: sqlite3.Connection, path: str, text_columns: list
 
 
 def check_embedding_values(embeddings: np.ndarray, ids: np.ndarray, path: str) -> None:
-    """The decoded embeddings (n, dim) float32 of memories ``ids``: every one finite, with a squared
-    norm in [min_row_norm_sq, FLOAT32_MAX] (a row outside would break every recall)."""
-    from ... import DEFAULTS  # the kernels' floor on a row's squared norm
-
-    min_norm_sq = float(DEFAULTS["min_row_norm_sq"])
+    """The decoded embeddings (n, dim) float32 of memories ``ids``: every one finite and of unit norm
+    within the API's tolerance (``UNIT_NORM_ATOL``: the store writes only unit rows, and a longer
+    row would win every vector recall)."""
     finite = np.isfinite(embeddings).all(axis=1)
     with np.errstate(over="ignore", invalid="ignore"):
-        norms_sq = np.einsum("ij,ij->i", embeddings, embeddings, dtype=np.float64)
-    bad = np.flatnonzero(~finite | ~(norms_sq >= min_norm_sq) | ~(norms_sq <= FLOAT32_MAX))
+        norms = np.sqrt(np.einsum("ij,ij->i", embeddings, embeddings, dtype=np.float64))
+    bad = np.flatnonzero(~finite | ~(np.abs(norms - 1.0) <= UNIT_NORM_ATOL))
     if bad.size:
         row = int(bad[0])
-        what = "a non-finite value" if not finite[row] else f"squared norm {norms_sq[row]:g}"
+        what = "a non-finite value" if not finite[row] else f"norm {norms[row]:g}"
         raise StoreFormatError(path, "memories", int(ids[row]), "embedding",
-                               f"stored embeddings must be finite with a squared norm in "
-                               f"[{min_norm_sq:g}, {FLOAT32_MAX:g}], got {what}")
+                               f"stored embeddings must be finite unit vectors (norm within 1 ± {UNIT_NORM_ATOL:g}), "
+                               f"got {what}")
 
 
 class _raw_text:

@@ -59,7 +59,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from .._schema import RECALL_COUNT_RANGE
 from ._backend import COLUMNS, EMBEDDING_DTYPE, SYNCHRONOUS_MODES, Changes, Reinforced, StoreBackend, StoreIOError
-from ._file_check import FORMAT_NAME, FORMAT_VERSION, check_store_file
+from ._file_check import FORMAT_NAME, FORMAT_VERSION, OWN_SCHEMA_OBJECTS, StoreFormatError, check_store_file
 from ._records import records_of
 
 if TYPE_CHECKING:  # the column batch type, for annotations only
@@ -126,6 +126,8 @@ class SqliteBackend(StoreBackend):
             msg = f"synchronous must be one of {SYNCHRONOUS_MODES}, got {synchronous!r}"
             raise ValueError(msg)
         self.path = os.fspath(path)
+        if dim is None and not os.path.exists(self.path):
+            raise ValueError(self._dim_required())  # before connecting: sqlite3 would create the file
         # isolation_level=None: autocommit; every mutation opens its own BEGIN IMMEDIATE ... COMMIT.
         try:
             self._connection = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None,
@@ -133,12 +135,14 @@ class SqliteBackend(StoreBackend):
         except sqlite3.Error as error:
             raise StoreIOError(self.path, "open", str(error)) from error
         try:
-            self._refuse_foreign_database()
+            # read-only until the file is known to be a store of this format, or empty and created on purpose
+            creating = self._inspect(dim)
             check_store_file(self._connection, self.path)
             self._connection.execute("PRAGMA journal_mode=WAL")
             self._connection.execute(f"PRAGMA synchronous={synchronous}")
             self._connection.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-            self._connection.executescript(_SCHEMA)
+            if creating:
+                self._create(dim)
             self._migrate()
             self.dim = self._check_meta(dim)
         except sqlite3.OperationalError as error:  # locked, read-only, disk I/O: the file may be fine
@@ -165,43 +169,79 @@ class SqliteBackend(StoreBackend):
                         cursor.execute(f"ALTER TABLE memories ADD COLUMN {name} {kind}")
 
     # ------------------------------------------------------------------ meta
-    def _refuse_foreign_database(self) -> None:
-        """Read-only check, before any write: a file with tables but no ``meta`` is not a store.
+    def _dim_required(self) -> str:
+        return f"dim is required to create a new memory store at {self.path!r}"
 
-        Another application's SQLite database must not gain the store's tables or be switched to
-        WAL: refuse it while the file is still untouched.
+    def _inspect(self, dim: int | None) -> bool:
+        """Read-only, before any write: True for a store to create (an empty database, or one whose
+        ``meta`` is still empty: another process is creating it), False for a store of this format.
+
+        Refuses, untouched: another application's database (tables but no ``meta``, or a ``meta``
+        of another format or version) and any schema object a store does not have (a trigger, a
+        view, another table or index: a trigger would run on the store's own writes).
         """
-        tables = {name for (name,) in self._connection.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()}
-        if tables and "meta" not in tables:
-            msg = (
-                f"{self.path!r} is an SQLite database but not a {FORMAT_NAME} store (it has tables "
-                f"{sorted(tables)} and no 'meta' table); refusing to modify it"
-            )
-            raise ValueError(msg)
-
-    def _meta(self) -> dict[str, str]:
-        return dict(self._connection.execute("SELECT key, value FROM meta").fetchall())
-
-    def _check_meta(self, dim: int | None) -> int:
-        meta = self._meta()
-        if not meta:
+        objects = self._connection.execute("SELECT type, name FROM sqlite_master").fetchall()
+        if not objects:
             if dim is None:
-                msg = f"dim is required to create a new memory store at {self.path!r}"
-                raise ValueError(msg)
-            with self.transaction("open") as cursor:
+                raise ValueError(self._dim_required())
+            return True
+        tables = {name for kind, name in objects if kind == "table"}
+        if "meta" not in tables:
+            msg = (f"{self.path!r} is an SQLite database but not a {FORMAT_NAME} store (it has tables "
+                   f"{sorted(tables)} and no 'meta' table); refusing to modify it")
+            raise ValueError(msg)
+        created = self._connection.execute("SELECT COUNT(*) FROM meta").fetchone()[0] > 0
+        if created:
+            self._check_format(self._format_keys())
+        unknown = sorted(f"{kind} {name!r}" for kind, name in objects
+                         if (kind, name) not in OWN_SCHEMA_OBJECTS and not name.startswith("sqlite_"))
+        if unknown:
+            raise StoreFormatError(self.path, "sqlite_master", None, None,
+                                   f"schema objects a store does not have: {', '.join(unknown)} (a store holds "
+                                   "the tables meta, memories and links only); refusing to open it")
+        if not created and dim is None:
+            raise ValueError(self._dim_required())
+        return not created
+
+    def _format_keys(self) -> dict[str, str]:
+        """``meta``'s format and version, read as text whatever bytes they hold (the file check
+        reports bad UTF-8 by name afterwards)."""
+        previous = self._connection.text_factory
+        self._connection.text_factory = lambda raw: raw.decode("utf-8", "replace")
+        try:
+            return dict(self._connection.execute(
+                "SELECT key, value FROM meta WHERE key IN ('format', 'format_version')").fetchall())
+        finally:
+            self._connection.text_factory = previous
+
+    def _create(self, dim: int) -> None:
+        """The schema and the ``meta`` rows of a new store, in one write transaction (a second process
+        creating the same file at once finds them there and checks its ``dim`` against them)."""
+        with self.transaction("open") as cursor:
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    cursor.execute(statement)
+            if cursor.execute("SELECT COUNT(*) FROM meta").fetchone()[0] == 0:
                 cursor.executemany(
                     "INSERT INTO meta (key, value) VALUES (?, ?)",
                     [("format", FORMAT_NAME), ("format_version", str(FORMAT_VERSION)), ("dim", str(dim)),
                      ("next_id", "0"), ("revision", "0")],
                 )
-            return dim
+
+    def _meta(self) -> dict[str, str]:
+        return dict(self._connection.execute("SELECT key, value FROM meta").fetchall())
+
+    def _check_format(self, meta: dict[str, str]) -> None:
         if meta.get("format") != FORMAT_NAME:
-            msg = f"{self.path!r} is not a {FORMAT_NAME} file (format {meta.get('format')!r})"
+            msg = f"{self.path!r} is not a {FORMAT_NAME} file (format {meta.get('format')!r}); refusing to modify it"
             raise ValueError(msg)
         if meta.get("format_version") != str(FORMAT_VERSION):
             msg = f"{self.path!r} has format_version {meta.get('format_version')!r}, expected {FORMAT_VERSION}"
             raise ValueError(msg)
+
+    def _check_meta(self, dim: int | None) -> int:
+        meta = self._meta()
+        self._check_format(meta)
         stored_dim = int(meta["dim"])
         if dim is not None and dim != stored_dim:
             msg = f"dim must match the store at {self.path!r}: it holds dim={stored_dim}, got dim={dim}"
