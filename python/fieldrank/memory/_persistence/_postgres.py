@@ -308,10 +308,19 @@ class PostgresBackend(StoreBackend):
         return self._read(lambda cursor: cursor.execute("SELECT next_id FROM fieldrank_meta").fetchone()[0])
 
     def data_version(self) -> int:
-        """``(revision, purge_epoch)`` packed into one int: it moves with every write and purge of any process."""
-        revision, epoch = self._read(
-            lambda cursor: cursor.execute("SELECT revision, purge_epoch FROM fieldrank_meta").fetchone())
-        return (int(revision) << 32) | int(epoch)
+        """``(revision, purge_epoch)`` packed into one int: it moves with every write and purge of any process.
+
+        One statement outside a transaction (autocommit: its own snapshot), so one round trip.
+        """
+        for attempt in (0, 1):
+            connection = self._live_connection("read")
+            try:
+                revision, epoch = connection.execute("SELECT revision, purge_epoch FROM fieldrank_meta").fetchone()
+                return (int(revision) << 32) | int(epoch)
+            except self._psycopg.Error as error:
+                if attempt or not (connection.closed or connection.broken):
+                    raise StoreIOError(self.path, "read", str(error).strip()) from error
+        raise AssertionError("unreachable")
 
     @staticmethod
     def _bump_revision(cursor) -> tuple[int, int]:
@@ -379,30 +388,31 @@ class PostgresBackend(StoreBackend):
         updates = sorted(updates, key=lambda u: u[2])
         links = sorted(links)
         with self.transaction(operation, lock_timeout_ms=REINFORCE_LOCK_TIMEOUT_MS) as cursor:
+            rows = []
             if updates:
-                cursor.executemany(
-                    "UPDATE fieldrank_memories SET last_access = GREATEST(last_access, %s), "
-                    f"recall_count = LEAST(recall_count + 1, {RECALL_COUNT_RANGE[1]}), "
-                    "storage_strength = storage_strength + %s WHERE id = %s AND tombstone = 0", updates)
+                at_times, gains, ids = (list(column) for column in zip(*updates))
+                cursor.execute("SELECT id FROM fieldrank_memories WHERE id = ANY(%s) ORDER BY id FOR UPDATE", (ids,))
+                rows = cursor.execute(
+                    "UPDATE fieldrank_memories AS m SET last_access = GREATEST(m.last_access, u.at_time), "
+                    f"recall_count = LEAST(m.recall_count + 1, {RECALL_COUNT_RANGE[1]}), "
+                    "storage_strength = m.storage_strength + u.gain "
+                    "FROM unnest(%s::float8[], %s::float8[], %s::bigint[]) AS u(at_time, gain, id) "
+                    "WHERE m.id = u.id AND m.tombstone = 0 "
+                    "RETURNING m.id, m.last_access, m.recall_count, m.storage_strength",
+                    (at_times, gains, ids)).fetchall()
+            found = []
             if links:
-                cursor.executemany(
-                    "INSERT INTO fieldrank_links (a, b, weight, tenant) "
-                    "SELECT %s, %s, %s, min(tenant) FROM fieldrank_memories WHERE id IN (%s, %s) AND tombstone = 0 "
-                    "HAVING COUNT(*) = 2 "
-                    "ON CONFLICT (a, b) DO UPDATE SET weight = fieldrank_links.weight + "
-                    "excluded.weight * (1 - fieldrank_links.weight)",
-                    [(a, b, rate, a, b) for a, b, rate in links])
-            ids = [u[2] for u in updates]
-            rows = cursor.execute(
-                "SELECT id, last_access, recall_count, storage_strength FROM fieldrank_memories "
-                "WHERE id = ANY(%s)", (ids,)).fetchall() if ids else []
-            weights = {}
-            if links:
+                firsts, seconds, rates = (list(column) for column in zip(*links))
                 found = cursor.execute(
-                    "SELECT a, b, weight FROM fieldrank_links WHERE (a, b) IN (SELECT * FROM unnest(%s::bigint[], "
-                    "%s::bigint[]))", ([a for a, _, _ in links], [b for _, b, _ in links])).fetchall()
-                weights = {(int(a), int(b)): float(w) for a, b, w in found}
-        return Reinforced({int(r[0]): (float(r[1]), int(r[2]), float(r[3])) for r in rows}, weights)
+                    "INSERT INTO fieldrank_links (a, b, weight, tenant) "
+                    "SELECT l.a, l.b, l.rate, ma.tenant FROM unnest(%s::bigint[], %s::bigint[], %s::float8[]) "
+                    "AS l(a, b, rate) JOIN fieldrank_memories ma ON ma.id = l.a AND ma.tombstone = 0 "
+                    "JOIN fieldrank_memories mb ON mb.id = l.b AND mb.tombstone = 0 ORDER BY l.a, l.b "
+                    "ON CONFLICT (a, b) DO UPDATE SET weight = fieldrank_links.weight + "
+                    "excluded.weight * (1 - fieldrank_links.weight) RETURNING a, b, weight",
+                    (firsts, seconds, rates)).fetchall()
+        return Reinforced({int(r[0]): (float(r[1]), int(r[2]), float(r[3])) for r in rows},
+                          {(int(a), int(b)): float(w) for a, b, w in found})
 
     def purge_tombstones(self) -> tuple[list[int], Optional[int]]:
         with self.transaction("purge") as cursor:
