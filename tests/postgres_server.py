@@ -121,3 +121,13 @@ def query_store(location: str, sql: str, parameters: tuple = ()) -> list[tuple]:
     with psycopg.connect(location, autocommit=True) as connection:
         cursor = connection.execute(translated, parameters)
         return cursor.fetchall() if cursor.description else []
+
+
+def as_user(location: str, user: str, password: Optional[str] = None) -> str:
+    """``location`` with its user (and password) replaced."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(location)
+    host = parts.netloc.rpartition("@")[2]
+    credentials = quote(user, safe="") + (f":{quote(password, safe='')}" if password is not None else "")
+    return urlunsplit(parts._replace(netloc=f"{credentials}@{host}"))

@@ -9,6 +9,8 @@ is started once per session (tests/postgres_server.py, data in a temporary folde
 from __future__ import annotations
 
 import itertools
+import shutil
+import tempfile
 
 import pytest
 
@@ -18,13 +20,21 @@ BACKENDS = ("sqlite", "postgres")
 
 
 @pytest.fixture(scope="session")
-def postgres_server(tmp_path_factory) -> str:
-    """The superuser URL of a PostgreSQL server started for this test session."""
+def postgres_server():
+    """The superuser URL of a PostgreSQL server started for this test session.
+
+    Its data directory is a temporary folder of its own, not under pytest's: pytest keeps its
+    base folder private to root (mode 0700, reset by every pytest run), which the unprivileged
+    server user could not reach.
+    """
     pytest.importorskip("psycopg", reason="the postgres extra (psycopg) is not installed")
+    folder = tempfile.mkdtemp(prefix="fieldrank-postgres-")
     try:
-        return start_postgres(tmp_path_factory.mktemp("postgres"))
+        yield start_postgres(folder)
     except PostgresUnavailable as error:
         pytest.skip(str(error))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(params=BACKENDS)

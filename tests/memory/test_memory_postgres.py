@@ -14,7 +14,7 @@ import pytest
 
 from fieldrank.memory import MemoryStore, StoreFormatError, StoreIOError
 
-from tests.postgres_server import fresh_schema, query_store
+from tests.postgres_server import as_user, fresh_schema, query_store
 
 psycopg = pytest.importorskip("psycopg", reason="the postgres extra (psycopg) is not installed")
 
@@ -98,7 +98,8 @@ def test_unreachable_server_is_a_store_io_error(tmp_path):
 
 
 def test_path_shows_no_password(postgres_server):
-    location = fresh_schema(postgres_server).replace("postgresql://postgres@", "postgresql://postgres:hunter2@")
+    location = as_user(fresh_schema(postgres_server), "postgres", "hunter2")
+    assert "hunter2" in location
     with MemoryStore(location, dim=DIM) as store:
         assert "hunter2" not in store.path and "hunter2" not in repr(store)
         assert store.path.startswith("postgresql://postgres@/")
@@ -168,3 +169,49 @@ def test_a_trigger_on_the_store_tables_is_refused(postgres_server):
     query_store(location, "CREATE TRIGGER spy BEFORE INSERT ON memories FOR EACH ROW EXECUTE FUNCTION sneaky()")
     with pytest.raises(StoreFormatError, match="spy"):
         MemoryStore(location)
+
+
+def deployment_rls_sql() -> str:
+    """The row-level-security block of docs/deployment.md (run here as written)."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "deployment.md").read_text(encoding="utf-8")
+    (block,) = re.findall(r"^```sql\n(.*?)^```", text, re.DOTALL | re.MULTILINE)
+    return block
+
+
+def test_a_tenant_role_cannot_read_or_write_another_tenants_rows(postgres_server):
+    location = fresh_schema(postgres_server, "rls_store")
+    rng = np.random.default_rng(SEED)
+    E = unit(rng, 10)
+    with MemoryStore(location, dim=DIM) as owner:
+        alice_ids = owner.add_many([f"alice note {i}" for i in range(4)], E[:4], tenants="alice").tolist()
+        bob_ids = owner.add_many([f"bob secret {i}" for i in range(6)], E[4:], tenants="bob").tolist()
+        owner.recall(None, E[5], 3, tenant="bob", mode="vector")  # bob's links exist
+    with psycopg.connect(location, autocommit=True) as connection:
+        connection.execute("DROP ROLE IF EXISTS alice")
+        connection.execute(deployment_rls_sql())
+    as_alice = as_user(location, "alice")
+    with MemoryStore(as_alice) as store:  # the store loads only what alice's role can read
+        assert len(store) == 4 and store.tenants() == ("alice",)
+        assert store.recall(None, E[5], 10, tenant="bob", mode="vector").ids.tolist() == []
+        for memory_id in bob_ids:
+            assert memory_id not in store
+        new = store.add("alice's new note", E[0], tenant="alice")
+        assert new == 10  # ids stay shared: never one of bob's
+        with pytest.raises(StoreIOError, match="row-level security"):
+            store.add("planted in bob's memory", E[1], tenant="bob")
+        with pytest.raises(KeyError):  # not a memory this store knows
+            store.forget(bob_ids[0])
+        store.compact(purge=True)
+    with psycopg.connect(as_alice, autocommit=True) as connection:
+        assert {t for (t,) in connection.execute("SELECT DISTINCT tenant FROM fieldrank_memories")} == {"alice"}
+        assert connection.execute("SELECT COUNT(*) FROM fieldrank_links").fetchone()[0] == 0
+        assert connection.execute("UPDATE fieldrank_memories SET text = 'x' WHERE tenant = 'bob'").rowcount == 0
+        assert connection.execute("DELETE FROM fieldrank_memories WHERE tenant = 'bob'").rowcount == 0
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            connection.execute("UPDATE fieldrank_meta SET dim = 3")
+    with MemoryStore(location) as owner:  # bob's rows untouched
+        assert sorted(m.text for m in (owner.get(i) for i in bob_ids)) == [f"bob secret {i}" for i in range(6)]
+        assert len(owner) == 11 and alice_ids[0] in owner
