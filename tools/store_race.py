@@ -12,6 +12,15 @@ forgotten memory's own vector, so it would rank first if it were still there), g
 asks ``why_not`` about forgotten ids, checks ``len``/``in``, and reopens its store now and then.
 Any call that returns or revives a forgotten memory is a violation. Prints the counts; exits 1 on
 a violation. (Before issue 25's fix, 60 s of this gave 2,439 recall hits of forgotten memories.)
+
+``--adapter langgraph`` (issue #34) races two processes through LangGraph's ``FieldrankStore`` on
+one file instead: each puts, deletes, gets and lists 20 keys at random, logging every operation
+with its start and end (``time.monotonic_ns``, one clock for both processes). Afterwards it counts
+duplicates (a key held by two live items, in any listing during the run or in the file at the
+end), returned deletes (a read that returns a value whose put ended before a delete of the key
+that ended before the read began: the delete was undone) and, once both have stopped writing,
+keys on which the two processes' views differ. Exits 1 if any count is not 0. (Before issue 34's
+fix, 30 s gave 10 duplicated keys, 3 returned deletes and 18 of 20 keys seen differently.)
 """
 
 from __future__ import annotations
@@ -23,6 +32,7 @@ import sys
 import tempfile
 import time
 import warnings
+from typing import Optional
 
 import numpy as np
 
@@ -88,12 +98,130 @@ def reader(path: str, seed: int, pipe, stop) -> None:
     pipe.send((counts, violations))
 
 
+NAMESPACE = ("race", "items")
+KEYS = [f"k{i}" for i in range(20)]
+
+
+def langgraph_worker(path: str, seed: int, seconds: float, pipe, stopped, release) -> None:
+    """One process of the LangGraph race: random puts, deletes, gets and listings, each logged."""
+    warnings.simplefilter("ignore", ReinforcementWarning)
+    from fieldrank.integrations.langgraph import FieldrankStore
+
+    rng = np.random.default_rng(seed)
+    store = FieldrankStore(MemoryStore(path))
+    log: list[tuple] = []  # (op, key, stamp or None, start_ns, end_ns)
+    listed_duplicates: list[str] = []
+    counts = {"put": 0, "delete": 0, "get": 0, "search": 0}
+    pipe.send("ready")
+    end, sequence = time.monotonic() + seconds, 0
+    while time.monotonic() < end:
+        key, draw = KEYS[int(rng.integers(0, len(KEYS)))], rng.random()
+        start = time.monotonic_ns()
+        if draw < 0.45:
+            sequence += 1
+            stamp = f"{seed}:{sequence}"
+            store.put(NAMESPACE, key, {"text": f"note {key} {stamp}", "stamp": stamp})
+            log.append(("put", key, stamp, start, time.monotonic_ns()))
+        elif draw < 0.65:
+            store.delete(NAMESPACE, key)
+            log.append(("delete", key, None, start, time.monotonic_ns()))
+        elif draw < 0.9:
+            item = store.get(NAMESPACE, key)
+            log.append(("read", key, None if item is None else item.value["stamp"], start, time.monotonic_ns()))
+        else:
+            items = store.search(NAMESPACE, limit=1000)
+            finish = time.monotonic_ns()
+            keys = [item.key for item in items]
+            listed_duplicates += sorted({k for k in keys if keys.count(k) > 1})
+            log += [("read", item.key, item.value["stamp"], start, finish) for item in items]
+        counts[("put", "delete", "get", "search")[(draw >= 0.45) + (draw >= 0.65) + (draw >= 0.9)]] += 1
+    stopped.set()
+    release.wait()  # both processes stopped writing: their views must now agree
+    view = {item.key: item.value["stamp"] for item in store.search(NAMESPACE, limit=1000)}
+    view_by_get = {key: item.value["stamp"] for key in KEYS if (item := store.get(NAMESPACE, key)) is not None}
+    store.store.close()
+    pipe.send((counts, log, listed_duplicates, view, view_by_get))
+
+
+def returned_deletes(log: list[tuple]) -> list[str]:
+    """Reads that return a put's value although a delete of the key ran wholly between them."""
+    put_end = {stamp: end for op, _, stamp, _, end in log if op == "put"}
+    deletes: dict[str, list[tuple[int, int]]] = {}
+    for op, key, _, start, end in log:
+        if op == "delete":
+            deletes.setdefault(key, []).append((start, end))
+    found = []
+    for op, key, stamp, start, _ in log:
+        if op != "read" or stamp is None:
+            continue
+        written = put_end[stamp]
+        if any(written < d_start and d_end < start for d_start, d_end in deletes.get(key, ())):
+            found.append(f"{key} returned {stamp} after a delete")
+    return found
+
+
+def file_duplicates(path: str) -> list[str]:
+    """Keys held by more than one live LangGraph item in the file."""
+    with MemoryStore(path) as store:
+        held: dict[str, int] = {}
+        for memory_id in range(store._next_id):
+            if memory_id in store:
+                tags = store.get(memory_id).tags
+                key = next((t for t in tags if t.startswith("lg:key=")), None)
+                if key is not None:
+                    held[key] = held.get(key, 0) + 1
+    return sorted(key for key, n in held.items() if n > 1)
+
+
+def race_langgraph(seconds: float, seed: int, path: Optional[str] = None) -> dict:
+    """Two processes through LangGraph's ``FieldrankStore`` on one file; returns the counts."""
+    if path is None:
+        path = os.path.join(tempfile.mkdtemp(), "race.sqlite")
+    MemoryStore(path, dim=1).close()  # a lexical store (BM25 only): no embedder needed
+    context = multiprocessing.get_context("spawn")
+    release = context.Event()
+    workers = []
+    for offset in (0, 1):
+        parent_end, child_end = context.Pipe()
+        stopped = context.Event()
+        process = context.Process(target=langgraph_worker,
+                                  args=(path, seed + offset, seconds, child_end, stopped, release))
+        process.start()
+        workers.append((process, parent_end, stopped))
+    for _, parent_end, _ in workers:
+        assert parent_end.recv() == "ready"
+    for _, _, stopped in workers:
+        stopped.wait()
+    release.set()
+    results = [parent_end.recv() for _, parent_end, _ in workers]
+    for process, _, _ in workers:
+        process.join()
+    log = [entry for result in results for entry in result[1]]
+    views = [result[3] for result in results]
+    differing = sorted(k for k in KEYS if len({view.get(k) for view in views}) > 1
+                       or results[0][4].get(k) != views[0].get(k) or results[1][4].get(k) != views[1].get(k))
+    return {
+        "operations": [result[0] for result in results],
+        "duplicates": len(set(results[0][2]) | set(results[1][2]) | set(file_duplicates(path))),
+        "returned_deletes": len(returned_deletes(log)),
+        "keys_seen_differently": len(differing),
+        "keys_live_at_end": len(views[0]),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--memories", type=int, default=300)
     parser.add_argument("--seed", type=int, default=25)
+    parser.add_argument("--adapter", choices=("langgraph",), default=None,
+                        help="race two processes through this adapter instead of the store itself")
     args = parser.parse_args()
+    if args.adapter == "langgraph":
+        figures = race_langgraph(args.seconds, args.seed)
+        print(figures)
+        sys.exit(1 if figures["duplicates"] or figures["returned_deletes"] or figures["keys_seen_differently"]
+                 else 0)
     rng = np.random.default_rng(args.seed)
     directory = tempfile.mkdtemp()
     path = os.path.join(directory, "race.sqlite")
