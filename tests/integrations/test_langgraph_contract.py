@@ -236,24 +236,3 @@ def test_a_list_prefix_searches_as_a_tuple_one():
     _fill(ours)
     assert sorted(_view(ours.search(["users", "bob"]))) == sorted(_view(ours.search(("users", "bob"))))
 
-
-def test_two_processes_through_the_adapter_never_duplicate_or_revive_a_key(tmp_path):
-    """The CI-sized store race of issue #34 (``tools/store_race.py --adapter langgraph``, 10 s):
-    two processes putting, deleting, getting and listing 20 keys on one file. Before the fix,
-    30 s gave duplicated keys, returned deletes and disagreeing views."""
-    import ast
-    import os
-    import subprocess
-    import sys
-
-    from tests.helpers import REPO_ROOT
-
-    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT / "python"),
-                                                                 os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run([sys.executable, str(REPO_ROOT / "tools" / "store_race.py"), "--adapter", "langgraph",
-                           "--seconds", "10", "--seed", "34"], capture_output=True, text=True, env=environment,
-                          cwd=tmp_path, timeout=600, check=False)
-    figures = ast.literal_eval(done.stdout.strip().splitlines()[-1])
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert all(sum(counts.values()) > 0 for counts in figures["operations"])
-    assert (figures["duplicates"], figures["returned_deletes"], figures["keys_seen_differently"]) == (0, 0, 0)

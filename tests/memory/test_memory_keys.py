@@ -109,3 +109,14 @@ def test_an_index_named_as_the_key_index_but_defined_otherwise_is_refused(tmp_pa
     connection.close()
     with pytest.raises(StoreFormatError, match="memories_key"):
         MemoryStore(path)
+
+
+def test_ids_lists_the_live_memories_with_other_stores_commits(tmp_path):
+    path = tmp_path / "s.db"
+    first, second = MemoryStore(path, DIM), MemoryStore(path)
+    a = first.add("a", _vector(0), tenant="t")
+    b = first.add("b", _vector(1), tenant="u")
+    c = second.add("c", _vector(2), tenant="t")
+    assert first.ids().tolist() == [a, b, c] and first.ids(tenant="t").tolist() == [a, c]
+    second.forget(a)
+    assert first.ids(tenant="t").tolist() == [c] and first.ids().dtype == np.int64

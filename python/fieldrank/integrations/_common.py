@@ -284,8 +284,6 @@ class FrameworkEmbedder:
 
 
 # ---------------------------------------------------------------- documents kept in a memory store
-#: Memories read between two re-reads of the store's size while the live memories are listed.
-_REBUILD_STRIDE = 4096
 
 
 def json_text(value: Any, name: str) -> str:
@@ -299,24 +297,18 @@ def json_text(value: Any, name: str) -> str:
 
 def live_memories(store: Any, tenant: Optional[str] = None) -> Iterator[Any]:
     """Every live memory of ``store`` (of ``tenant``, or of all tenants), in id order: what an adapter
-    reads once when it opens a store to rebuild its index of ids from the memories' tags, and what
-    the store's listings (MCP, ``fieldrank memory``) browse.
+    reads to rebuild its index of ids from the memories' tags, and what the store's listings (MCP,
+    ``fieldrank memory``) browse.
 
-    The store has no listing call: ids are read in order until as many live memories as the store
-    holds were seen (ids are never reused, forgotten ones are skipped)."""
-    found, memory_id, target = 0, 0, len(store)
-    while found < target:
+    The ids come from ``MemoryStore.ids`` (one view of the store); a memory another process
+    forgets while they are read is skipped. (Reading ids in order until as many live memories as
+    the store holds were seen never ended when another process added and forgot memories
+    meanwhile: a memory added behind the reader was counted but never met.)"""
+    for memory_id in store.ids(tenant=tenant):
         try:
-            memory = store.get(memory_id)
+            yield store.get(int(memory_id))
         except KeyError:
-            memory = None
-        memory_id += 1
-        if memory is not None:
-            found += 1
-            if tenant is None or memory.tenant == tenant:
-                yield memory
-        if memory_id % _REBUILD_STRIDE == 0:
-            target = len(store)
+            continue
 
 
 def placeholder_vector(store: Any) -> np.ndarray:

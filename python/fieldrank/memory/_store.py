@@ -666,6 +666,25 @@ class MemoryStore:
             memory_id = self._keys.get((tenant, key))
             return memory_id is not None and self.forget(memory_id, tenant=tenant)
 
+    def ids(self, *, tenant: Optional[str] = None) -> np.ndarray:
+        """The ids of every live memory (of ``tenant``, or of all tenants), ascending, as int64.
+
+        What a caller lists the store by (``get`` each); one consistent view, with what other
+        processes committed before the call. A memory forgotten afterwards makes its ``get`` raise
+        ``KeyError``.
+        """
+        tenant = None if tenant is None else check_tenant(tenant)
+        with self._lock:
+            self._check_open()
+            self._refresh()
+            generation = self._generation
+            if tenant is None:
+                ids = list(generation.row_of)
+            else:
+                codes, names = generation.tenant_codes.buffer, generation.tenant_names
+                ids = [i for i, row in generation.row_of.items() if names[int(codes[row])] == tenant]
+            return np.sort(np.asarray(ids, dtype=np.int64))
+
     @property
     def revision(self) -> int:
         """A counter that moves whenever a memory of this store is added, updated or forgotten (by
