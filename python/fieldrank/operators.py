@@ -187,11 +187,3 @@ def rrf_batch(rankings: Sequence[Sequence[np.ndarray]], weights: Optional[Sequen
         return []
     _, weight_values, k, k0 = per_query[0]
     return [_ranking(r) for r in _k.rrf_batch([legs for legs, *_ in per_query], weight_values, k, k0)]
-
-
-# The trusted entry points moved to fieldrank._kernels (batch_trusted, pool_trusted,
-# prefilter_batch_trusted, rrf_batch_trusted); these aliases go once hybrid.py reads them there.
-_prefilter_batch_trusted = _k.prefilter_batch_trusted
-_pool_trusted = _k.pool_trusted
-_batch_trusted = _k.batch_trusted
-_rrf_batch_trusted = _k.rrf_batch_trusted

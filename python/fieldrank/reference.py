@@ -21,7 +21,8 @@ from .temporal import DAY as _DAY
 from .temporal import TemporalParams, Timeline, check_leg_call, question_features
 
 # The native operators' names, then the reference's own: tie_key and the time-aware leg.
-__all__ = [*OPERATOR_NAMES, "tie_key", "temporal", "temporal_batch", "temporal_scores", "neighbour_support"]
+__all__ = [*OPERATOR_NAMES, "tie_key", "temporal", "temporal_batch", "temporal_scores", "neighbour_support",
+           "sparse_scores_batch"]
 
 _D = _kernels.DEFAULTS
 _MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -546,3 +547,29 @@ def temporal(E: np.ndarray, q: np.ndarray, lexical: Optional[np.ndarray], k: int
     res = temporal_batch(E, q[None, :], lex, k, timeline=timeline,
                          questions=None if question is None else [question], params=params, subset=subset)
     return Ranking(res.ids[0], res.scores[0])
+
+
+def sparse_scores_batch(index, query_indptr, query_indices, query_data, *, doc_begin: int = 0,
+                        doc_end: Optional[int] = None, n_threads: int = 0) -> np.ndarray:
+    """numpy twin of :func:`fieldrank.sparse.sparse_scores_batch` (same checks).
+
+    Unlike the other twins it adds in float32, in the kernel's order (each query's terms as given,
+    a term's documents in stored order, one rounding per product and per addition), so that it
+    equals the native scores bit for bit rather than to a tolerance: the order is the spec.
+    """
+    from .sparse import check_scores_call
+
+    index, q_ptr, q_terms, q_weights, begin, end, _ = check_scores_call(
+        index, query_indptr, query_indices, query_data, doc_begin, doc_end, n_threads)
+    out = np.zeros((q_ptr.shape[0] - 1, end - begin), dtype=np.float32)
+    for b in range(out.shape[0]):
+        row = out[b]
+        for j in range(int(q_ptr[b]), int(q_ptr[b + 1])):
+            term = int(q_terms[j])
+            lo, hi = int(index.indptr[term]), int(index.indptr[term + 1])
+            docs = index.indices[lo:hi].astype(np.int64)
+            inside = (docs >= begin) & (docs < end)
+            # np.add.at adds one posting at a time, in order: a document listed twice is added twice.
+            np.add.at(row, docs[inside] - begin, q_weights[j] * index.data[lo:hi][inside])
+    return out
+

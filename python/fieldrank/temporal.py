@@ -49,6 +49,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from . import _kernels
+from . import _param_tables as _tables
 from . import _validation as _v
 from ._results import Ranking
 
@@ -249,14 +250,9 @@ class TemporalParams:
     after_days: int = _D["temporal_after_days"]
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "alpha", _v.unit_interval(self.alpha, "alpha"))
-        object.__setattr__(self, "gamma", _v.non_negative_real(self.gamma, "gamma"))
-        object.__setattr__(self, "radius", _v.positive_int(self.radius, "radius"))
-        object.__setattr__(self, "decay", _v.unit_interval(self.decay, "decay"))
-        object.__setattr__(self, "tau", _v.non_negative_real(self.tau, "tau"))
-        object.__setattr__(self, "delta", _v.non_negative_real(self.delta, "delta"))
-        object.__setattr__(self, "before_days", _v.non_negative_int(self.before_days, "before_days"))
-        object.__setattr__(self, "after_days", _v.non_negative_int(self.after_days, "after_days"))
+        # The checks are the rows of the leg's parameter table (the kernel's rules, stated once).
+        for spec in _tables.LEG_TABLES["temporal"]:
+            object.__setattr__(self, spec.name, _v.param(spec, getattr(self, spec.name)))
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -10,15 +10,14 @@ ranx is absent.
 from __future__ import annotations
 
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from fieldrank.evaluation import _runner as runner
 from fieldrank.evaluation import locomo
+from tests.helpers import LOCOMO_DIR
 
-DATA_DIR = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo"
 PREFERRED_SETS = ("mpnet-base-v2", "minilm-l6-v2")
 PRESETS = ("cosine", "bm25", "rrf2", "rrf_cfsr")
 AGREEMENT = 1e-9
@@ -27,13 +26,13 @@ K = runner.DEFAULT_K
 
 @pytest.fixture(scope="module")
 def harness_run() -> tuple[locomo.LocomoData, runner.EvaluationRun]:
-    if not (DATA_DIR / "turns.jsonl").is_file():
-        pytest.skip(f"LoCoMo data not found at {DATA_DIR} (shared/data/locomo beside the repository)")
-    available = locomo.available_embedding_sets(DATA_DIR)
+    if not (LOCOMO_DIR / "turns.jsonl").is_file():
+        pytest.skip(f"LoCoMo data not found at {LOCOMO_DIR} (set FIELDRANK_LOCOMO_DIR or put it at ../shared/data/locomo)")
+    available = locomo.available_embedding_sets(LOCOMO_DIR)
     chosen = next((name for name in PREFERRED_SETS if name in available), None)
     if chosen is None:
-        pytest.skip(f"none of the embedding sets {PREFERRED_SETS} is in {DATA_DIR / 'emb'}")
-    data = locomo.load_locomo(DATA_DIR, chosen, checksums=False)
+        pytest.skip(f"none of the embedding sets {PREFERRED_SETS} is in {LOCOMO_DIR / 'emb'}")
+    data = locomo.load_locomo(LOCOMO_DIR, chosen, checksums=False)
     methods = {name: name for name in PRESETS}
     methods["ring"] = runner.ring_method(alpha=0.3, laps=3)
     methods["truncated"] = _truncated_cosine

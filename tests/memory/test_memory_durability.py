@@ -1,4 +1,7 @@
-"""SQLite persistence (WAL, no pickle), crash safety under SIGKILL, and concurrent use."""
+"""SQLite persistence (WAL, no pickle), crash safety under SIGKILL, and concurrent use.
+
+The round trip, the closed store and the SIGKILL test run on both backends (``store_location``:
+an SQLite file and a PostgreSQL schema)."""
 
 from __future__ import annotations
 
@@ -32,9 +35,9 @@ def expected_vector(index: int) -> np.ndarray:
 # ---------------------------------------------------------------------------- persistence
 
 
-def test_file_store_round_trip(tmp_path):
+def test_file_store_round_trip(store_location):
     rng = np.random.default_rng(1)
-    path = tmp_path / "memories.sqlite"
+    path = store_location()
     E = unit_rows(rng, 6, DIM)
     with MemoryStore(path, dim=DIM) as store:
         ids = store.add_many([f"note {i} river" for i in range(6)], E, tenants=["a", "a", "a", "b", "b", "a"],
@@ -96,8 +99,8 @@ def test_new_file_needs_dim_and_rejects_foreign_files(tmp_path):
         MemoryStore(tmp_path / "x.sqlite", dim=DIM, synchronous="SOMETIMES")
 
 
-def test_closed_store_refuses_work(tmp_path):
-    store = MemoryStore(tmp_path / "m.sqlite", dim=DIM)
+def test_closed_store_refuses_work(store_location):
+    store = MemoryStore(store_location(), dim=DIM)
     store.close()
     with pytest.raises(ValueError, match="closed"):
         store.add("x", expected_vector(0))
@@ -127,8 +130,8 @@ CHILD = textwrap.dedent(
 ).format(dim=DIM)
 
 
-def test_sigkill_mid_stream_keeps_every_returned_add(tmp_path):
-    path = tmp_path / "crash.sqlite"
+def test_sigkill_mid_stream_keeps_every_returned_add(tmp_path, store_location):
+    path = store_location()
     script = tmp_path / "child.py"
     script.write_text(CHILD, encoding="utf-8")
     child = subprocess.Popen([sys.executable, str(script), str(path)], stdout=subprocess.PIPE, text=True,

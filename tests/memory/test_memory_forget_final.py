@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from fieldrank.memory import MemoryStore
+from tests.postgres_server import query_store
 
 DIM = 16
 SEED = 2525
@@ -76,9 +77,10 @@ def forgotten_first(store: MemoryStore, method: str, other: MemoryStore, memory_
 
 
 @pytest.fixture
-def two_stores(tmp_path):
-    """The file of make_file at ``path`` open in two stores ``a`` and ``b`` (closed after the test)."""
-    path = str(tmp_path / "m.sqlite")
+def two_stores(store_location):
+    """The store of make_file at ``path`` open in two stores ``a`` and ``b`` (closed after the test);
+    on each backend."""
+    path = store_location()
     make_file(path)
     a, b = MemoryStore(path), MemoryStore(path)
     yield path, a, b
@@ -87,8 +89,7 @@ def two_stores(tmp_path):
 
 
 def live_in_file(path) -> set[int]:
-    with sqlite3.connect(path) as connection:
-        return {i for (i,) in connection.execute("SELECT id FROM memories WHERE tombstone = 0")}
+    return {i for (i,) in query_store(path, "SELECT id FROM memories WHERE tombstone = 0")}
 
 
 # The interleavings of the writer (forget, purge, compact, reopen) with a reader that last looked
@@ -105,8 +106,8 @@ INTERLEAVINGS = {
 
 
 @pytest.mark.parametrize("steps", list(INTERLEAVINGS.values()), ids=list(INTERLEAVINGS))
-def test_a_lagging_reader_never_returns_a_forgotten_memory(tmp_path, steps):
-    path = str(tmp_path / "m.sqlite")
+def test_a_lagging_reader_never_returns_a_forgotten_memory(store_location, steps):
+    path = store_location()
     make_file(path)
     writer, reader = MemoryStore(path), MemoryStore(path)
     target, other = 7, 11
@@ -174,8 +175,7 @@ def test_update_of_a_forgotten_or_purged_id_raises_and_never_revives(two_stores)
         b.update(9, text="revived?")
     assert_gone(b, 9)
     assert {4, 8, 9}.isdisjoint(live_in_file(path))
-    with sqlite3.connect(path) as connection:
-        assert connection.execute("SELECT text FROM memories WHERE id = 9").fetchone()[0] == "note 9 about topic 4"
+    assert query_store(path, "SELECT text FROM memories WHERE id = 9") == [("note 9 about topic 4",)]
     for store in (a, b):
         for memory_id in (4, 8, 9):
             assert_gone(store, memory_id)
@@ -201,10 +201,8 @@ def test_reinforcement_never_links_or_revives_a_memory_forgotten_elsewhere(two_s
     victim = hit_ids[1]
     with forgotten_first(b, "reinforce", a, victim):
         b._reinforce(hit_ids, NOW + 10)
-    with sqlite3.connect(path) as connection:
-        assert connection.execute("SELECT COUNT(*) FROM links WHERE a = ? OR b = ?", (victim, victim)).fetchone()[0] == 0
-        assert connection.execute("SELECT recall_count, tombstone FROM memories WHERE id = ?",
-                                  (victim,)).fetchone() == (0, 1)
+    assert query_store(path, "SELECT COUNT(*) FROM links WHERE a = ? OR b = ?", (victim, victim)) == [(0,)]
+    assert query_store(path, "SELECT recall_count, tombstone FROM memories WHERE id = ?", (victim,)) == [(0, 1)]
     assert_gone(b, victim)
 
 
@@ -256,8 +254,8 @@ def reader_process(path: str, pipe, done) -> None:
         pipe.send((-1, [f"{type(exc).__name__}: {exc}"]))
 
 
-def test_two_processes_forget_and_purge_against_recall_get_and_update(tmp_path):
-    path = str(tmp_path / "shared.sqlite")
+def test_two_processes_forget_and_purge_against_recall_get_and_update(store_location):
+    path = store_location()
     make_file(path)
     context = multiprocessing.get_context("spawn")
     parent_end, child_end = context.Pipe()

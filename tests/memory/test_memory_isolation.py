@@ -83,12 +83,12 @@ def test_no_recall_crosses_tenants_or_returns_forgotten(seed, n, n_forget, compa
         assert_clean(store, cue, tenant_of, forgotten, reinforce)
 
 
-def test_forgotten_memory_is_dropped_by_every_generator_before_and_after_compact(tmp_path):
+def test_forgotten_memory_is_dropped_by_every_generator_before_and_after_compact(store_location):
     """The forgotten memory is the best candidate of every generator; it must vanish from all."""
     rng = np.random.default_rng(5)
     q = rng.standard_normal(DIM).astype(np.float32)
     q /= np.linalg.norm(q)
-    path = tmp_path / "memories.sqlite"
+    path = store_location()
     store = MemoryStore(path, dim=DIM, params=PARAMS)
     store.add_many([f"filler note {i}" for i in range(30)], rng.standard_normal((30, DIM)).astype(np.float32),
                    importances=0.2, entities=[["Orion"]] * 30, created_at=NOW - 50 * DAY)

@@ -3,7 +3,7 @@ retriever and the confidence model run on it.
 
 The functions at the bottom (:func:`tokenize`, :func:`token_ids`, :func:`scores_matrix`, :func:`rank`,
 :func:`native_arrays`, :func:`postings`, :func:`vocabulary`) are the package's door into an index for
-``fieldrank.hybrid`` and ``fieldrank._confidence``: the very steps :meth:`BM25Index.top` runs, so a leg
+the retriever's legs (``fieldrank._retriever``) and ``fieldrank._confidence``: the very steps :meth:`BM25Index.top` runs, so a leg
 that calls them ranks bit for bit as the index does, without reading the index's attributes.
 """
 

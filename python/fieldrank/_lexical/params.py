@@ -67,10 +67,9 @@ class BM25Params:
 
     Raises
     ------
-    ValueError
-        If a value is out of range; the message names the field.
-    TypeError
-        If a field has the wrong type.
+    ValueError, TypeError
+        A value out of range, or of the wrong type (a bool for a number, a float for a count),
+        by :mod:`fieldrank._validation`'s rules; the message names the field (``BM25Params.k1``).
     """
 
     k1: float = DEFAULT_K1

@@ -21,15 +21,26 @@ A simulated agent stores memories over 12 months, one ``add()`` at a time, in ti
   20 adds, so recall counts, idle times, retrieval strengths and co-recall links are those of use.
 
 The **families** are the five cases of seed 003 (``shared/seeds/003_*``), 42 templates each, from
-the adversarial suite (:mod:`._memory_cases`, with their committed all-MiniLM-L6-v2 vectors):
-each template's memories are added at their age among the history (case (a)'s constraints are
-stored at onboarding, a year or more before the cue). Templates are split per case into a
+the adversarial suite (:mod:`._memory_cases`, with their committed all-MiniLM-L6-v2 vectors), and
+four **trap families** of 40 templates each (issue 38, :mod:`._trap_cases`, vectors in
+``fieldrank/data/memory_traps.{json,npy}``, made once by ``tools/make_memory_traps.py``) in which the
+cue's words sit in the wrong memories, as in memories users produce: ``te`` (six salient or
+chatty memories hold the cue's phrase, the target answers without it), ``tb`` (four recent chatter
+memories restate the cue's subject beside the user's durable rule about it), ``td`` (a fact stated,
+echoed months later, then restated with a new value, unmarked), ``ta`` (an old durable constraint
+sharing no word with the cue against three recent distractors). Each template's memories are added
+at their age among the history (case (a)'s constraints are stored at onboarding, a year or more
+before the cue). Templates are split per case into a
 *tuning* half (anything fitted is fitted there) and a *held-out* half (the figures that count),
 stratified by a store-independent difficulty (:func:`template_splits`). Each cue is asked
 **bare** (text and vector only) and **hinted** (with ``cue_entities``
-for cases (c)/(d) and ``cue_tags``: ``rule`` for (a)/(b), ``fact`` for (c)/(d)). The suite has one
+for cases (c)/(d)/``td`` and ``cue_tags``: ``rule`` for (a)/(b)/``ta``/``tb``, ``fact`` for
+(c)/(d)/``td``). The suite has one
 cue per template: paraphrased cues would need an embedding model at run time (none is installed
 for this benchmark), so they are not part of it.
+
+A store of size ``n`` holds ``n`` history adds plus the 1,388 template memories (588 of the suite,
+800 of the trap families); before issue 38 the templates counted towards ``n``.
 
 Metrics per case, size, mode, cue variant and split (k = 10, ``reinforce=False``):
 
@@ -56,13 +67,16 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from . import _memory_cases as cases
+from . import _trap_cases as traps
 from ._memory_suite import (DEFAULT_LOCOMO_DIR, OTHER_TENANT, Scenario, layer_promotions, load_vectors,
                             relevance_top, scenarios)
 from ..memory import MemoryStore
 
-__all__ = ["AgentLife", "CASES", "build", "evaluate", "latency", "load_locomo"]
+__all__ = ["AgentLife", "CASES", "benchmark_templates", "build", "evaluate", "latency", "load_locomo"]
 
-CASES = ("a", "b", "c", "d", "e")
+#: Seed 003's five cases (the adversarial suite's templates), then the trap families (issue 38,
+#: :mod:`._trap_cases`): ``ta``, ``tb``, ``td``, ``te`` sharpen cases (a), (b), (d), (e).
+CASES = ("a", "b", "c", "d", "e") + traps.TRAP_CASES
 DAY = 86400.0
 #: The cues are asked at this instant (2026-01-16 10:00 UTC), the end of the simulated year.
 REFERENCE_TIME = 1768557600.0
@@ -102,6 +116,10 @@ _PLACES = (
 def entity_names(seed: int = SEED) -> list[str]:
     """The entity vocabulary (320 labels, near-twins included), in Zipf rank order (seeded)."""
     names: list[str] = list(dict.fromkeys(_FIRST_NAMES + _PROJECTS + _PLACES))
+    # the trap families' entities are carried by unrelated memories too (before the cut at 320)
+    names += [entity for template in traps.trap_scenarios() for memory in template["memories"]
+              for entity in memory.get("entities", ())]
+    names = list(dict.fromkeys(names))
     twins: list[str] = []
     for name in _FIRST_NAMES[:60]:
         twins += [f"{name}'s brother", f"{name}'s sister", name + "a" if not name.endswith("a") else name[:-1]]
@@ -139,9 +157,9 @@ class Template:
     def hints(self) -> dict[str, Any]:
         case = self.scenario.case
         out: dict[str, Any] = {}
-        if case in ("a", "b"):
+        if case in ("a", "b", "ta", "tb"):
             out["cue_tags"] = ("rule",)
-        elif case in ("c", "d"):
+        elif case in ("c", "d", "td"):
             out["cue_entities"] = self.scenario.cue_entities
             out["cue_tags"] = ("fact",)
         return out
@@ -164,9 +182,9 @@ def _scenario_labels(scenario: Scenario, memory: dict[str, Any]) -> dict[str, An
     ``chat`` for the distractors (so a hinted cue's tags do not name the answer alone)."""
     extra = {k: v for k, v in memory.items() if k not in ("key", "text", "supersedes_key")}
     key = memory["key"]
-    if scenario.case in ("a", "b"):
+    if scenario.case in ("a", "b", "ta", "tb"):
         extra["tags"] = ("rule",) if key == scenario.relevant else ("chat",)
-    elif scenario.case in ("c", "d"):
+    elif scenario.case in ("c", "d", "td"):
         extra["tags"] = ("fact",)
     else:
         extra["tags"] = ("chat",) if key == scenario.relevant else ("health",)
@@ -200,12 +218,30 @@ def template_splits(suite: Sequence[Scenario], vectors: dict[str, np.ndarray]) -
     return out
 
 
+def _trap_scenario(template: dict[str, Any]) -> Scenario:
+    """A trap template (:func:`._trap_cases.trap_scenarios`) as a :class:`Scenario`, ages as times."""
+    memories = []
+    for memory in template["memories"]:
+        memory = dict(memory)
+        memory["created_at"] = REFERENCE_TIME - memory.pop("age_days") * DAY
+        memories.append(memory)
+    fields = {k: v for k, v in template.items() if k != "memories"}
+    return Scenario(memories=memories, **fields)
+
+
+def benchmark_templates() -> tuple[list[Scenario], dict[str, np.ndarray]]:
+    """Every template of the benchmark (the adversarial suite's five cases, then the trap
+    families) and the text -> vector map of their committed all-MiniLM-L6-v2 embeddings."""
+    vectors = {**load_vectors(), **load_vectors("memory_traps")}
+    return scenarios() + [_trap_scenario(t) for t in traps.trap_scenarios()], vectors
+
+
 def build(n: int, locomo: dict[str, Any], *, params=None, seed: int = SEED,
           progress: Optional[Callable[[str], None]] = None) -> AgentLife:
-    """Fill a store the way an agent does, to about ``n`` adds (history plus the 588 template memories)."""
+    """Fill a store the way an agent does: ``n`` history adds, and every template's memories
+    (1,388: the suite's 588 and the trap families' 800) among them at their ages."""
     rng = np.random.default_rng(seed + n)
-    vectors = load_vectors()
-    suite = scenarios()
+    suite, vectors = benchmark_templates()
     templates: list[Template] = []
     per_case: dict[str, int] = {}
     splits = template_splits(suite, vectors)
@@ -213,8 +249,7 @@ def build(n: int, locomo: dict[str, Any], *, params=None, seed: int = SEED,
         i = per_case.get(scenario.case, 0)
         per_case[scenario.case] = i + 1
         templates.append(Template(scenario, i, splits[scenario.key]))
-    template_memories = sum(len(t.scenario.memories) for t in templates)
-    history = max(n - template_memories, 0)
+    history = n
     turns, turn_vectors = locomo["turns"], locomo["turn_vectors"]
     questions, question_vectors = locomo["questions"], locomo["question_vectors"]
     names = entity_names(seed)

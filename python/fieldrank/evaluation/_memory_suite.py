@@ -104,13 +104,15 @@ def case_texts() -> list[str]:
     return out
 
 
-def load_vectors() -> dict[str, np.ndarray]:
-    """text -> float32 unit embedding, from the committed files (sha256 checked)."""
+def load_vectors(name: str = "memory_adversarial") -> dict[str, np.ndarray]:
+    """text -> float32 unit embedding, from the committed files ``fieldrank/data/<name>.{json,npy}``
+    (sha256 checked): the adversarial suite's by default, ``"memory_traps"`` for the agent-life
+    benchmark's trap families (:mod:`._trap_cases`)."""
     data = resources.files("fieldrank").joinpath("data")
-    manifest = json.loads(data.joinpath("memory_adversarial.json").read_text(encoding="utf-8"))
-    raw = data.joinpath("memory_adversarial.npy").read_bytes()
+    manifest = json.loads(data.joinpath(f"{name}.json").read_text(encoding="utf-8"))
+    raw = data.joinpath(f"{name}.npy").read_bytes()
     if hashlib.sha256(raw).hexdigest() != manifest["embeddings_sha256"]:
-        msg = "memory_adversarial.npy does not match its sha256 in memory_adversarial.json"
+        msg = f"{name}.npy does not match its sha256 in {name}.json"
         raise ValueError(msg)
     import io
 

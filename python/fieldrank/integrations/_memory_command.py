@@ -20,11 +20,10 @@ from typing import Any, Optional, TextIO
 import numpy as np
 
 from ..memory import DEFAULT_IMPORTANCE, DEFAULT_TENANT, MODES, TIERS, MemoryStore
-from ._common import LEXICAL_DIM, lexical_vector
+from ._common import LEXICAL_DIM, lexical_vector, live_memories
 from ._store_access import (
     PACKAGED_MINILM,
     Browse,
-    live_memories,
     load_embedder,
     memory_json,
     open_store,

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from ..memory import Memory, MemoryStore
-from ._common import LEXICAL_DIM, live_memories  # noqa: F401 - listed here for the MCP server and the command
+from ._common import LEXICAL_DIM
 
-__all__ = ["DEFAULT_MAX_TEXT_BYTES", "PACKAGED_MINILM", "Browse", "iso_time", "live_memories", "load_embedder", "memory_json", "open_store",
-           "parse_time"]
+__all__ = ["DEFAULT_MAX_TEXT_BYTES", "PACKAGED_MINILM", "Browse", "iso_time", "load_embedder", "memory_json",
+           "open_store", "parse_time"]
 
 #: The most UTF-8 bytes a memory's text (or a query) may have unless ``--max-text-bytes`` says
 #: otherwise: a 100 MB memory would make every later open of the store, and its first recall, take minutes.

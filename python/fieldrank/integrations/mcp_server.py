@@ -47,9 +47,17 @@ from typing import Any, Callable, Literal, Optional, Union
 
 from ..memory import DEFAULT_IMPORTANCE, DEFAULT_MODE, DEFAULT_TENANT, MODES, TIERS, MemoryStore
 from ..memory._schema import DEFAULT_TIER, IMPORTANCE_RANGE, KEYWORD_MODE
-from ._common import check_store, lexical_vector, memory_add, memory_fields, memory_gates, memory_record
-from ._common import missing_extra
-from ._store_access import DEFAULT_MAX_TEXT_BYTES, Browse, live_memories, open_store, parse_time
+from ._common import (
+    check_store,
+    lexical_vector,
+    live_memories,
+    memory_add,
+    memory_fields,
+    memory_gates,
+    memory_record,
+    missing_extra,
+)
+from ._store_access import DEFAULT_MAX_TEXT_BYTES, Browse, open_store, parse_time
 
 try:
     from typing import Annotated

@@ -487,7 +487,8 @@ class MemoryStore:
 
             pairs = [(r, offset) for offset, r in enumerate(rows.supersedes) if r is not None]
             try:
-                first, revision = self._backend.insert(built_batch, n, pairs, keys)
+                # keys only when a row has one: a backend without keys needs no change for plain adds
+                first, revision = self._backend.insert(built_batch, n, pairs, **({} if keys is None else {"keys": keys}))
             except DuplicateKeyError:  # another process holds the key: learn of it before raising
                 self._sync.look_again()
                 self._refresh()

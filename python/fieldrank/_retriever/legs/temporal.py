@@ -8,6 +8,7 @@ from dataclasses import dataclass, fields
 from typing import ClassVar
 
 from ... import _kernels
+from ... import _param_tables as _tables
 from ... import temporal as _temporal
 from ...temporal import TemporalParams
 from ..context import LegOutput, QueryContext
@@ -52,13 +53,7 @@ class TemporalLeg(Leg):
     after_days: int = TemporalParams.after_days
     name: str = "temporal"
 
-    def check_fields(self, owner: str) -> None:
-        try:
-            params = self.params()
-        except (ValueError, TypeError) as exc:
-            raise type(exc)(f"{owner}.{exc}") from None
-        for f in fields(TemporalParams):
-            self.set_field(f.name, getattr(params, f.name))
+    field_checks: ClassVar[tuple[_tables.Param, ...]] = _tables.LEG_TABLES["temporal"]
 
     def params(self) -> TemporalParams:
         """The operator parameters as a :class:`fieldrank.temporal.TemporalParams`."""
