@@ -238,3 +238,24 @@ def test_keys_are_unique_in_the_database_and_a_version_one_store_is_migrated(pos
     assert query_store(location, "SELECT format_version FROM fieldrank_meta") == [(2,)]
     first.close()
     second.close()
+
+
+def test_bookkeeping_behind_a_held_row_lock_gives_up_and_the_store_goes_on(postgres_server):
+    """A recall whose bookkeeping waits past the lock timeout returns its hits unreinforced (as on
+    SQLite); nothing of that bookkeeping is written, and the next calls work on the same connection."""
+    from fieldrank.memory import ReinforcementWarning
+
+    location = fresh_schema(postgres_server)
+    E = unit(np.random.default_rng(SEED), 4)
+    with MemoryStore(location, dim=DIM) as store:
+        store.add_many(["a", "b", "c", "d"], E)
+        with psycopg.connect(location) as blocker:  # a transaction holding every row's lock
+            blocker.execute("SELECT id FROM fieldrank_memories FOR UPDATE")
+            with pytest.warns(ReinforcementWarning):
+                result = store.recall(None, E[0], 2, mode="vector")
+            assert result.ids.tolist()[0] == 0 and not result.reinforced
+            blocker.rollback()
+        assert query_store(location, "SELECT SUM(recall_count) FROM memories") == [(0,)]
+        assert store.recall(None, E[0], 2, mode="vector").reinforced
+        assert query_store(location, "SELECT SUM(recall_count) FROM memories") == [(2,)]
+        assert store.add("e", E[1]) == 4

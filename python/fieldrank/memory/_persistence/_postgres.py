@@ -216,35 +216,54 @@ class PostgresBackend(StoreBackend):
 
         A write runs in READ COMMITTED (its row locks order it), a read in REPEATABLE READ READ
         ONLY (one snapshot). ``KeyError`` and other exceptions of the body roll back and propagate.
+        ``pipelined``: the statements are sent in one batch (psycopg's pipeline mode) and their
+        results read after the commit, one round trip instead of one per statement.
         """
 
-        def __init__(self, backend: PostgresBackend, operation: str, write: bool, lock_timeout_ms: int = 0) -> None:
+        def __init__(self, backend: PostgresBackend, operation: str, write: bool, lock_timeout_ms: int = 0,
+                     pipelined: bool = False) -> None:
             self._backend, self._operation, self._write = backend, operation, write
             self._lock_timeout_ms = lock_timeout_ms
-            self._transaction = None
+            self._pipelined = pipelined
+            self._contexts: list = []
 
         def __enter__(self):
             backend, psycopg = self._backend, self._backend._psycopg
             connection = backend._live_connection(self._operation)
             try:
-                self._transaction = connection.transaction()
-                self._transaction.__enter__()
+                if self._pipelined:
+                    self._contexts.append(connection.pipeline())
+                self._contexts.append(connection.transaction())
+                for context in self._contexts:
+                    context.__enter__()
                 cursor = connection.cursor(binary=True)
                 if not self._write:
                     cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
                 elif self._lock_timeout_ms:
                     cursor.execute(f"SET LOCAL lock_timeout = {int(self._lock_timeout_ms)}")
             except psycopg.Error as error:
+                self._unwind(type(error), error, None)
                 raise self._error(error) from error
             return cursor
 
+        def _unwind(self, exc_type, exc, tb) -> Optional[Exception]:
+            """Exit the transaction, then the pipeline; the first psycopg error raised on the way."""
+            psycopg = self._backend._psycopg
+            raised = None
+            while self._contexts:
+                context = self._contexts.pop()
+                try:
+                    context.__exit__(exc_type, exc, tb)
+                except psycopg.Error as error:
+                    raised = raised or error
+                    exc_type, exc = type(error), error
+            return raised
+
         def __exit__(self, exc_type, exc, tb) -> None:
             psycopg = self._backend._psycopg
-            try:
-                self._transaction.__exit__(exc_type, exc, tb)
-            except psycopg.Error as error:
-                committing = exc_type is None
-                raise self._error(error, committing) from error
+            raised = self._unwind(exc_type, exc, tb)
+            if raised is not None:
+                raise self._error(raised, exc_type is None) from raised
             if isinstance(exc, psycopg.Error):
                 raise self._error(exc) from exc
 
@@ -256,8 +275,9 @@ class PostgresBackend(StoreBackend):
                 cause += " (nothing was written)" if self._write else ""
             return StoreIOError(self._backend.path, self._operation, cause)
 
-    def transaction(self, operation: str, lock_timeout_ms: int = 0) -> PostgresBackend._Transaction:
-        return self._Transaction(self, operation, write=True, lock_timeout_ms=lock_timeout_ms)
+    def transaction(self, operation: str, lock_timeout_ms: int = 0, pipelined: bool = False
+                    ) -> PostgresBackend._Transaction:
+        return self._Transaction(self, operation, write=True, lock_timeout_ms=lock_timeout_ms, pipelined=pipelined)
 
     def _read(self, body: Callable[[Any], Any]) -> Any:
         """Run ``body(cursor)`` in one read snapshot, retried once on a fresh connection if it was lost."""
@@ -340,17 +360,28 @@ class PostgresBackend(StoreBackend):
         return self._read(lambda cursor: cursor.execute("SELECT next_id FROM fieldrank_meta").fetchone()[0])
 
     def data_version(self) -> int:
-        """``(revision, purge_epoch)`` packed into one int: it moves with every write and purge of any process."""
-        revision, epoch = self._read(
-            lambda cursor: cursor.execute("SELECT revision, purge_epoch FROM fieldrank_meta").fetchone())
-        return (int(revision) << 32) | int(epoch)
+        """``(revision, purge_epoch)`` packed into one int: it moves with every write and purge of any process.
+
+        One statement outside a transaction (autocommit: its own snapshot), so one round trip.
+        """
+        for attempt in (0, 1):
+            connection = self._live_connection("read")
+            try:
+                revision, epoch = connection.execute("SELECT revision, purge_epoch FROM fieldrank_meta").fetchone()
+                return (int(revision) << 32) | int(epoch)
+            except self._psycopg.Error as error:
+                if attempt or not (connection.closed or connection.broken):
+                    raise StoreIOError(self.path, "read", str(error).strip()) from error
+        raise AssertionError("unreachable")
 
     @staticmethod
-    def _bump_revision(cursor) -> tuple[int, int]:
-        """Take the store's write lock (the meta row) and a new revision; returns (revision, next_id)."""
-        cursor.execute("UPDATE fieldrank_meta SET revision = revision + 1 RETURNING revision, next_id")
-        revision, next_id = cursor.fetchone()
-        return int(revision), int(next_id)
+    def _bump_revision(cursor, allocate: int = 0) -> tuple[int, int]:
+        """Take the store's write lock (the meta row), a new revision and ``allocate`` ids; returns
+        (revision, first allocated id)."""
+        cursor.execute("UPDATE fieldrank_meta SET revision = revision + 1, next_id = next_id + %s "
+                       "RETURNING revision, next_id - %s", (allocate, allocate))
+        revision, first = cursor.fetchone()
+        return int(revision), int(first)
 
     # ------------------------------------------------------------------ writes
     def insert(self, make_batch: Callable[[int], RowBatch], count: int,
@@ -358,7 +389,7 @@ class PostgresBackend(StoreBackend):
                keys: Optional[Sequence[Optional[str]]] = None) -> tuple[int, int]:
         placeholders = ", ".join("%s" for _ in COLUMNS)
         with self.transaction("add to") as cursor:
-            revision, first = self._bump_revision(cursor)
+            revision, first = self._bump_revision(cursor, count)
             records = records_of(make_batch(first), keys)
             try:
                 cursor.executemany(
@@ -372,7 +403,6 @@ class PostgresBackend(StoreBackend):
                 if cursor.rowcount != 1:
                     msg = f"supersedes[{offset}]: no live memory with id {stale} (it was forgotten)"
                     raise KeyError(msg)
-            cursor.execute("UPDATE fieldrank_meta SET next_id = %s", (first + count,))
         return first, revision
 
     def replace(self, batch: RowBatch) -> int:
@@ -414,31 +444,36 @@ class PostgresBackend(StoreBackend):
         # Rows locked in id order, so two recalls over overlapping memories never deadlock.
         updates = sorted(updates, key=lambda u: u[2])
         links = sorted(links)
-        with self.transaction(operation, lock_timeout_ms=REINFORCE_LOCK_TIMEOUT_MS) as cursor:
+        rows_cursor = links_cursor = None
+        with self.transaction(operation, lock_timeout_ms=REINFORCE_LOCK_TIMEOUT_MS, pipelined=True) as cursor:
+            connection = cursor.connection
             if updates:
-                cursor.executemany(
-                    "UPDATE fieldrank_memories SET last_access = GREATEST(last_access, %s), "
-                    f"recall_count = LEAST(recall_count + 1, {RECALL_COUNT_RANGE[1]}), "
-                    "storage_strength = storage_strength + %s WHERE id = %s AND tombstone = 0", updates)
+                at_times, gains, ids = (list(column) for column in zip(*updates))
+                cursor.execute("SELECT id FROM fieldrank_memories WHERE id = ANY(%s) ORDER BY id FOR UPDATE", (ids,))
+                rows_cursor = connection.cursor(binary=True)
+                rows_cursor.execute(
+                    "UPDATE fieldrank_memories AS m SET last_access = GREATEST(m.last_access, u.at_time), "
+                    f"recall_count = LEAST(m.recall_count + 1, {RECALL_COUNT_RANGE[1]}), "
+                    "storage_strength = m.storage_strength + u.gain "
+                    "FROM unnest(%s::float8[], %s::float8[], %s::bigint[]) AS u(at_time, gain, id) "
+                    "WHERE m.id = u.id AND m.tombstone = 0 "
+                    "RETURNING m.id, m.last_access, m.recall_count, m.storage_strength",
+                    (at_times, gains, ids))
             if links:
-                cursor.executemany(
+                firsts, seconds, rates = (list(column) for column in zip(*links))
+                links_cursor = connection.cursor(binary=True)
+                links_cursor.execute(
                     "INSERT INTO fieldrank_links (a, b, weight, tenant) "
-                    "SELECT %s, %s, %s, min(tenant) FROM fieldrank_memories WHERE id IN (%s, %s) AND tombstone = 0 "
-                    "HAVING COUNT(*) = 2 "
+                    "SELECT l.a, l.b, l.rate, ma.tenant FROM unnest(%s::bigint[], %s::bigint[], %s::float8[]) "
+                    "AS l(a, b, rate) JOIN fieldrank_memories ma ON ma.id = l.a AND ma.tombstone = 0 "
+                    "JOIN fieldrank_memories mb ON mb.id = l.b AND mb.tombstone = 0 ORDER BY l.a, l.b "
                     "ON CONFLICT (a, b) DO UPDATE SET weight = fieldrank_links.weight + "
-                    "excluded.weight * (1 - fieldrank_links.weight)",
-                    [(a, b, rate, a, b) for a, b, rate in links])
-            ids = [u[2] for u in updates]
-            rows = cursor.execute(
-                "SELECT id, last_access, recall_count, storage_strength FROM fieldrank_memories "
-                "WHERE id = ANY(%s)", (ids,)).fetchall() if ids else []
-            weights = {}
-            if links:
-                found = cursor.execute(
-                    "SELECT a, b, weight FROM fieldrank_links WHERE (a, b) IN (SELECT * FROM unnest(%s::bigint[], "
-                    "%s::bigint[]))", ([a for a, _, _ in links], [b for _, b, _ in links])).fetchall()
-                weights = {(int(a), int(b)): float(w) for a, b, w in found}
-        return Reinforced({int(r[0]): (float(r[1]), int(r[2]), float(r[3])) for r in rows}, weights)
+                    "excluded.weight * (1 - fieldrank_links.weight) RETURNING a, b, weight",
+                    (firsts, seconds, rates))
+        rows = rows_cursor.fetchall() if rows_cursor is not None else []
+        found = links_cursor.fetchall() if links_cursor is not None else []
+        return Reinforced({int(r[0]): (float(r[1]), int(r[2]), float(r[3])) for r in rows},
+                          {(int(a), int(b)): float(w) for a, b, w in found})
 
     def purge_tombstones(self) -> tuple[list[int], Optional[int]]:
         with self.transaction("purge") as cursor:
