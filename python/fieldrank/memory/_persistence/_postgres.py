@@ -5,13 +5,18 @@ the SQLite file. Several processes on several machines open the same store by it
 string (``postgresql://user@host:port/dbname``; the store's tables live in the connection's
 ``search_path`` schema, so ``?options=-csearch_path%3Dname`` puts a store in its own schema).
 
-Schema (``format_version`` 1, the same records as the SQLite file)::
+Schema (``format_version`` 2, the same records as the SQLite file)::
 
     fieldrank_meta(singleton, format, format_version, dim, next_id, revision, purge_epoch)  one row
     fieldrank_memories(id BIGINT PRIMARY KEY, tenant, text, embedding BYTEA, created_at, last_access,
                        recall_count, importance, storage_strength, valence, tier, tags JSON text,
                        entities JSON text, tombstone SMALLINT, session, supersedes, superseded_by,
-                       revision)
+                       revision, key)
+    UNIQUE INDEX fieldrank_memories_key ON fieldrank_memories (tenant, key)
+                 WHERE key IS NOT NULL AND tombstone = 0      a key names one live memory per tenant
+
+A version-1 store (before keys, issue #34) gains the column and the index on open, with its
+``format_version`` set to 2, in the open transaction (under the creation lock).
     fieldrank_links(a, b, weight, tenant, PRIMARY KEY (a, b))   co-recall links, a < b
 
 Writes and the change sequence. Every write transaction first bumps ``fieldrank_meta.revision``
@@ -39,12 +44,13 @@ add its rows twice).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
 from .._schema import RECALL_COUNT_RANGE
-from ._backend import COLUMNS, EMBEDDING_DTYPE, SYNCHRONOUS_MODES, Changes, Reinforced, StoreBackend, StoreIOError
-from ._file_check import FORMAT_NAME, FORMAT_VERSION, StoreFormatError
+from ._backend import (COLUMNS, EMBEDDING_DTYPE, SYNCHRONOUS_MODES, Changes, DuplicateKeyError, Reinforced,
+                       StoreBackend, StoreIOError)
+from ._file_check import FORMAT_NAME, FORMAT_VERSION, READABLE_VERSIONS, StoreFormatError
 from ._records import records_of
 
 if TYPE_CHECKING:  # the column batch type, for annotations only
@@ -90,10 +96,13 @@ CREATE TABLE IF NOT EXISTS fieldrank_memories (
     session TEXT,
     supersedes BIGINT,
     superseded_by BIGINT,
-    revision BIGINT NOT NULL
+    revision BIGINT NOT NULL,
+    key TEXT
 );
 CREATE INDEX IF NOT EXISTS fieldrank_memories_revision ON fieldrank_memories (revision);
 CREATE INDEX IF NOT EXISTS fieldrank_memories_tenant ON fieldrank_memories (tenant);
+CREATE UNIQUE INDEX IF NOT EXISTS fieldrank_memories_key ON fieldrank_memories (tenant, key)
+    WHERE key IS NOT NULL AND tombstone = 0;
 CREATE TABLE IF NOT EXISTS fieldrank_links (
     a BIGINT NOT NULL,
     b BIGINT NOT NULL,
@@ -102,6 +111,16 @@ CREATE TABLE IF NOT EXISTS fieldrank_links (
     PRIMARY KEY (a, b)
 )
 """
+
+
+def _duplicate_key(records: list[tuple], error: Exception) -> DuplicateKeyError:
+    """The error for a batch the key index refused (the transaction is aborted: nothing more is read)."""
+    keyed = [(record[COLUMNS.index("tenant")], record[COLUMNS.index("key")]) for record in records
+             if record[COLUMNS.index("key")] is not None]
+    if len(keyed) == 1:
+        return DuplicateKeyError(keyed[0][1], keyed[0][0])
+    detail = getattr(getattr(error, "diag", None), "message_detail", None) or str(error)
+    return DuplicateKeyError(f"one of {[key for _, key in keyed]} ({detail})", keyed[0][0] if keyed else "?")
 
 
 def is_postgres_location(path: object) -> bool:
@@ -287,6 +306,10 @@ class PostgresBackend(StoreBackend):
             self._check_schema(cursor)
             cursor.execute("SELECT format, format_version, dim FROM fieldrank_meta")
             row = cursor.fetchone()
+            if row is not None and row[0] == FORMAT_NAME and str(row[1]) in READABLE_VERSIONS \
+                    and row[1] != FORMAT_VERSION:
+                self._migrate(cursor)
+                row = (row[0], FORMAT_VERSION, row[2])
         if row is None:
             msg = f"{self.path!r} has a fieldrank_meta table without its row: not a {FORMAT_NAME} store"
             raise ValueError(msg)
@@ -294,13 +317,22 @@ class PostgresBackend(StoreBackend):
         if format_name != FORMAT_NAME:
             msg = f"{self.path!r} is not a {FORMAT_NAME} store (format {format_name!r}); refusing to modify it"
             raise ValueError(msg)
-        if version != FORMAT_VERSION:
-            msg = f"{self.path!r} has format_version {version!r}, expected {FORMAT_VERSION}"
+        if str(version) not in READABLE_VERSIONS:
+            msg = f"{self.path!r} has format_version {version!r}, expected one of {', '.join(READABLE_VERSIONS)}"
             raise ValueError(msg)
         if dim is not None and dim != stored_dim:
             msg = f"dim must match the store at {self.path!r}: it holds dim={stored_dim}, got dim={dim}"
             raise ValueError(msg)
         return int(stored_dim)
+
+    @staticmethod
+    def _migrate(cursor) -> None:
+        """A version-1 store gains ``key`` and its unique index (issue #34), under the creation lock."""
+        cursor.execute("SELECT pg_advisory_xact_lock(hashtext('fieldrank_meta'))")
+        cursor.execute("ALTER TABLE fieldrank_memories ADD COLUMN IF NOT EXISTS key TEXT")
+        cursor.execute("CREATE UNIQUE INDEX IF NOT EXISTS fieldrank_memories_key ON fieldrank_memories (tenant, key) "
+                       "WHERE key IS NOT NULL AND tombstone = 0")
+        cursor.execute("UPDATE fieldrank_meta SET format_version = %s", (FORMAT_VERSION,))
 
     def _check_schema(self, cursor) -> None:
         """Refuse a trigger or rule on the store's tables (it would run on the store's own writes)."""
@@ -346,14 +378,18 @@ class PostgresBackend(StoreBackend):
 
     # ------------------------------------------------------------------ writes
     def insert(self, make_batch: Callable[[int], RowBatch], count: int,
-               supersede: Iterable[tuple[int, int]] = ()) -> tuple[int, int]:
+               supersede: Iterable[tuple[int, int]] = (),
+               keys: Optional[Sequence[Optional[str]]] = None) -> tuple[int, int]:
         placeholders = ", ".join("%s" for _ in COLUMNS)
         with self.transaction("add to") as cursor:
             revision, first = self._bump_revision(cursor, count)
-            records = records_of(make_batch(first))
-            cursor.executemany(
-                f"INSERT INTO fieldrank_memories ({', '.join(COLUMNS)}, revision) VALUES ({placeholders}, {revision})",
-                records)
+            records = records_of(make_batch(first), keys)
+            try:
+                cursor.executemany(
+                    f"INSERT INTO fieldrank_memories ({', '.join(COLUMNS)}, revision) "
+                    f"VALUES ({placeholders}, {revision})", records)
+            except self._psycopg.errors.UniqueViolation as error:  # only the key index can refuse a new id
+                raise _duplicate_key(records, error) from error
             for stale, offset in supersede:
                 cursor.execute("UPDATE fieldrank_memories SET superseded_by = %s, revision = %s "
                                "WHERE id = %s AND tombstone = 0", (first + offset, revision, stale))
@@ -364,7 +400,7 @@ class PostgresBackend(StoreBackend):
 
     def replace(self, batch: RowBatch) -> int:
         (record,) = records_of(batch)
-        kept = {"last_access", "recall_count", "storage_strength", "tombstone"}
+        kept = {"last_access", "recall_count", "storage_strength", "tombstone", "key"}
         names = [name for name in COLUMNS[1:] if name not in kept]
         values = [value for name, value in zip(COLUMNS[1:], record[1:]) if name not in kept]
         assignments = ", ".join(f"{name} = %s" for name in names)
