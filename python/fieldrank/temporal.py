@@ -478,11 +478,6 @@ def run_leg(E: np.ndarray, Q: np.ndarray, lexical: Optional[np.ndarray], k: int,
     return Ranking(r.ids, r.scores)
 
 
-# The names the memory store imports until it moves to the public ones above.
-_run_leg = run_leg
-_years_spanned = years_spanned
-
-
 def temporal_batch(E: np.ndarray, Q: np.ndarray, lexical: Optional[np.ndarray], k: int = 50, *,
                    timeline: Timeline, questions: Optional[Sequence[str]] = None,
                    params: TemporalParams = TemporalParams(), subset: Optional[np.ndarray] = None,

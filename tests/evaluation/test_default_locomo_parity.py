@@ -74,7 +74,7 @@ def test_moments_path_over_the_whole_log_ranks_as_the_numpy_path(locomo_dir, emb
     params = leg.params()
     intent, windows = tl.question_features(texts, timeline, None)
     moments = _core.temporal_moments(E)
-    got = tl._run_leg(E, Q, lexical, leg.depth, timeline, intent, windows, params, None, False, 2, moments=moments)
+    got = tl.run_leg(E, Q, lexical, leg.depth, timeline, intent, windows, params, None, False, 2, moments=moments)
     want = ref.temporal_batch(E, Q, lexical, leg.depth, timeline=timeline, questions=texts, params=params)
     assert len(texts) >= 1982
     np.testing.assert_array_equal(got.ids, want.ids)

@@ -51,7 +51,7 @@ def _data(n, d=24, B=6, seed=0, near_ties=True):
 def _leg(E, Q, lex, timeline, k, params, moments=None, screen=True, n_threads=1, questions=QUESTIONS):
     qs = None if questions is None else questions[: Q.shape[0]]
     intent, windows = tl.question_features(qs, timeline, None)
-    return tl._run_leg(E, Q, lex if params.alpha > 0 else None, k, timeline, intent, windows, params, None, False,
+    return tl.run_leg(E, Q, lex if params.alpha > 0 else None, k, timeline, intent, windows, params, None, False,
                        n_threads, moments=moments, screen=screen)
 
 

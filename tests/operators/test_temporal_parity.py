@@ -192,7 +192,7 @@ def test_a_corpus_beyond_the_cache_equals_the_reference():
 @pytest.mark.parametrize("subset_kind", [None, "scattered", "contiguous"])
 @pytest.mark.parametrize("n", [5, 97, 20_000])
 def test_row_order_scores_are_the_ranked_scores_of_every_row(n, subset_kind):
-    """``_run_leg(row_order=True)`` (the memory store's path: a short top and chosen rows' scores)
+    """``run_leg(row_order=True)`` (the memory store's path: a short top and chosen rows' scores)
     gives every row's score in the order of the rows, bit-equal to the ranking over all of them;
     also for a contiguous block of rows not starting at 0 (the kernel's shifted-view path)."""
     rng, E, Q, lex, timeline = _data(n, seed=n + 1)
@@ -200,8 +200,8 @@ def test_row_order_scores_are_the_ranked_scores_of_every_row(n, subset_kind):
             "contiguous": np.arange(2, n - 1, dtype=np.int64)}[subset_kind]
     m = n if rows is None else rows.size
     intent, windows = tl.question_features(QUESTIONS, timeline, rows)
-    ranked = tl._run_leg(E, Q, lex, m, timeline, intent, windows, tl.TemporalParams(), rows, False, 0)
-    scored = tl._run_leg(E, Q, lex, m, timeline, intent, windows, tl.TemporalParams(), rows, False, 0,
+    ranked = tl.run_leg(E, Q, lex, m, timeline, intent, windows, tl.TemporalParams(), rows, False, 0)
+    scored = tl.run_leg(E, Q, lex, m, timeline, intent, windows, tl.TemporalParams(), rows, False, 0,
                          row_order=True)
     assert scored.ids.shape == (Q.shape[0], 0) and scored.scores.shape == (Q.shape[0], m)
     index_of = np.full(n, -1)
@@ -218,9 +218,9 @@ def test_lexical_scores_of_the_subset_block_only_give_the_same_ranking(subset_ki
     rows = (np.sort(rng.permutation(np.arange(37, 311))[:150]) if subset_kind == "scattered"
             else np.arange(37, 311, dtype=np.int64))
     intent, windows = tl.question_features(QUESTIONS, timeline, rows)
-    full = tl._run_leg(E, Q, lex, 12, timeline, intent, windows, tl.TemporalParams(), rows, False, 2)
+    full = tl.run_leg(E, Q, lex, 12, timeline, intent, windows, tl.TemporalParams(), rows, False, 2)
     block = np.ascontiguousarray(lex[:, rows[0]: rows[-1] + 1])
-    part = tl._run_leg(E, Q, block, 12, timeline, intent, windows, tl.TemporalParams(), rows, False, 2,
+    part = tl.run_leg(E, Q, block, 12, timeline, intent, windows, tl.TemporalParams(), rows, False, 2,
                        lexical_begin=int(rows[0]))
     np.testing.assert_array_equal(part.ids, full.ids)
     np.testing.assert_array_equal(part.scores, full.scores)

