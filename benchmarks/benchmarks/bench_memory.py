@@ -52,7 +52,9 @@ def _store(self, N, d):
     self.store.recall(self.cue, self.q, 10, tenant="agent", at_time=NOW, reinforce=False)  # BM25 build
 
 
-class MemoryRecall:
+class _TenantStore:
+    """The grid and the store (:func:`_store`) both classes time; no benchmark of its own."""
+
     params = [[10_000, 50_000], [384]]
     param_names = ["N", "d"]
     timeout = 600
@@ -60,6 +62,8 @@ class MemoryRecall:
     def setup(self, N, d):
         _store(self, N, d)
 
+
+class MemoryRecall(_TenantStore):
     def time_recall_default(self, N, d):
         self.store.recall(self.cue, self.q, 10, tenant="agent", at_time=NOW, reinforce=False)
 
@@ -67,15 +71,11 @@ class MemoryRecall:
         fieldrank.prefilter(self.all_rows, self.q, 10, subset=self.tenant_rows)
 
 
-class MemoryRecallLivedIn:
+class MemoryRecallLivedIn(_TenantStore):
     """``recall()`` with every default (``reinforce=True``) on a store with co-recall links."""
 
-    params = [[10_000, 50_000], [384]]
-    param_names = ["N", "d"]
-    timeout = 600
-
     def setup(self, N, d):
-        _store(self, N, d)
+        super().setup(N, d)
         words = _texts(np.random.default_rng(SEED + 2), LIVED_IN_RECALLS)
         for i, q in enumerate(queries(self.E, LIVED_IN_RECALLS, seed=SEED + 3)):
             self.store.recall(words[i], q, 10, tenant="agent", at_time=NOW + i * DAY)

@@ -143,28 +143,25 @@ def _note(message: str) -> None:
     print(f"{PROG}: note: {message}", file=sys.stderr)
 
 
-def _probability(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        msg = f"expected a number in [0, 1], got {text!r}"
-        raise argparse.ArgumentTypeError(msg) from None
-    if not 0.0 <= value <= 1.0:
-        msg = f"expected a number in [0, 1], got {value}"
-        raise argparse.ArgumentTypeError(msg)
-    return value
+def _number(convert: Callable[[str], Any], ok: Callable[[Any], bool], expected: str) -> Callable[[str], Any]:
+    """An argparse ``type``: ``convert`` the text, then require ``ok``; either failure says ``expected``."""
+
+    def parse(text: str) -> Any:
+        try:
+            value = convert(text)
+        except ValueError:
+            msg = f"expected {expected}, got {text!r}"
+            raise argparse.ArgumentTypeError(msg) from None
+        if not ok(value):
+            msg = f"expected {expected}, got {value}"
+            raise argparse.ArgumentTypeError(msg)
+        return value
+
+    return parse
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        msg = f"expected a positive integer, got {text!r}"
-        raise argparse.ArgumentTypeError(msg) from None
-    if value <= 0:
-        msg = f"expected a positive integer, got {value}"
-        raise argparse.ArgumentTypeError(msg)
-    return value
+_probability = _number(float, lambda value: 0.0 <= value <= 1.0, "a number in [0, 1]")
+_positive_int = _number(int, lambda value: value > 0, "a positive integer")
 
 
 def _add_config_options(parser: argparse.ArgumentParser, what: str) -> None:
@@ -421,21 +418,13 @@ def _query_vector(args: argparse.Namespace):
 
 def _embedder(model: str, option: str):
     """A SentenceTransformerEmbedder for ``model`` (a local path is made absolute, to be recorded)."""
-    try:
-        from .embed import SentenceTransformerEmbedder
-    except ImportError as exc:  # pragma: no cover - embed.py itself imports only numpy
-        raise CommandError(str(exc)) from None
+    from .integrations._store_access import load_embedder
+
     path = Path(model)
-    name = str(path.resolve()) if path.exists() else model
     try:
-        return SentenceTransformerEmbedder(name)
-    except ImportError as exc:
-        msg = f"{option} needs sentence-transformers: pip install \"fieldrank[embed]\" ({exc})"
-        raise CommandError(msg) from None
-    except OSError as exc:
-        msg = (f"{option} {model}: cannot load the model offline ({exc}); pass a local model directory or a "
-               "model in the local Hugging Face cache")
-        raise CommandError(msg) from None
+        return load_embedder(str(path.resolve()) if path.exists() else model, option)
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
 
 
 def _query_embedder(args: argparse.Namespace):

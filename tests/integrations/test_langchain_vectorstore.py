@@ -91,3 +91,19 @@ def test_memory_retriever_delete_is_all_or_nothing():
         other.delete([a])  # another tenant's memory is not this retriever's
     retriever.delete([a, b])
     assert len(retriever.store) == 0
+
+
+def test_two_writers_on_one_file_agree_on_every_id(tmp_path):
+    """Issue #34 item 4 for the document stores (shared by LangChain, LlamaIndex and Haystack):
+    the id -> memory map lives in the store, so a second writer neither duplicates an id nor
+    brings back one the other deleted (before: each object kept its own map)."""
+    path, embedding = tmp_path / "docs.db", DeterministicFakeEmbedding(size=DIM)
+    first = FieldrankVectorStore(MemoryStore(path, DIM), embedding)
+    second = FieldrankVectorStore(MemoryStore(path), embedding)
+    first.add_texts(["from first"], ids=["x"])
+    second.add_texts(["from second"], ids=["x"])  # the same id: replaced in place
+    assert len(first.store) == 1 and [d.page_content for d in first.get_by_ids(["x"])] == ["from second"]
+    second.delete(["x"])
+    first.add_texts(["other"], ids=["y"])
+    assert first.get_by_ids(["x"]) == [] and len(second.store) == 1
+    assert [d.id for d in second.similarity_search("other", k=5)] == ["y"]

@@ -164,10 +164,6 @@ def test_index_config_is_kept_as_given():
     assert FieldrankStore(MemoryStore(dim=1)).index_config is None and InMemoryStore().index_config is None
 
 
-@pytest.mark.xfail(strict=True, reason="issue #34 item 4: the (namespace, key) -> memory map lives in each "
-                                       "FieldrankStore object, so a second writer on the same file duplicates "
-                                       "keys; moving the identity into the store (a unique key the database "
-                                       "enforces) is a store schema change left for later")
 def test_two_writers_on_one_file_agree_on_every_key(tmp_path):
     path = tmp_path / "lg.db"
     first = FieldrankStore(MemoryStore(path, 1))
@@ -239,3 +235,4 @@ def test_a_list_prefix_searches_as_a_tuple_one():
     _, ours = _stores()
     _fill(ours)
     assert sorted(_view(ours.search(["users", "bob"]))) == sorted(_view(ours.search(("users", "bob"))))
+

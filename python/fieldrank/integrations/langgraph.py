@@ -29,11 +29,17 @@ How an item lives in the store (docs/ecosystem.md, "LangGraph"):
   embedding, the old text is never recalled again), keeping its id and ``created_at``; a put with
   ``value=None`` (``delete``) forgets it.
 
-Which memory holds which (namespace, key) is kept in this object, and rebuilt from the store's
-tags when it is opened (every live memory read once): write to a store through one
-``FieldrankStore``, in one process (two writers can duplicate a key: issue #34 moves the identity
-into the store; tests/integrations/test_langgraph_contract.py holds the test that shows it). Operations of a ``batch`` run in order, under one lock; the
-async API runs them in a worker thread. TTLs are not supported (``supports_ttl = False``).
+Which memory holds which (namespace, key) lives in the store (issue #34): the memory carries the
+store key ``json([namespace[1:], key])`` in its tenant ``namespace[0]``, unique among the live
+memories of the tenant and enforced by the store's file, and a put is ``MemoryStore.put`` (replace
+in place or add), a delete ``MemoryStore.forget_by_key``. So several ``FieldrankStore`` objects,
+in one process or several, on one file agree on every key: a put never duplicates one, a delete
+stays deleted. This object keeps a view of the items (for listings and to map recalled ids back)
+that it rebuilds from the store whenever the store's ``revision`` moved by another writer's
+change (every live memory read once). An item written before keys existed (a tag but no store
+key) is forgotten and written again with its key when it is next put or deleted.
+Operations of a ``batch`` run in order, under one lock; the async API runs them in a worker
+thread. TTLs are not supported (``supports_ttl = False``).
 """
 
 from __future__ import annotations
@@ -230,7 +236,9 @@ class FieldrankStore(_common.PicklableLock, BaseStore):
         self._items: dict[tuple[str, ...], dict[str, _Entry]] = {}
         self._by_id: dict[int, tuple[tuple[str, ...], str]] = {}
         self._unindexed: set[int] = set()  # ids of the items put with index=False
-        self._rebuild()
+        #: The store's ``revision`` the view above reflects (None: rebuild before the next op).
+        self._seen: Optional[int] = None
+        self._catch_up()
 
     @property
     def store(self) -> Any:
@@ -296,8 +304,24 @@ class FieldrankStore(_common.PicklableLock, BaseStore):
     def _prefix_gates(prefix: tuple[str, ...]) -> list[str]:
         return [_ITEM] + [f"{_NS}{depth}={label}" for depth, label in enumerate(prefix) if depth > 0]
 
+    def _catch_up(self) -> None:
+        """Rebuild the view of the items when the store changed other than by this object's writes."""
+        revision = self._store.revision
+        if revision != self._seen:
+            self._rebuild()
+            self._seen = revision  # read before the rebuild: a write meanwhile moves it again
+
+    def _wrote(self, before: int, writes: int) -> None:
+        """After this object's own write(s), already applied to the view: keep the view only if the
+        store moved by exactly them (else another writer committed too: rebuild at the next op)."""
+        revision = self._store.revision
+        self._seen = revision if revision == before + writes else None
+
     def _rebuild(self) -> None:
-        """The key index from the store's tags (every live memory is read once)."""
+        """The view of the items from the store's tags (every live memory is read once)."""
+        self._items.clear()
+        self._by_id.clear()
+        self._unindexed.clear()
         for memory in _common.live_memories(self._store):
             self._adopt(memory)
 
@@ -338,9 +362,14 @@ class FieldrankStore(_common.PicklableLock, BaseStore):
 
     # ------------------------------------------------------------------ BaseStore
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        """Run the operations in order (a read sees the writes before it); one result per op."""
+        """Run the operations in order (a read sees the writes before it, and every write any other
+        writer committed before it started); one result per op."""
         with self._lock:
-            return [self._run(op) for op in ops]
+            results = []
+            for op in ops:
+                self._catch_up()
+                results.append(self._run(op))
+            return results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """:meth:`batch` in a worker thread (the store's I/O never blocks the event loop)."""
@@ -378,13 +407,16 @@ class FieldrankStore(_common.PicklableLock, BaseStore):
             msg = "FieldrankStore does not support ttl (forget items with delete)"
             raise NotImplementedError(msg)
         entry = self._entry(namespace, op.key)
+        store_key, tenant = _store_key(namespace, op.key), namespace[0]
+        before = self._seen
         if op.value is None:
+            forgot = self._store.forget_by_key(store_key, tenant=tenant)
+            if entry is not None and not forgot:
+                forgot = self._forget_unkeyed(entry, store_key, tenant)
             if entry is not None:
-                try:
-                    self._store.forget(entry.memory_id, tenant=namespace[0])
-                except KeyError:
-                    pass  # forgotten through the MemoryStore meanwhile: gone either way
                 self._pop(namespace, op.key)
+            if before is not None:
+                self._wrote(before, int(forgot))
             return
         if not isinstance(op.value, Mapping):
             msg = f"value must be a dict, got {type(op.value).__name__}"
@@ -397,19 +429,30 @@ class FieldrankStore(_common.PicklableLock, BaseStore):
         vector = _common.lexical_vector(self._store) if indexed else _common.placeholder_vector(self._store)
         now = time.time()
         tags = self._tags(namespace, op.key, value, now, indexed)
-        entry_was = entry
+        writes = 1
+        if entry is not None and self._forget_unkeyed(entry, store_key, tenant):
+            writes += 1
+        memory_id = self._store.put(store_key, text, vector, tenant=tenant, tags=tags, created_at=now)
+        created = entry.created_at if entry is not None and entry.memory_id == memory_id else \
+            self._store.get(memory_id).created_at
         if entry is not None:
-            try:
-                self._store.update(entry.memory_id, text=text, embedding=vector, tags=tags, tenant=namespace[0])
-            except KeyError:  # forgotten through the MemoryStore meanwhile: the put makes a new item
-                entry = None
-            else:
-                self._set(namespace, op.key, _Entry(entry.memory_id, value, entry.created_at, now, indexed))
-        if entry is None:
-            memory_id = self._store.add(text, vector, tenant=namespace[0], tags=tags, created_at=now)
-            if entry_was is not None:
-                self._pop(namespace, op.key)
-            self._set(namespace, op.key, _Entry(memory_id, value, now, now, indexed))
+            self._pop(namespace, op.key)
+        self._set(namespace, op.key, _Entry(memory_id, value, created, now, indexed))
+        if before is not None:
+            self._wrote(before, writes)
+
+    def _forget_unkeyed(self, entry: _Entry, store_key: str, tenant: str) -> bool:
+        """Forget the memory of an item written before keys lived in the store (it has the item's
+        tags but not its store key), so a put or delete never leaves it beside the keyed one."""
+        try:
+            if self._store.get_by_key(store_key, tenant=tenant).id == entry.memory_id:
+                return False
+        except KeyError:
+            pass
+        try:
+            return self._store.forget(entry.memory_id, tenant=tenant)
+        except KeyError:  # gone meanwhile
+            return False
 
     def _namespaces_under(self, prefix: tuple[str, ...]) -> list[tuple[str, ...]]:
         return [namespace for namespace in self._items if namespace[:len(prefix)] == prefix]
@@ -473,6 +516,12 @@ class FieldrankStore(_common.PicklableLock, BaseStore):
             kept = list({namespace[:op.max_depth] for namespace in kept})
         kept.sort()
         return kept[op.offset:op.offset + op.limit]
+
+
+def _store_key(namespace: tuple[str, ...], key: str) -> str:
+    """The store key of an item (its tenant is ``namespace[0]``): JSON, so no two (namespace, key)
+    pairs share one."""
+    return json.dumps([list(namespace[1:]), key], ensure_ascii=False)
 
 
 def _namespace_matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:

@@ -43,6 +43,7 @@ import json
 import os
 import secrets
 from collections.abc import Mapping
+from types import SimpleNamespace
 from typing import Any, Callable, Literal, Optional, Union
 
 from ..memory import DEFAULT_IMPORTANCE, DEFAULT_MODE, DEFAULT_TENANT, MODES, TIERS, MemoryStore
@@ -454,32 +455,6 @@ def build_server(service: MemoryService, *, tenant: str = DEFAULT_TENANT,
                  tokens: Optional[TokenMap] = None) -> MCPServer:
     """The MCP server over ``service``: every call acts for ``tenant``, or with ``tokens`` for the
     tenant the HTTP guard (:func:`serve_http`) authenticated; a call it did not see is refused."""
-
-    def tenant_of(ctx: Context) -> str:
-        if tokens is None:
-            return tenant
-        request = getattr(ctx.request_context, "request", None) if ctx.request_context is not None else None
-        found = None if request is None else request.scope.get(_SCOPE_TENANT)
-        if found is None:  # the HTTP guard refuses these first; this is the second lock
-            msg = "unauthorized: a valid bearer token is required"
-            raise ToolError(msg)
-        return found
-
-    # Types generated from the store's tables (and this server's modes): the schemas' enums.
-    Tier = Literal[TIERS]  # type: ignore[valid-type]
-    Mode = Literal[service.modes]  # type: ignore[valid-type, name-defined]
-    MemoryId = Annotated[str, Field(pattern="^[0-9a-f]{16}$", description="a memory id as this server returns it")]
-    Text = Annotated[str, Field(min_length=1, max_length=service.max_text_bytes)]
-    Importance = Annotated[float, Field(ge=IMPORTANCE_RANGE[0], le=IMPORTANCE_RANGE[1])]
-    K = Annotated[int, Field(ge=1, le=MAX_RECALL_K)]
-    Labels = Optional[list[Annotated[str, Field(min_length=1)]]]
-    Time = Optional[Union[str, float]]
-    durable = "core is durable: recall reserves room for it"
-    tiers_text = ", ".join(TIERS)
-    modes_text = ", ".join(service.modes)
-    filters_doc = ("since/until: creation time range (ISO 8601 date or date-time, UTC unless an offset is "
-                   "given, or Unix seconds; since inclusive, until exclusive)")
-
     kind = "lexical (BM25 only: no embedder configured)" if service.lexical else "hybrid (dense + BM25)"
     server = _MemoryServer(
         SERVER_NAME,
@@ -490,14 +465,56 @@ def build_server(service: MemoryService, *, tenant: str = DEFAULT_TENANT,
                       "`why_not` explains why a memory was not recalled."),
         log_level="WARNING",
     )
+    tenant_of = functools.partial(_caller_tenant, tenant, tokens)
+    types = _tool_types(service)
+    _register_writes(server, service, tenant_of, types)
+    _register_reads(server, service, tenant_of, types)
+    return server
+
+
+def _caller_tenant(tenant: str, tokens: Optional[TokenMap], ctx: Context) -> str:
+    """The tenant a call acts for: ``tenant``, or with ``tokens`` the one the HTTP guard put in the request."""
+    if tokens is None:
+        return tenant
+    request = getattr(ctx.request_context, "request", None) if ctx.request_context is not None else None
+    found = None if request is None else request.scope.get(_SCOPE_TENANT)
+    if found is None:  # the HTTP guard refuses these first; this is the second lock
+        msg = "unauthorized: a valid bearer token is required"
+        raise ToolError(msg)
+    return found
+
+
+def _tool_types(service: MemoryService) -> SimpleNamespace:
+    """The tools' argument types, generated from the store's tables and this server's modes (the
+    schemas' enums and bounds), and the phrases their descriptions share."""
+    return SimpleNamespace(
+        Tier=Literal[TIERS],  # type: ignore[valid-type]
+        Mode=Literal[service.modes],  # type: ignore[valid-type]
+        MemoryId=Annotated[str, Field(pattern="^[0-9a-f]{16}$", description="a memory id as this server returns it")],
+        Text=Annotated[str, Field(min_length=1, max_length=service.max_text_bytes)],
+        Importance=Annotated[float, Field(ge=IMPORTANCE_RANGE[0], le=IMPORTANCE_RANGE[1])],
+        K=Annotated[int, Field(ge=1, le=MAX_RECALL_K)],
+        Labels=Optional[list[Annotated[str, Field(min_length=1)]]],
+        Time=Optional[Union[str, float]],
+        durable="core is durable: recall reserves room for it",
+        tiers_text=", ".join(TIERS),
+        modes_text=", ".join(service.modes),
+        filters_doc=("since/until: creation time range (ISO 8601 date or date-time, UTC unless an offset is "
+                     "given, or Unix seconds; since inclusive, until exclusive)"),
+    )
+
+
+def _register_writes(server: MCPServer, service: MemoryService, tenant_of: Callable[[Context], str],
+                     T: SimpleNamespace) -> None:  # noqa: N803 - T holds the tools' types
+    """The tools that change memories: remember, update_memory, forget, forget_all."""
 
     @server.tool(description=(
         f"Store a memory; returns its id and dates. importance in [{IMPORTANCE_RANGE[0]:g}, "
-        f"{IMPORTANCE_RANGE[1]:g}]; tier one of {tiers_text} ({durable}); tags/entities are labels (recall "
+        f"{IMPORTANCE_RANGE[1]:g}]; tier one of {T.tiers_text} ({T.durable}); tags/entities are labels (recall "
         "can require tags, entities link memories); supersedes is the id of an older memory this one "
         "replaces; session groups memories said in one conversation."))
-    def remember(text: Text, ctx: Context, importance: Importance = DEFAULT_IMPORTANCE, tier: Tier = DEFAULT_TIER,
-                 tags: Labels = None, entities: Labels = None, supersedes: Optional[MemoryId] = None,
+    def remember(text: T.Text, ctx: Context, importance: T.Importance = DEFAULT_IMPORTANCE, tier: T.Tier = DEFAULT_TIER,
+                 tags: T.Labels = None, entities: T.Labels = None, supersedes: Optional[T.MemoryId] = None,
                  session: Optional[str] = None) -> dict[str, Any]:
         who = tenant_of(ctx)
         return _tool_errors(lambda: service.remember(who, text, importance=importance, tier=tier, tags=tags or (),
@@ -505,48 +522,17 @@ def build_server(service: MemoryService, *, tenant: str = DEFAULT_TENANT,
                                                      session=session))
 
     @server.tool(description=(
-        "The k best memories for a query, best first: id, text, score, dates, tier, tags and the provenance "
-        f"of the score. Gates: tiers (allowed: {tiers_text}), required_tags (all of them), min_importance. "
-        f"Filters: {filters_doc}; session; entities (all of them); a filtered recall does not reinforce. "
-        f"mode: {modes_text} (default {service.default_mode})."))
-    def recall(query: Text, ctx: Context, k: K = DEFAULT_RECALL_K, tiers: Optional[list[Tier]] = None,
-               required_tags: Labels = None, min_importance: Optional[Importance] = None,
-               mode: Mode = service.default_mode, since: Time = None, until: Time = None, session: Optional[str] = None,
-               entities: Labels = None) -> dict[str, Any]:
-        who = tenant_of(ctx)
-        return _tool_errors(lambda: service.recall(who, query, k=k, mode=mode, tiers=tiers, required_tags=required_tags,
-                                                   min_importance=min_importance, since=since, until=until,
-                                                   session=session, entities=entities))
-
-    @server.tool(description=(
-        "Browse your memories, newest first: a page of `limit` from `offset` (next_offset: the next page, "
-        f"null at the end; total: how many match). Filters: tiers ({tiers_text}), tags (all of them), "
-        f"{filters_doc}."))
-    def list_memories(ctx: Context, limit: Annotated[int, Field(ge=1, le=MAX_PAGE)] = DEFAULT_PAGE,
-                      offset: Annotated[int, Field(ge=0)] = 0, tiers: Optional[list[Tier]] = None,
-                      tags: Labels = None, since: Time = None, until: Time = None) -> dict[str, Any]:
-        who = tenant_of(ctx)
-        return _tool_errors(lambda: service.browse(who, limit=limit, offset=offset, tiers=tiers, tags=tags,
-                                                 since=since, until=until))
-
-    @server.tool(description="One memory by id: text, dates, tier, importance, tags, entities, session, "
-                             "supersedes/superseded_by, recall count.")
-    def get_memory(id: MemoryId, ctx: Context) -> dict[str, Any]:  # noqa: A002 - the tool's argument name
-        who = tenant_of(ctx)
-        return _tool_errors(lambda: service.get(who, id))
-
-    @server.tool(description=(
         "Change a memory in place (same id, dates kept): any of text, importance, tier, tags, entities "
         "(tags/entities replace the old ones). Returns the memory."))
-    def update_memory(id: MemoryId, ctx: Context, text: Optional[Text] = None,  # noqa: A002
-                      importance: Optional[Importance] = None, tier: Optional[Tier] = None,
-                      tags: Labels = None, entities: Labels = None) -> dict[str, Any]:
+    def update_memory(id: T.MemoryId, ctx: Context, text: Optional[T.Text] = None,  # noqa: A002
+                      importance: Optional[T.Importance] = None, tier: Optional[T.Tier] = None,
+                      tags: T.Labels = None, entities: T.Labels = None) -> dict[str, Any]:
         who = tenant_of(ctx)
         return _tool_errors(lambda: service.update(who, id, text=text, importance=importance, tier=tier,
                                                    tags=tags, entities=entities))
 
     @server.tool(description="Forget a memory by id: no recall or listing returns it again.")
-    def forget(id: MemoryId, ctx: Context) -> dict[str, Any]:  # noqa: A002 - the tool's argument name
+    def forget(id: T.MemoryId, ctx: Context) -> dict[str, Any]:  # noqa: A002 - the tool's argument name
         who = tenant_of(ctx)
         return _tool_errors(lambda: service.forget(who, id))
 
@@ -556,13 +542,49 @@ def build_server(service: MemoryService, *, tenant: str = DEFAULT_TENANT,
         who = tenant_of(ctx)
         return _tool_errors(lambda: service.forget_all(who, confirm=confirm))
 
+
+def _register_reads(server: MCPServer, service: MemoryService, tenant_of: Callable[[Context], str],
+                    T: SimpleNamespace) -> None:  # noqa: N803 - T holds the tools' types
+    """The tools, resource and prompt that read memories: recall, list_memories, get_memory, why_not."""
+
+    @server.tool(description=(
+        "The k best memories for a query, best first: id, text, score, dates, tier, tags and the provenance "
+        f"of the score. Gates: tiers (allowed: {T.tiers_text}), required_tags (all of them), min_importance. "
+        f"Filters: {T.filters_doc}; session; entities (all of them); a filtered recall does not reinforce. "
+        f"mode: {T.modes_text} (default {service.default_mode})."))
+    def recall(query: T.Text, ctx: Context, k: T.K = DEFAULT_RECALL_K, tiers: Optional[list[T.Tier]] = None,
+               required_tags: T.Labels = None, min_importance: Optional[T.Importance] = None,
+               mode: T.Mode = service.default_mode, since: T.Time = None, until: T.Time = None,
+               session: Optional[str] = None, entities: T.Labels = None) -> dict[str, Any]:
+        who = tenant_of(ctx)
+        return _tool_errors(lambda: service.recall(who, query, k=k, mode=mode, tiers=tiers, required_tags=required_tags,
+                                                   min_importance=min_importance, since=since, until=until,
+                                                   session=session, entities=entities))
+
+    @server.tool(description=(
+        "Browse your memories, newest first: a page of `limit` from `offset` (next_offset: the next page, "
+        f"null at the end; total: how many match). Filters: tiers ({T.tiers_text}), tags (all of them), "
+        f"{T.filters_doc}."))
+    def list_memories(ctx: Context, limit: Annotated[int, Field(ge=1, le=MAX_PAGE)] = DEFAULT_PAGE,
+                      offset: Annotated[int, Field(ge=0)] = 0, tiers: Optional[list[T.Tier]] = None,
+                      tags: T.Labels = None, since: T.Time = None, until: T.Time = None) -> dict[str, Any]:
+        who = tenant_of(ctx)
+        return _tool_errors(lambda: service.browse(who, limit=limit, offset=offset, tiers=tiers, tags=tags,
+                                                 since=since, until=until))
+
+    @server.tool(description="One memory by id: text, dates, tier, importance, tags, entities, session, "
+                             "supersedes/superseded_by, recall count.")
+    def get_memory(id: T.MemoryId, ctx: Context) -> dict[str, Any]:  # noqa: A002 - the tool's argument name
+        who = tenant_of(ctx)
+        return _tool_errors(lambda: service.get(who, id))
+
     @server.tool(description=(
         "Why memory `id` is (not) among the hits of the same recall (query, k, gates, mode): returned, "
         "not_found (also for a forgotten id), gated (which gates), not_admitted (its rank per generator) or "
         "outranked (its score, the k-th score)."))
-    def why_not(id: MemoryId, query: Text, ctx: Context, k: K = DEFAULT_RECALL_K,  # noqa: A002
-                tiers: Optional[list[Tier]] = None, required_tags: Labels = None,
-                min_importance: Optional[Importance] = None, mode: Mode = service.default_mode) -> dict[str, Any]:
+    def why_not(id: T.MemoryId, query: T.Text, ctx: Context, k: T.K = DEFAULT_RECALL_K,  # noqa: A002
+                tiers: Optional[list[T.Tier]] = None, required_tags: T.Labels = None,
+                min_importance: Optional[T.Importance] = None, mode: T.Mode = service.default_mode) -> dict[str, Any]:
         who = tenant_of(ctx)
         return _tool_errors(lambda: service.why_not(who, id, query, k=k, mode=mode, tiers=tiers,
                                                     required_tags=required_tags, min_importance=min_importance))
@@ -580,8 +602,6 @@ def build_server(service: MemoryService, *, tenant: str = DEFAULT_TENANT,
                 "answer on the memories it returns, preferring a memory that supersedes another and saying when "
                 "memory holds nothing relevant. If the question or your answer states a durable fact, decision "
                 "or preference that memory lacks, `remember` it.\n\nQuestion: " + question)
-
-    return server
 
 
 def _unauthorized_guard(app: Any, tokens: TokenMap) -> Any:

@@ -28,7 +28,7 @@ from ._schema import (
     WHY_NOT_REASONS,
     Memory,
 )
-from ._persistence import StoreFormatError, StoreIOError
+from ._persistence import DuplicateKeyError, StoreFormatError, StoreIOError
 from ._store import MemoryStore, ReinforcementWarning
 
 __all__ = [
@@ -44,6 +44,7 @@ __all__ = [
     "RERANK_OPERATORS",
     "TIERS",
     "WHY_NOT_REASONS",
+    "DuplicateKeyError",
     "Hit",
     "Memory",
     "MemoryParams",

@@ -115,10 +115,7 @@ def _per_item(value: object, n: int, name: str, check) -> list:
     if not isinstance(value, (Sequence, np.ndarray)):
         msg = f"{name} must be a single value or one value per memory, got {type(value).__name__}"
         raise TypeError(msg)
-    if len(value) != n:
-        msg = f"{name} must have one value per memory ({n}), got {len(value)}"
-        raise ValueError(msg)
-    return [check(item, f"{name}[{i}]") for i, item in enumerate(value)]
+    return [check(item, f"{name}[{i}]") for i, item in enumerate(_one_per_memory(value, n, name, "value"))]
 
 
 def _labels_per_item(value: object, n: int, name: str) -> list[tuple[str, ...]]:
@@ -127,10 +124,16 @@ def _labels_per_item(value: object, n: int, name: str) -> list[tuple[str, ...]]:
     if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
         msg = f"{name} must be a sequence with one collection of labels per memory, got {type(value).__name__}"
         raise TypeError(msg)
+    labels = _one_per_memory(value, n, name, "entry")
+    return [check_labels(item, f"{name}[{i}]") for i, item in enumerate(labels)]
+
+
+def _one_per_memory(value: Sequence, n: int, name: str, what: str) -> Sequence:
+    """``value`` itself once it has exactly ``n`` items (one ``what`` per memory)."""
     if len(value) != n:
-        msg = f"{name} must have one entry per memory ({n}), got {len(value)}"
+        msg = f"{name} must have one {what} per memory ({n}), got {len(value)}"
         raise ValueError(msg)
-    return [check_labels(item, f"{name}[{i}]") for i, item in enumerate(value)]
+    return value
 
 
 def _sessions_per_item(value: object, n: int) -> Optional[list[Optional[str]]]:
@@ -141,10 +144,8 @@ def _sessions_per_item(value: object, n: int) -> Optional[list[Optional[str]]]:
     if not isinstance(value, Sequence):
         msg = f"sessions must be a str, None or one str/None per memory, got {type(value).__name__}"
         raise TypeError(msg)
-    if len(value) != n:
-        msg = f"sessions must have one entry per memory ({n}), got {len(value)}"
-        raise ValueError(msg)
-    return [None if item is None else check_text(item, f"sessions[{i}]") for i, item in enumerate(value)]
+    sessions = _one_per_memory(value, n, "sessions", "entry")
+    return [None if item is None else check_text(item, f"sessions[{i}]") for i, item in enumerate(sessions)]
 
 
 def _supersedes_per_item(value: object, n: int) -> list[Optional[int]]:
@@ -153,10 +154,9 @@ def _supersedes_per_item(value: object, n: int) -> list[Optional[int]]:
     if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, np.ndarray)):
         msg = f"supersedes must be a sequence with one id or None per memory, got {type(value).__name__}"
         raise TypeError(msg)
-    if len(value) != n:
-        msg = f"supersedes must have one entry per memory ({n}), got {len(value)}"
-        raise ValueError(msg)
-    return [None if item is None else check_memory_id(item) for item in value]
+    ids = _one_per_memory(value, n, "supersedes", "entry")
+    return [None if item is None else check_memory_id(item) for item in ids]
+
 
 @dataclass(frozen=True)
 class NewRows:

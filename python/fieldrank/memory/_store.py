@@ -45,7 +45,8 @@ from ._gates import GateSpec
 from ._ingest import (NewRows, UnitRows, checked_changes, checked_options, checked_text, checked_texts, embedded,
                       new_rows, single_vector, updated_batch)
 from ._params import DEFAULT_PARAMS, MemoryParams
-from ._persistence import TOMBSTONE, StoreBackend, StoreIOError, batch_of_records, open_backend
+from ._persistence import (KEY, TENANT, TOMBSTONE, DuplicateKeyError, StoreBackend, StoreIOError, batch_of_records,
+                           open_backend)
 from ._provenance import RecallResult, WhyNot
 from ._query import Cue, ModeQuotas, build_query
 from ._schema import (
@@ -140,6 +141,12 @@ class MemoryStore:
         #: How far this store has caught up with its backend (:meth:`_refresh`).
         self._sync = SyncState()
         self._reinforce_failures = 0
+        #: External keys (``add(..., key=)``, :meth:`put`): (tenant, key) -> id of the live memory
+        #: holding it, and back; a file store reads them from the file's ``key`` column.
+        self._keys: dict[tuple[str, str], int] = {}
+        self._key_of: dict[int, tuple[str, str]] = {}
+        #: Moves at every add, update or forget applied to this store (:attr:`revision`).
+        self._revision = 0
         if path is None:
             if dim is None:
                 msg = "dim is required for an in-memory store (path=None)"
@@ -227,7 +234,7 @@ class MemoryStore:
             state = {"dim": self._dim, "params": self._params, "embedder": self._embedder,
                      "max_text_bytes": self._max_text_bytes,
                      "generation": self._generation.state(), "links": self._links.copy_of_weights(),
-                     "forgotten": set(self._forgotten), "next_id": self._next_id}
+                     "forgotten": set(self._forgotten), "next_id": self._next_id, "keys": dict(self._keys)}
             return MemoryStore._copied, (state,)
 
     @classmethod
@@ -239,6 +246,8 @@ class MemoryStore:
         store._links.update(state["links"])
         store._forgotten = state["forgotten"]
         store._next_id = state["next_id"]
+        for (tenant, key), memory_id in state.get("keys", {}).items():
+            store._bind_key(tenant, key, memory_id)
         return store
 
     def _check_open(self) -> None:
@@ -261,6 +270,8 @@ class MemoryStore:
         """
         generation = self._generation
         live = []
+        if records:
+            self._revision += 1
         for record in records:
             memory_id = record[0]
             self._next_id = max(self._next_id, memory_id + 1)
@@ -273,6 +284,8 @@ class MemoryStore:
             if current is not None:
                 generation.tombstone(current)
                 del generation.row_of[memory_id]
+            if record[KEY] is not None:
+                self._bind_key(record[TENANT], record[KEY], memory_id)
             live.append(record)
         if live:
             generation.append(batch_of_records(live, self._dim, self._backend.path))
@@ -312,11 +325,20 @@ class MemoryStore:
         self._forgotten = set(tombstoned_ids)
 
     def _forget_row(self, memory_id: int, row: int) -> None:
-        """Tombstone ``row`` in memory and drop its links (caller holds the lock)."""
+        """Tombstone ``row`` in memory, drop its links and free its key (caller holds the lock)."""
         self._generation.tombstone(row)
         del self._generation.row_of[memory_id]
         self._forgotten.add(memory_id)
         self._links.drop(memory_id)
+        named = self._key_of.pop(memory_id, None)
+        if named is not None and self._keys.get(named) == memory_id:
+            del self._keys[named]
+        self._revision += 1
+
+    def _bind_key(self, tenant: str, key: str, memory_id: int) -> None:
+        """Record that ``memory_id`` holds ``key`` in ``tenant`` (caller holds the lock)."""
+        self._keys[(tenant, key)] = memory_id
+        self._key_of[memory_id] = (tenant, key)
 
     # ------------------------------------------------------------------ writing
     def add(
@@ -334,6 +356,7 @@ class MemoryStore:
         created_at: Optional[float] = None,
         session: Optional[str] = None,
         supersedes: Optional[int] = None,
+        key: Optional[str] = None,
     ) -> int:
         """Store one memory and return its id.
 
@@ -359,11 +382,20 @@ class MemoryStore:
             Id of a memory of the same tenant that this one replaces ("Orion now uses Postgres 16"
             replacing "Orion uses MySQL 5.7"). The stale memory stays recallable but always ranks
             below its replacement (docs/memory.md, "Updates").
+        key : str, optional
+            An external name of the memory, unique among the live memories of its tenant (the
+            file enforces it, so two processes never both hold a key): :meth:`get_by_key`,
+            :meth:`forget_by_key` and :meth:`put` find it by this name. Forgetting frees the key.
 
         Returns
         -------
         int
             The new memory's id. With a file store the memory is committed before this returns.
+
+        Raises
+        ------
+        DuplicateKeyError
+            (a ``ValueError``) if a live memory of the tenant holds ``key``; nothing is written.
         """
         text = checked_text(text, self._max_text_bytes)
         if embedding is None:
@@ -382,6 +414,7 @@ class MemoryStore:
             created_at=created_at,
             sessions=session,
             supersedes=None if supersedes is None else [supersedes],
+            keys=None if key is None else [key],
         )
         return int(ids[0])
 
@@ -402,6 +435,7 @@ class MemoryStore:
         recall_counts: Union[int, Sequence[int]] = 0,
         sessions: Union[str, Sequence[Optional[str]], None] = None,
         supersedes: Optional[Sequence[Optional[int]]] = None,
+        keys: Optional[Sequence[Optional[str]]] = None,
     ) -> np.ndarray:
         """Store many memories in one step (one transaction for a file store); return their ids.
 
@@ -410,8 +444,9 @@ class MemoryStore:
         happens before anything is written: either every memory is stored or none.
         ``last_access`` (default: ``created_at``) and ``recall_counts`` (default 0) restore a
         recall history, e.g. when importing memories from another system. ``sessions`` (one str
-        for all, or one str/None per memory) and ``supersedes`` (one id/None per memory) are as
-        in :meth:`add`.
+        for all, or one str/None per memory), ``supersedes`` and ``keys`` (one id/None, one
+        str/None per memory) are as in :meth:`add` (a key held twice in the call, or already held by
+        a live memory of its tenant, is a :class:`DuplicateKeyError` and nothing is written).
 
         Returns
         -------
@@ -425,17 +460,24 @@ class MemoryStore:
                         tiers=tiers, tags=tags, entities=entities, storage_strengths=storage_strengths,
                         created_at=created_at, last_access=last_access, recall_counts=recall_counts,
                         sessions=sessions, supersedes=supersedes)
+        key_list = _checked_keys(keys, rows.tenants)
         if len(rows) == 0:
             return np.empty(0, dtype=np.int64)
         with self._lock:
             self._check_open()
             self._refresh()
-            return self._insert(rows)
+            return self._insert(rows, key_list)
 
-    def _insert(self, rows: NewRows) -> np.ndarray:
+    def _insert(self, rows: NewRows, keys: Optional[list[Optional[str]]] = None) -> np.ndarray:
         """Give ``rows`` ids (in the backend's transaction, with one) and append them (caller holds the lock)."""
         stale_rows = stale_rows_of(self._generation, rows.supersedes, rows.tenants)
         n = len(rows)
+        named = [] if keys is None else [(offset, (rows.tenants[offset], key)) for offset, key in enumerate(keys)
+                                          if key is not None]
+        if self._backend is None:
+            for _, (tenant, key) in named:
+                if (tenant, key) in self._keys:
+                    raise DuplicateKeyError(key, tenant, self._keys[(tenant, key)])
         if self._backend is not None:
             built: list[RowBatch] = []
 
@@ -444,7 +486,13 @@ class MemoryStore:
                 return built[0]
 
             pairs = [(r, offset) for offset, r in enumerate(rows.supersedes) if r is not None]
-            first, revision = self._backend.insert(built_batch, n, pairs)
+            try:
+                # keys only when a row has one: a backend without keys needs no change for plain adds
+                first, revision = self._backend.insert(built_batch, n, pairs, **({} if keys is None else {"keys": keys}))
+            except DuplicateKeyError:  # another process holds the key: learn of it before raising
+                self._sync.look_again()
+                self._refresh()
+                raise
             batch = built[0]
             self._sync.wrote(revision)
         else:
@@ -454,6 +502,9 @@ class MemoryStore:
         self._generation.append(batch)
         for offset, row in stale_rows:
             self._generation.mark_superseded(row, first + offset)
+        for offset, (tenant, key) in named:
+            self._bind_key(tenant, key, first + offset)
+        self._revision += 1
         return batch.ids
 
     @property
@@ -534,7 +585,119 @@ class MemoryStore:
                 self._sync.wrote(revision)
             generation.tombstone(row)
             generation.append(batch)
+            self._revision += 1
             return generation.memory(generation.row_of[memory_id])
+
+    # ------------------------------------------------------------------ keys
+    def put(
+        self,
+        key: str,
+        text: str,
+        embedding: Optional[np.ndarray] = None,
+        *,
+        tenant: str = DEFAULT_TENANT,
+        tags: Iterable[str] = (),
+        entities: Iterable[str] = (),
+        importance: Optional[float] = None,
+        valence: Optional[float] = None,
+        tier: Optional[str] = None,
+        created_at: Optional[float] = None,
+    ) -> int:
+        """Store ``text`` under ``key``: replace in place the live memory of ``tenant`` that holds the
+        key (as :meth:`update`: same id and ``created_at``, new text, embedding, tags and entities),
+        or add one holding it (as :meth:`add`); returns the memory's id.
+
+        Safe with several writers on one file: the file keeps every key unique, so when another
+        process adds the key (or forgets its memory) between this store's look and its write, the
+        write is refused, the store catches up and tries again as a replace (or an add). Two
+        processes putting one key end with one memory holding the last put. ``importance``,
+        ``valence`` and ``tier`` (None: the default for a new memory, unchanged for a replaced
+        one) and ``created_at`` (a new memory only) are as in :meth:`add`.
+        """
+        key = check_tenant(key, "key")
+        tenant = check_tenant(tenant)
+        text = checked_text(text, self._max_text_bytes)
+        if embedding is None:
+            embedding = embedded(self._embedder, [text], "embedding")[0]
+        tags, entities = check_labels(tags, "tags"), check_labels(entities, "entities")
+        new_fields = {name: value for name, value in
+                      (("importance", importance), ("valence", valence), ("tier", tier)) if value is not None}
+        with self._lock:
+            for attempt in range(_PUT_ATTEMPTS):
+                self._check_open()
+                self._refresh()
+                holder = self._keys.get((tenant, key))
+                try:
+                    if holder is None:
+                        return self.add(text, embedding, tenant=tenant, tags=tags, entities=entities,
+                                        created_at=created_at, key=key, **new_fields)
+                    self.update(holder, text=text, embedding=embedding, tags=tags, entities=entities,
+                                tenant=tenant, **new_fields)
+                    return holder
+                except (DuplicateKeyError, KeyError):  # another process added the key / forgot its memory
+                    if attempt == _PUT_ATTEMPTS - 1:
+                        raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def get_by_key(self, key: str, *, tenant: str = DEFAULT_TENANT) -> Memory:
+        """The live memory of ``tenant`` that holds ``key`` (``add(..., key=)``, :meth:`put`).
+
+        Raises ``KeyError`` when none does (never held, or its memory was forgotten, in any process).
+        """
+        key, tenant = check_tenant(key, "key"), check_tenant(tenant)
+        with self._lock:
+            self._check_open()
+            self._refresh()
+            memory_id = self._keys.get((tenant, key))
+            if memory_id is None:
+                msg = f"no memory holds key {key!r} for tenant {tenant!r}"
+                raise KeyError(msg)
+            return self._generation.memory(self._generation.row_of[memory_id])
+
+    def forget_by_key(self, key: str, *, tenant: str = DEFAULT_TENANT) -> bool:
+        """Forget the live memory of ``tenant`` that holds ``key`` (as :meth:`forget`), freeing the key.
+
+        Returns True if this call forgot it, False if no live memory held the key (never held, or
+        already forgotten here or by another process).
+        """
+        key, tenant = check_tenant(key, "key"), check_tenant(tenant)
+        with self._lock:
+            self._check_open()
+            self._refresh()
+            memory_id = self._keys.get((tenant, key))
+            return memory_id is not None and self.forget(memory_id, tenant=tenant)
+
+    def ids(self, *, tenant: Optional[str] = None) -> np.ndarray:
+        """The ids of every live memory (of ``tenant``, or of all tenants), ascending, as int64.
+
+        What a caller lists the store by (``get`` each); one consistent view, with what other
+        processes committed before the call. A memory forgotten afterwards makes its ``get`` raise
+        ``KeyError``.
+        """
+        tenant = None if tenant is None else check_tenant(tenant)
+        with self._lock:
+            self._check_open()
+            self._refresh()
+            generation = self._generation
+            if tenant is None:
+                ids = list(generation.row_of)
+            else:
+                codes, names = generation.tenant_codes.buffer, generation.tenant_names
+                ids = [i for i, row in generation.row_of.items() if names[int(codes[row])] == tenant]
+            return np.sort(np.asarray(ids, dtype=np.int64))
+
+    @property
+    def revision(self) -> int:
+        """A counter that moves whenever a memory of this store is added, updated or forgotten (by
+        this store or, for a file store, by another process: applied before it answers).
+
+        Equal values read at two times: nothing was added, updated or forgotten in between (recall
+        bookkeeping does not count). What an adapter compares to know when a view it built from
+        the memories is stale. Not comparable between two store objects.
+        """
+        with self._lock:
+            self._refresh()
+            return self._revision
 
     def forget(self, memory_id: int, *, tenant: Optional[str] = None) -> bool:
         """Tombstone a memory: from now on no recall returns it, from any generator.
@@ -785,6 +948,30 @@ class MemoryStore:
             min_importance=min_importance, at_time=at_time, cue_tags=cue_tags, cue_entities=cue_entities,
             cue_valence=cue_valence, cue_time=cue_time))
         return pipeline.explain(trace, memory_id, forgotten, self._quotas.of(mode))
+
+
+#: How often :meth:`MemoryStore.put` retries when another process added or forgot the key meanwhile.
+_PUT_ATTEMPTS = 8
+
+
+def _checked_keys(keys: object, tenants: Sequence[str]) -> Optional[list[Optional[str]]]:
+    """``add_many``'s ``keys``: None, or one non-empty str / None per memory, no (tenant, key) twice."""
+    if keys is None:
+        return None
+    if isinstance(keys, (str, bytes)) or not isinstance(keys, Sequence):
+        msg = f"keys must be a sequence of str/None, one per memory, got {type(keys).__name__}"
+        raise TypeError(msg)
+    if len(keys) != len(tenants):
+        msg = f"keys must have one entry per memory ({len(tenants)}), got {len(keys)}"
+        raise ValueError(msg)
+    checked = [None if key is None else check_tenant(key, f"keys[{i}]") for i, key in enumerate(keys)]
+    seen: set[tuple[str, str]] = set()
+    for tenant, key in zip(tenants, checked):
+        if key is not None:
+            if (tenant, key) in seen:
+                raise DuplicateKeyError(key, tenant)
+            seen.add((tenant, key))
+    return checked
 
 
 def _reopened(path: str, params: MemoryParams, synchronous: str, embedder: Optional[Embedder],

@@ -8,9 +8,9 @@ records a backend reads and writes to and from column batches. A new backend imp
 
 from __future__ import annotations
 
-from ._backend import COLUMNS, SYNCHRONOUS_MODES, Changes, Reinforced, StoreBackend, StoreIOError
+from ._backend import COLUMNS, SYNCHRONOUS_MODES, Changes, DuplicateKeyError, Reinforced, StoreBackend, StoreIOError
 from ._file_check import FORMAT_NAME, FORMAT_VERSION, StoreFormatError, check_embedding_values, check_store_file
-from ._records import TOMBSTONE, batch_of_records
+from ._records import KEY, TENANT, TOMBSTONE, batch_of_records
 from ._postgres import PostgresBackend, is_postgres_location
 from ._sqlite import BUSY_TIMEOUT_MS, REINFORCE_BUSY_TIMEOUT_MS, SqliteBackend
 
@@ -19,10 +19,13 @@ __all__ = [
     "COLUMNS",
     "FORMAT_NAME",
     "FORMAT_VERSION",
+    "KEY",
     "REINFORCE_BUSY_TIMEOUT_MS",
     "SYNCHRONOUS_MODES",
+    "TENANT",
     "TOMBSTONE",
     "Changes",
+    "DuplicateKeyError",
     "PostgresBackend",
     "Reinforced",
     "SqliteBackend",

@@ -15,6 +15,12 @@ Records. Rows cross the interface in two shapes:
   :func:`~._records.batch_of_records` turns them into a ``RowBatch``, checking every value as the
   API checks it.
 
+Keys. A memory may carry an external ``key`` (the last column; None for none): a name an
+adapter gives it (LangGraph's (namespace, key)), unique among the *live* memories of its tenant
+and enforced by storage itself, so two processes can never both hold a key. A key is written by
+:meth:`StoreBackend.insert` and never changed afterwards (:meth:`StoreBackend.replace` keeps it);
+forgetting the memory frees it.
+
 Revisions. Every write of any process bumps one counter (the *revision*) and stamps the rows it
 touched with it; a process catches up by reading the rows written after the last revision it
 applied (:meth:`StoreBackend.changes`). Deleting rows (a purge) cannot be seen that way, so a
@@ -25,7 +31,7 @@ ids with the backend's.
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -34,8 +40,8 @@ import numpy as np
 if TYPE_CHECKING:  # the column batch type, for annotations only
     from .._columns import RowBatch
 
-__all__ = ["COLUMNS", "EMBEDDING_DTYPE", "SYNCHRONOUS_MODES", "Changes", "Reinforced", "StoreBackend",
-           "StoreIOError"]
+__all__ = ["COLUMNS", "EMBEDDING_DTYPE", "SYNCHRONOUS_MODES", "Changes", "DuplicateKeyError", "Reinforced",
+           "StoreBackend", "StoreIOError"]
 
 #: Accepted values of ``PRAGMA synchronous`` (the SQLite backend's durability knob).
 SYNCHRONOUS_MODES: tuple[str, ...] = ("OFF", "NORMAL", "FULL", "EXTRA")
@@ -45,7 +51,7 @@ EMBEDDING_DTYPE = np.dtype("<f4")
 COLUMNS = (
     "id", "tenant", "text", "embedding", "created_at", "last_access", "recall_count", "importance",
     "storage_strength", "valence", "tier", "tags", "entities", "tombstone", "session", "supersedes",
-    "superseded_by",
+    "superseded_by", "key",
 )
 
 
@@ -68,6 +74,19 @@ class StoreIOError(OSError):
 
     def __str__(self) -> str:  # OSError would print "[Errno None] None: path" once filename is set
         return self._message
+
+
+class DuplicateKeyError(ValueError):
+    """A key already names a live memory of the tenant (``add(..., key=...)``; nothing was written).
+
+    Attributes ``key``, ``tenant`` and ``memory_id`` (the memory holding it, or None when
+    storage did not say). ``MemoryStore.put`` replaces that memory instead.
+    """
+
+    def __init__(self, key: str, tenant: str, memory_id: Optional[int] = None) -> None:
+        self.key, self.tenant, self.memory_id = key, tenant, memory_id
+        holder = "a live memory" if memory_id is None else f"live memory {memory_id}"
+        super().__init__(f"key {key!r} already names {holder} of tenant {tenant!r} (put() replaces it in place)")
 
 
 @dataclass(frozen=True)
@@ -113,6 +132,11 @@ class StoreBackend(abc.ABC):
     - **Transactions.** Every method is one transaction: a write commits all of its rows or
       none, and is durable when it returns; a read sees one consistent state. Ids are allocated
       inside the write transaction, so two processes never pick the same id.
+    - **Keys are unique in storage.** Among the live memories of one tenant a non-null ``key`` is
+      held at most once, enforced by storage (SQLite: a partial UNIQUE index; PostgreSQL: the
+      same as a partial unique index ``WHERE key IS NOT NULL AND tombstone = 0``), not by a read
+      before the write: two processes inserting one key at once get one row and one
+      :class:`DuplicateKeyError`.
     - **Forgetting is final.** No write revives a tombstoned row: :meth:`replace`, a supersede
       in :meth:`insert`, :meth:`reinforce` and its links touch only rows live in storage.
     - **Errors.** A failure of the storage itself (locked, read-only, full, unreachable) is a
@@ -141,18 +165,22 @@ class StoreBackend(abc.ABC):
 
     @abc.abstractmethod
     def insert(self, make_batch: Callable[[int], RowBatch], count: int,
-               supersede: Iterable[tuple[int, int]] = ()) -> tuple[int, int]:
+               supersede: Iterable[tuple[int, int]] = (),
+               keys: Optional[Sequence[Optional[str]]] = None) -> tuple[int, int]:
         """Allocate ``count`` ids and insert ``make_batch(first_id)``; returns (first id, revision).
 
         ``supersede`` holds ``(stale_id, offset)`` pairs: the stale memory is marked superseded by
         ``first_id + offset``; a stale memory not live in storage is a ``KeyError`` (nothing written).
+        ``keys`` (None: no row has one) gives each row its ``key`` column (None: none); a key that
+        a live memory of the row's tenant already holds is a :class:`DuplicateKeyError` naming it
+        (nothing written).
         """
 
     @abc.abstractmethod
     def replace(self, batch: RowBatch) -> int:
         """Overwrite the one memory of ``batch`` (an update); returns the write's revision.
 
-        The bookkeeping columns (``last_access``, ``recall_count``) stay storage's, and
+        The bookkeeping columns (``last_access``, ``recall_count``) and ``key`` stay storage's, and
         ``storage_strength`` never decreases. ``KeyError`` (nothing written) when the memory is
         not live in storage.
         """

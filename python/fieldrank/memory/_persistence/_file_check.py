@@ -29,16 +29,24 @@ from .._schema import IMPORTANCE_RANGE, MEMORY_ID_LIMIT, RECALL_COUNT_RANGE, TIE
 #: The store file's format name and version (in its ``meta`` table); defined here, with the
 #: checks, and re-exported by :mod:`fieldrank.memory._persistence`.
 FORMAT_NAME = "fieldrank.memory"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+#: Older versions a store still opens, migrating the file to :data:`FORMAT_VERSION` on open
+#: (version 1 lacks the ``key`` column and its unique index).
+READABLE_VERSIONS = ("1", str(FORMAT_VERSION))
+#: The unique index that makes a key name at most one live memory per tenant (format version 2).
+KEY_INDEX = "memories_key"
+KEY_INDEX_SQL = (f"CREATE UNIQUE INDEX {KEY_INDEX} ON memories (tenant, key) "
+                 "WHERE key IS NOT NULL AND tombstone = 0")
 
-__all__ = ["OWN_SCHEMA_OBJECTS", "StoreFormatError", "check_embedding_values", "check_store_file"]
+__all__ = ["KEY_INDEX", "KEY_INDEX_SQL", "OWN_SCHEMA_OBJECTS", "READABLE_VERSIONS", "StoreFormatError", "check_embedding_values", "check_store_file"]
 
-#: The schema objects of a store file (``sqlite_master``'s type and name): its three tables and the
-#: indexes SQLite builds for their primary keys. Anything else (a trigger, a view, another table or
+#: The schema objects of a store file (``sqlite_master``'s type and name): its three tables, the
+#: indexes SQLite builds for their primary keys and the key index (:data:`KEY_INDEX_SQL`, whose
+#: SQL the backend checks too). Anything else (a trigger, a view, another table or
 #: index) is refused before the file is written to; names starting ``sqlite_`` are SQLite's own.
 OWN_SCHEMA_OBJECTS = frozenset({
     ("table", "meta"), ("table", "memories"), ("table", "links"),
-    ("index", "sqlite_autoindex_meta_1"), ("index", "sqlite_autoindex_links_1"),
+    ("index", "sqlite_autoindex_meta_1"), ("index", "sqlite_autoindex_links_1"), ("index", KEY_INDEX),
 })
 
 #: SQLite's literal for +inf (a REAL column can hold ±inf; NaN is stored as NULL).
@@ -134,6 +142,7 @@ MEMORY_COLUMNS: tuple[Column, ...] = (
     Column("supersedes", "integer", 0, MEMORY_ID_LIMIT - 1, nullable=True, added=True),
     Column("superseded_by", "integer", 0, MEMORY_ID_LIMIT - 1, nullable=True, added=True),
     Column("revision", "integer", 0, added=True),
+    Column("key", "text", nullable=True, added=True),
 )
 
 #: The ``links`` table (co-recall weights: w ← w + rate·(1 − w) stays in [0, 1]).
@@ -226,7 +235,7 @@ def _check_meta(connection: sqlite3.Connection, path: str) -> Optional[int]:
         meta = {_decoded(k): _decoded(v) for k, v in connection.execute("SELECT key, value FROM meta")}
     if not meta:
         return None
-    if meta.get("format") != FORMAT_NAME or meta.get("format_version") != str(FORMAT_VERSION):
+    if meta.get("format") != FORMAT_NAME or meta.get("format_version") not in READABLE_VERSIONS:
         return None  # another program's or version's file: the backend refuses it by name
     values = {}
     for key, (low, high) in {**META_KEYS, **OPTIONAL_META_KEYS}.items():

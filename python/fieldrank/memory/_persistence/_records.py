@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
+from typing import Optional
 
 import numpy as np
 
@@ -17,10 +19,12 @@ from .._schema import IMPORTANCE_RANGE, RECALL_COUNT_RANGE, VALENCE_RANGE, check
 from ._backend import COLUMNS, EMBEDDING_DTYPE
 from ._file_check import check_embedding_values
 
-__all__ = ["TOMBSTONE", "batch_of_records", "encode_embedding", "encode_labels", "records_of"]
+__all__ = ["KEY", "TENANT", "TOMBSTONE", "batch_of_records", "encode_embedding", "encode_labels", "records_of"]
 
 #: Position of ``tombstone`` in a record.
 TOMBSTONE = COLUMNS.index("tombstone")
+#: Positions of ``tenant`` and ``key`` in a record.
+TENANT, KEY = COLUMNS.index("tenant"), COLUMNS.index("key")
 
 
 def encode_embedding(vector: np.ndarray) -> bytes:
@@ -36,15 +40,16 @@ def _optional(values, i: int):
     return None if values is None or values[i] == NO_MEMORY else int(values[i])
 
 
-def records_of(batch: RowBatch) -> list[tuple]:
-    """The records of ``batch`` in :data:`COLUMNS` order (embedding bytes, labels as JSON text, live)."""
+def records_of(batch: RowBatch, keys: Optional[Sequence[Optional[str]]] = None) -> list[tuple]:
+    """The records of ``batch`` in :data:`COLUMNS` order (embedding bytes, labels as JSON text, live),
+    with ``keys[i]`` (None: no key) as row i's ``key``."""
     return [
         (int(batch.ids[i]), batch.tenants[i], batch.texts[i], encode_embedding(batch.embeddings[i]),
          float(batch.created_at[i]), float(batch.last_access[i]), int(batch.recall_count[i]),
          float(batch.importance[i]), float(batch.storage_strength[i]), float(batch.valence[i]),
          batch.tiers[i], encode_labels(batch.tags[i]), encode_labels(batch.entities[i]), 0,
          None if batch.sessions is None else batch.sessions[i],
-         _optional(batch.supersedes, i), _optional(batch.superseded_by, i))
+         _optional(batch.supersedes, i), _optional(batch.superseded_by, i), None if keys is None else keys[i])
         for i in range(len(batch))
     ]
 
@@ -74,7 +79,7 @@ def _loaded_column(values: list, name: str, ids: np.ndarray, path: str, low: flo
 def batch_of_records(records: list, dim: int, path: str) -> RowBatch:
     """The live ``records`` (none tombstoned) as a :class:`RowBatch`, every value checked."""
     (ids, tenants, texts, blobs, created, last, counts, importance, strength, valence, tiers, tags, entities,
-     _tombstones, sessions, supersedes, superseded_by, _revisions) = (list(column) for column in zip(*records))
+     _tombstones, sessions, supersedes, superseded_by, _keys, _revisions) = (list(column) for column in zip(*records))
     id_array = np.asarray(ids, dtype=np.int64)
     tier_names = [check_tier(tier, f"tier of memory {memory_id}") for memory_id, tier in zip(ids, tiers)]
     embeddings = np.frombuffer(b"".join(blobs), dtype=EMBEDDING_DTYPE).reshape(len(ids), dim)

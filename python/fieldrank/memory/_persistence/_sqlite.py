@@ -9,19 +9,23 @@ that returned survives a crash of the process (SIGKILL) and, with ``synchronous=
 default), of the machine. ``add_many`` is one transaction: all of its rows or none. A reader never
 sees a half-written row, because SQLite commits atomically.
 
-Schema (``format_version`` 1)::
+Schema (``format_version`` 2)::
 
     meta(key TEXT PRIMARY KEY, value TEXT)            format, format_version, dim, next_id, revision,
                                                       purge_epoch
     memories(id INTEGER PRIMARY KEY, tenant, text, embedding BLOB, created_at, last_access,
              recall_count, importance, storage_strength, valence, tier, tags JSON,
              entities JSON, tombstone INTEGER,
-             session TEXT, supersedes INTEGER, superseded_by INTEGER, revision INTEGER)
+             session TEXT, supersedes INTEGER, superseded_by INTEGER, revision INTEGER, key TEXT)
+    UNIQUE INDEX memories_key ON memories (tenant, key) WHERE key IS NOT NULL AND tombstone = 0
     links(a INTEGER, b INTEGER, weight REAL, PRIMARY KEY (a, b))   co-recall links, a < b
 
-The last four columns were added after the first release; a file without them gains them on
-open (``ALTER TABLE ... ADD COLUMN``, NULL / 0 defaults: no session, nothing superseded), so old
-files keep working and the format version stays 1.
+The last five columns were added after the first release; a file without them gains them on
+open (``ALTER TABLE ... ADD COLUMN``, NULL / 0 defaults: no session, nothing superseded, no key),
+so old files keep working. Version 2 added ``key`` and its unique index (issue #34: an adapter's
+identity of a memory, e.g. LangGraph's (namespace, key), lives in the file, so every process
+agrees on it); a version-1 file is migrated on open (column, index and ``format_version`` in one
+transaction), and an older fieldrank refuses the migrated file by its version.
 
 Several processes (or several store objects) on one file. Every write is ``BEGIN IMMEDIATE``
 (SQLite's write lock, waited for up to ``busy_timeout``), and ids are allocated *inside* that
@@ -53,13 +57,15 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
 
 from .._schema import RECALL_COUNT_RANGE
-from ._backend import COLUMNS, EMBEDDING_DTYPE, SYNCHRONOUS_MODES, Changes, Reinforced, StoreBackend, StoreIOError
-from ._file_check import FORMAT_NAME, FORMAT_VERSION, OWN_SCHEMA_OBJECTS, StoreFormatError, check_store_file
+from ._backend import (COLUMNS, EMBEDDING_DTYPE, SYNCHRONOUS_MODES, Changes, DuplicateKeyError, Reinforced,
+                       StoreBackend, StoreIOError)
+from ._file_check import (FORMAT_NAME, FORMAT_VERSION, KEY_INDEX, KEY_INDEX_SQL, OWN_SCHEMA_OBJECTS,
+                          READABLE_VERSIONS, StoreFormatError, check_store_file)
 from ._records import records_of
 
 if TYPE_CHECKING:  # the column batch type, for annotations only
@@ -87,7 +93,8 @@ CREATE TABLE IF NOT EXISTS memories (
     session TEXT,
     supersedes INTEGER,
     superseded_by INTEGER,
-    revision INTEGER NOT NULL DEFAULT 0
+    revision INTEGER NOT NULL DEFAULT 0,
+    key TEXT
 );
 CREATE TABLE IF NOT EXISTS links (
     a INTEGER NOT NULL,
@@ -100,7 +107,7 @@ CREATE TABLE IF NOT EXISTS links (
 #: Columns added after the first release, with their declarations (migrated on open).
 ADDED_COLUMNS = (
     ("session", "TEXT"), ("supersedes", "INTEGER"), ("superseded_by", "INTEGER"),
-    ("revision", "INTEGER NOT NULL DEFAULT 0"),
+    ("revision", "INTEGER NOT NULL DEFAULT 0"), ("key", "TEXT"),
 )
 #: How long a writer waits for another process's write lock before SQLite raises (milliseconds).
 BUSY_TIMEOUT_MS = 30_000
@@ -158,15 +165,27 @@ class SqliteBackend(StoreBackend):
             raise
 
     def _migrate(self) -> None:
-        """Add the columns of :data:`ADDED_COLUMNS` that an older file lacks (one transaction)."""
+        """Bring an older file to :data:`FORMAT_VERSION` (one transaction): the columns of
+        :data:`ADDED_COLUMNS` it lacks, the key index, the version in ``meta``."""
         present = {row[1] for row in self._connection.execute("PRAGMA table_info(memories)").fetchall()}
         missing = [(name, kind) for name, kind in ADDED_COLUMNS if name not in present]
-        if missing:
+        if missing or not self._has_key_index() or self._meta().get("format_version") != str(FORMAT_VERSION):
             with self.transaction("open") as cursor:
                 present = {row[1] for row in cursor.execute("PRAGMA table_info(memories)").fetchall()}
                 for name, kind in missing:
                     if name not in present:  # another process may have migrated meanwhile
                         cursor.execute(f"ALTER TABLE memories ADD COLUMN {name} {kind}")
+                if not self._has_key_index():
+                    try:
+                        cursor.execute(KEY_INDEX_SQL)
+                    except sqlite3.IntegrityError as error:  # a version-2 file whose index was dropped
+                        raise StoreFormatError(self.path, "memories", None, "key",
+                                               "a key names two live memories of one tenant") from error
+                cursor.execute("UPDATE meta SET value = ? WHERE key = 'format_version'", (str(FORMAT_VERSION),))
+
+    def _has_key_index(self) -> bool:
+        return self._connection.execute("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?",
+                                        (KEY_INDEX,)).fetchone() is not None
 
     # ------------------------------------------------------------------ meta
     def _dim_required(self) -> str:
@@ -195,6 +214,11 @@ class SqliteBackend(StoreBackend):
             self._check_format(self._format_keys())
         unknown = sorted(f"{kind} {name!r}" for kind, name in objects
                          if (kind, name) not in OWN_SCHEMA_OBJECTS and not name.startswith("sqlite_"))
+        index_sql = self._connection.execute("SELECT sql FROM sqlite_master WHERE type = 'index' AND name = ?",
+                                             (KEY_INDEX,)).fetchone()
+        if index_sql is not None and index_sql[0] != KEY_INDEX_SQL:
+            # the index's name is ours but not its definition: it would not keep keys unique
+            unknown.append(f"index {KEY_INDEX!r} defined as {index_sql[0]!r}")
         if unknown:
             raise StoreFormatError(self.path, "sqlite_master", None, None,
                                    f"schema objects a store does not have: {', '.join(unknown)} (a store holds "
@@ -221,6 +245,8 @@ class SqliteBackend(StoreBackend):
             for statement in _SCHEMA.split(";"):
                 if statement.strip():
                     cursor.execute(statement)
+            if not self._has_key_index():
+                cursor.execute(KEY_INDEX_SQL)
             if cursor.execute("SELECT COUNT(*) FROM meta").fetchone()[0] == 0:
                 cursor.executemany(
                     "INSERT INTO meta (key, value) VALUES (?, ?)",
@@ -235,8 +261,9 @@ class SqliteBackend(StoreBackend):
         if meta.get("format") != FORMAT_NAME:
             msg = f"{self.path!r} is not a {FORMAT_NAME} file (format {meta.get('format')!r}); refusing to modify it"
             raise ValueError(msg)
-        if meta.get("format_version") != str(FORMAT_VERSION):
-            msg = f"{self.path!r} has format_version {meta.get('format_version')!r}, expected {FORMAT_VERSION}"
+        if meta.get("format_version") not in READABLE_VERSIONS:
+            msg = (f"{self.path!r} has format_version {meta.get('format_version')!r}, expected one of "
+                   f"{', '.join(READABLE_VERSIONS)}")
             raise ValueError(msg)
 
     def _check_meta(self, dim: int | None) -> int:
@@ -325,21 +352,28 @@ class SqliteBackend(StoreBackend):
 
     # ------------------------------------------------------------------ writes
     def insert(self, make_batch: Callable[[int], RowBatch], count: int,
-               supersede: Iterable[tuple[int, int]] = ()) -> tuple[int, int]:
+               supersede: Iterable[tuple[int, int]] = (),
+               keys: Optional[Sequence[Optional[str]]] = None) -> tuple[int, int]:
         """Allocate ``count`` ids in the file and insert the rows, atomically; returns (first id, revision).
 
         ``make_batch(first_id)`` builds the rows once the ids are known: they are read from ``meta.next_id`` inside the write transaction, so two
         processes never allocate the same id. ``supersede`` holds ``(stale_id, offset)`` pairs:
-        the stale memory is marked superseded by the new row ``first_id + offset``.
+        the stale memory is marked superseded by the new row ``first_id + offset``. ``keys``: each
+        row's ``key`` (the UNIQUE index refuses one a live memory of the tenant holds:
+        :class:`DuplicateKeyError`, nothing written).
         """
         placeholders = ", ".join("?" for _ in COLUMNS)
         with self.transaction("add to") as cursor:
             first = int(cursor.execute("SELECT value FROM meta WHERE key = 'next_id'").fetchone()[0])
             first = max(first, int(cursor.execute("SELECT COALESCE(MAX(id) + 1, 0) FROM memories").fetchone()[0]))
             revision = self._bump_revision(cursor)
-            records = records_of(make_batch(first))
-            cursor.executemany(
-                f"INSERT INTO memories ({', '.join(COLUMNS)}, revision) VALUES ({placeholders}, {revision})", records)
+            records = records_of(make_batch(first), keys)
+            try:
+                cursor.executemany(
+                    f"INSERT INTO memories ({', '.join(COLUMNS)}, revision) VALUES ({placeholders}, {revision})",
+                    records)
+            except sqlite3.IntegrityError as error:  # only the key index can refuse a new id
+                raise self._duplicate_key(cursor, records) from error
             for stale, offset in supersede:
                 # Only a memory live in the file can be superseded (another process may have forgotten it).
                 cursor.execute("UPDATE memories SET superseded_by = ?, revision = ? WHERE id = ? AND tombstone = 0",
@@ -350,6 +384,21 @@ class SqliteBackend(StoreBackend):
             cursor.execute("UPDATE meta SET value = ? WHERE key = 'next_id'", (str(first + count),))
         return first, revision
 
+    @staticmethod
+    def _duplicate_key(cursor: sqlite3.Cursor, records: list[tuple]) -> DuplicateKeyError:
+        """The error for the first key of ``records`` that a live memory (or an earlier record) holds."""
+        seen: set[tuple[str, str]] = set()
+        for record in records:
+            tenant, key = record[COLUMNS.index("tenant")], record[COLUMNS.index("key")]
+            if key is None:
+                continue
+            holder = cursor.execute("SELECT id FROM memories WHERE tenant = ? AND key = ? AND tombstone = 0",
+                                    (tenant, key)).fetchone()
+            if holder is not None or (tenant, key) in seen:
+                return DuplicateKeyError(key, tenant, None if holder is None else int(holder[0]))
+            seen.add((tenant, key))
+        return DuplicateKeyError("?", "?")  # pragma: no cover - the index refused a row of records
+
     def replace(self, batch: RowBatch) -> int:
         """Overwrite one memory (an update), atomically; the recall bookkeeping columns stay the file's.
 
@@ -357,7 +406,7 @@ class SqliteBackend(StoreBackend):
         live in the file: another process forgot or purged it; an update never revives a memory.
         """
         (record,) = records_of(batch)
-        kept = {"last_access", "recall_count", "storage_strength", "tombstone"}
+        kept = {"last_access", "recall_count", "storage_strength", "tombstone", "key"}
         names = [name for name in COLUMNS[1:] if name not in kept]
         values = [value for name, value in zip(COLUMNS[1:], record[1:]) if name not in kept]
         assignments = ", ".join(f"{name} = ?" for name in names)
