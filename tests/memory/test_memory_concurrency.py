@@ -56,8 +56,8 @@ def worker(path: str, name: str, target_vector: np.ndarray, start, queue) -> Non
         queue.put((name, [], 0, f"{type(exc).__name__}: {exc}"))
 
 
-def test_two_processes_one_file_no_integrity_error_no_lost_update(tmp_path):
-    path = str(tmp_path / "shared.sqlite")
+def test_two_processes_one_file_no_integrity_error_no_lost_update(store_location):
+    path = store_location()
     rng = np.random.default_rng(SEED)
     target_vector = unit_rows(rng, 1)[0]
     with MemoryStore(path, dim=DIM) as store:
@@ -85,8 +85,8 @@ def test_two_processes_one_file_no_integrity_error_no_lost_update(tmp_path):
         assert reopened.get(0).recall_count == 2 * RECALLS_PER_PROCESS - unreinforced
 
 
-def test_a_second_store_object_sees_adds_updates_forgets_and_supersedes(tmp_path):
-    path = str(tmp_path / "two.sqlite")
+def test_a_second_store_object_sees_adds_updates_forgets_and_supersedes(store_location):
+    path = store_location()
     rng = np.random.default_rng(SEED + 1)
     E = unit_rows(rng, 6)
     writer = MemoryStore(path, dim=DIM)

@@ -56,7 +56,7 @@ def test_python_ints_in_range_still_work():
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
-def test_add_and_add_many_store_the_same_bits(tmp_path, dtype):
+def test_add_and_add_many_store_the_same_bits(store_location, dtype):
     """Seeded vectors at many scales: add(t, v), add_many([t], v[None]) and one add_many of all rows agree bit for bit.
 
     Normalising twice (the old ``add``) moved the last bit of 1 in 5,000 of these vectors (float32
@@ -74,17 +74,18 @@ def test_add_and_add_many_store_the_same_bits(tmp_path, dtype):
     stored = [np.stack([store.get(i).embedding for i in range(n)]) for store in (singles, wrapped, batched)]
     assert stored[0].tobytes() == stored[1].tobytes() == stored[2].tobytes()
     m = 300
-    with MemoryStore(tmp_path / "a.sqlite", dim=DIM) as one_by_one, MemoryStore(tmp_path / "b.sqlite", dim=DIM) as many:
+    locations = {"a": store_location(), "b": store_location()}
+    with MemoryStore(locations["a"], dim=DIM) as one_by_one, MemoryStore(locations["b"], dim=DIM) as many:
         for i in range(m):
             one_by_one.add(f"m{i}", X[i])
         many.add_many([f"m{i}" for i in range(m)], X[:m])
     for name in ("a", "b"):
-        with MemoryStore(tmp_path / f"{name}.sqlite") as reopened:  # the bits in the file
+        with MemoryStore(locations[name]) as reopened:  # the bits in the file (or database)
             assert np.stack([reopened.get(i).embedding for i in range(m)]).tobytes() == stored[2][:m].tobytes()
 
 
-def test_len_contains_and_tenants_see_another_stores_commits(tmp_path):
-    path = tmp_path / "m.sqlite"
+def test_len_contains_and_tenants_see_another_stores_commits(store_location):
+    path = store_location()
     a = MemoryStore(path, dim=DIM)
     b = MemoryStore(path)
     assert len(b) == 0 and b.tenants() == ()

@@ -67,8 +67,8 @@ def test_an_in_memory_copy_recalls_as_the_original_and_changes_alone(how):
     assert [store.get(int(i)).recall_count for i in ids[1:40:3]] == before
 
 
-def test_a_file_store_pickles_as_its_path(tmp_path):
-    path = tmp_path / "memory.sqlite"
+def test_a_file_store_pickles_as_its_path(store_location):
+    path = store_location()
     rng = np.random.default_rng(SEED)
     with MemoryStore(path, dim=DIM, synchronous="NORMAL") as store:
         ids = lived_in(store, rng)

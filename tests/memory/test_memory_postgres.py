@@ -259,3 +259,18 @@ def test_bookkeeping_behind_a_held_row_lock_gives_up_and_the_store_goes_on(postg
         assert store.recall(None, E[0], 2, mode="vector").reinforced
         assert query_store(location, "SELECT SUM(recall_count) FROM memories") == [(2,)]
         assert store.add("e", E[1]) == 4
+
+
+def test_fieldrank_mcp_opens_a_postgres_store_and_asks_for_its_id_key(postgres_server, capsys):
+    from fieldrank.cli import main
+    from fieldrank.integrations._common import LEXICAL_DIM
+    from fieldrank.integrations._store_access import open_store
+
+    location = fresh_schema(postgres_server)
+    with open_store(location) as store:  # a new database store: lexical, as a new file is
+        assert store.dim == LEXICAL_DIM
+    with open_store(location) as store:  # reopened, not created again
+        assert store.dim == LEXICAL_DIM and store.path.startswith("postgresql://")
+    pytest.importorskip("mcp", reason="the mcp extra is not installed")
+    assert main(["mcp", "--store", location]) == 1
+    assert "--id-key" in capsys.readouterr().err

@@ -139,6 +139,10 @@ class Report:
         log(f"  target [{status}] {t.area}: {t.claim} -> {t.measured}")
         return t
 
+    def skipped(self, title: str, reason: str) -> None:
+        """A section that says why its measurement did not run."""
+        self.sections.append(f"## {title}\n\n{reason}; skipped.\n")
+
     def section(self, title: str, intro: str, header: List[str], rows: List[List[str]]) -> None:
         lines = [f"## {title}", "", intro, "", "| " + " | ".join(header) + " |",
                  "|" + "|".join("---" for _ in header) + "|"]
@@ -760,8 +764,7 @@ def bench_stack(report: Report, quick: bool, rounds: int) -> None:
     log("end to end: LoCoMo rrf_cfsr")
     inputs = locomo_stack_inputs()
     if inputs is None:
-        report.sections.append("## End to end\n\nLoCoMo data not found (../shared/data/locomo); skipped.\n")
-        return
+        return report.skipped("End to end", "LoCoMo data not found (../shared/data/locomo)")
     n_q = len(inputs.questions)
     native_ids = run_stack(inputs, fieldrank, n_threads=2)
     reference_ids = run_stack(inputs, ref, n_threads=2)
@@ -893,8 +896,7 @@ def bench_locomo_default(report: Report, quick: bool, rounds: int) -> None:
     log("end to end: LoCoMo default vs rrf2")
     root = locomo_dir()
     if root is None:
-        report.sections.append("## LoCoMo: default vs rrf2\n\nLoCoMo data not found; skipped.\n")
-        return
+        return report.skipped("LoCoMo: default vs rrf2", "LoCoMo data not found")
     from . import locomo
     from ..hybrid import HybridRetriever
     from .locomo import locomo_timeline
@@ -929,8 +931,7 @@ def peak_memory(report: Report, quick: bool) -> None:
     """Peak RSS growth of one call beyond E, in fresh processes (Linux: VmHWM reset by clear_refs)."""
     log("peak memory")
     if not Path("/proc/self/clear_refs").exists():
-        report.sections.append("## Peak memory beyond E\n\nNeeds Linux (/proc/self/clear_refs); skipped.\n")
-        return
+        return report.skipped("Peak memory beyond E", "Needs Linux (/proc/self/clear_refs)")
     n, d = (200_000 if quick else 1_000_000), 384
     code = """
 import sys, numpy as np, fieldrank

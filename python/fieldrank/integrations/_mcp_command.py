@@ -33,7 +33,8 @@ def _positive_int(text: str) -> int:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--store", required=True, metavar="FILE",
-                        help="the memory store (SQLite; created if missing, with its folder; ~ is expanded)")
+                        help="the memory store (SQLite; created if missing, with its folder; ~ is expanded), or a "
+                             "postgresql:// URL (docs/deployment.md; then --id-key is required)")
     parser.add_argument("--transport", choices=TRANSPORTS, default="stdio",
                         help="stdio (default: a local client starts the server) or http (Streamable HTTP at /mcp)")
     parser.add_argument("--embed", metavar="MODEL",
@@ -67,6 +68,11 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(msg)
     if tokens_path and args.tenant is not None:
         msg = "pass --tenant or --tokens, not both (with tokens each request's token names its tenant)"
+        raise CommandError(msg)
+    from ..memory._persistence import is_postgres_location
+
+    if args.id_key is None and is_postgres_location(args.store):
+        msg = "a postgresql:// store has no folder for its id key: pass --id-key FILE (the same on every worker)"
         raise CommandError(msg)
     tokens = mcp_server.load_tokens(tokens_path) if tokens_path else None
     embedder = None if args.embed is None else load_embedder(args.embed)

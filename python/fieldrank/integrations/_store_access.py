@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from ..memory import Memory, MemoryStore
+from ..memory._persistence import is_postgres_location
 from ._common import LEXICAL_DIM
 
 __all__ = ["DEFAULT_MAX_TEXT_BYTES", "PACKAGED_MINILM", "Browse", "iso_time", "load_embedder", "memory_json",
@@ -54,7 +55,13 @@ def open_store(path: str | os.PathLike[str], embedder: Any = None) -> MemoryStor
     """The store file with the embedder, or lexical (a new file gets dim :data:`LEXICAL_DIM`).
 
     ``~`` is expanded and a missing folder is created (a client configuration's first start on a
-    fresh machine). A file with embeddings opened without its embedder is a clear error."""
+    fresh machine). A file with embeddings opened without its embedder is a clear error. A
+    ``postgresql://`` URL is a store in a database (docs/deployment.md): nothing to expand or create.
+    """
+    if is_postgres_location(path):
+        if embedder is not None:
+            return MemoryStore(path, embedder=embedder)
+        return MemoryStore(path, LEXICAL_DIM)  # a store of other embeddings: "dim must match", naming both
     path = os.path.expanduser(os.fspath(path))
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)

@@ -216,23 +216,17 @@ class PostgresBackend(StoreBackend):
 
         A write runs in READ COMMITTED (its row locks order it), a read in REPEATABLE READ READ
         ONLY (one snapshot). ``KeyError`` and other exceptions of the body roll back and propagate.
-        ``pipelined``: the statements are sent in one batch (psycopg's pipeline mode) and their
-        results read after the commit, one round trip instead of one per statement.
         """
 
-        def __init__(self, backend: PostgresBackend, operation: str, write: bool, lock_timeout_ms: int = 0,
-                     pipelined: bool = False) -> None:
+        def __init__(self, backend: PostgresBackend, operation: str, write: bool, lock_timeout_ms: int = 0) -> None:
             self._backend, self._operation, self._write = backend, operation, write
             self._lock_timeout_ms = lock_timeout_ms
-            self._pipelined = pipelined
             self._contexts: list = []
 
         def __enter__(self):
             backend, psycopg = self._backend, self._backend._psycopg
             connection = backend._live_connection(self._operation)
             try:
-                if self._pipelined:
-                    self._contexts.append(connection.pipeline())
                 self._contexts.append(connection.transaction())
                 for context in self._contexts:
                     context.__enter__()
@@ -247,7 +241,7 @@ class PostgresBackend(StoreBackend):
             return cursor
 
         def _unwind(self, exc_type, exc, tb) -> Optional[Exception]:
-            """Exit the transaction, then the pipeline; the first psycopg error raised on the way."""
+            """Exit the transaction; the psycopg error raised on the way, if any."""
             psycopg = self._backend._psycopg
             raised = None
             while self._contexts:
@@ -275,9 +269,8 @@ class PostgresBackend(StoreBackend):
                 cause += " (nothing was written)" if self._write else ""
             return StoreIOError(self._backend.path, self._operation, cause)
 
-    def transaction(self, operation: str, lock_timeout_ms: int = 0, pipelined: bool = False
-                    ) -> PostgresBackend._Transaction:
-        return self._Transaction(self, operation, write=True, lock_timeout_ms=lock_timeout_ms, pipelined=pipelined)
+    def transaction(self, operation: str, lock_timeout_ms: int = 0) -> PostgresBackend._Transaction:
+        return self._Transaction(self, operation, write=True, lock_timeout_ms=lock_timeout_ms)
 
     def _read(self, body: Callable[[Any], Any]) -> Any:
         """Run ``body(cursor)`` in one read snapshot, retried once on a fresh connection if it was lost."""
@@ -445,7 +438,8 @@ class PostgresBackend(StoreBackend):
         updates = sorted(updates, key=lambda u: u[2])
         links = sorted(links)
         rows_cursor = links_cursor = None
-        with self.transaction(operation, lock_timeout_ms=REINFORCE_LOCK_TIMEOUT_MS, pipelined=True) as cursor:
+        # Not in pipeline mode: measured slower here (4.0 ms a call against 1.6 ms statement by statement).
+        with self.transaction(operation, lock_timeout_ms=REINFORCE_LOCK_TIMEOUT_MS) as cursor:
             connection = cursor.connection
             if updates:
                 at_times, gains, ids = (list(column) for column in zip(*updates))
