@@ -107,3 +107,21 @@ def test_two_writers_on_one_file_agree_on_every_id(tmp_path):
     first.add_texts(["other"], ids=["y"])
     assert first.get_by_ids(["x"]) == [] and len(second.store) == 1
     assert [d.id for d in second.similarity_search("other", k=5)] == ["y"]
+
+
+def test_documents_written_before_keys_lived_in_the_store_are_rewritten_with_their_key(tmp_path):
+    import sqlite3
+
+    path, embedding = tmp_path / "old.db", DeterministicFakeEmbedding(size=DIM)
+    writer = FieldrankVectorStore(MemoryStore(path, DIM), embedding)
+    writer.add_texts(["old x", "old y", "old z"], ids=["x", "y", "z"])
+    writer.store.close()
+    with sqlite3.connect(path) as connection:
+        connection.execute("UPDATE memories SET key = NULL")
+    store = FieldrankVectorStore(MemoryStore(path), embedding)
+    assert [d.page_content for d in store.get_by_ids(["x"])] == ["old x"]
+    store.add_texts(["new x"], ids=["x"])
+    store.delete(["y"])
+    reopened = FieldrankVectorStore(MemoryStore(path), embedding)
+    assert [d.page_content for d in reopened.get_by_ids(["x", "y", "z"])] == ["new x", "old z"]
+    assert len(reopened.store) == 2

@@ -236,3 +236,25 @@ def test_a_list_prefix_searches_as_a_tuple_one():
     _fill(ours)
     assert sorted(_view(ours.search(["users", "bob"]))) == sorted(_view(ours.search(("users", "bob"))))
 
+
+
+def test_items_written_before_keys_lived_in_the_store_are_rewritten_with_their_key(tmp_path):
+    """A file whose LangGraph items hold no store key (written before issue #34): they are read from
+    their tags, and a put or delete never leaves the old memory beside a keyed one."""
+    import sqlite3
+
+    path = tmp_path / "old.db"
+    writer = FieldrankStore(MemoryStore(path, 1))
+    for key in ("a", "b", "c"):
+        writer.put(("team",), key, {"text": f"old {key}"})
+    writer.store.close()
+    with sqlite3.connect(path) as connection:
+        connection.execute("UPDATE memories SET key = NULL")
+    store = FieldrankStore(MemoryStore(path))
+    assert store.get(("team",), "a").value == {"text": "old a"}
+    store.put(("team",), "a", {"text": "new a"})
+    store.delete(("team",), "b")
+    reopened = FieldrankStore(MemoryStore(path))
+    assert {item.key: item.value["text"] for item in reopened.search(("team",), limit=10)} == \
+        {"a": "new a", "c": "old c"}
+    assert len(reopened.store) == 2

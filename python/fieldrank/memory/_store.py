@@ -27,7 +27,6 @@ snapshot is never returned by it.
 
 from __future__ import annotations
 
-import numbers
 import os
 import threading
 import warnings
@@ -42,11 +41,12 @@ from . import _confidence as _hit_confidence
 from . import _pipeline as pipeline
 from ._columns import Generation, RowBatch
 from ._gates import GateSpec
+from ._identity import KeyedAccess, KeyIndex, checked_keys
 from ._ingest import (NewRows, UnitRows, checked_changes, checked_options, checked_text, checked_texts, embedded,
                       new_rows, single_vector, updated_batch)
 from ._params import DEFAULT_PARAMS, MemoryParams
-from ._persistence import (KEY, TENANT, TOMBSTONE, DuplicateKeyError, StoreBackend, StoreIOError, batch_of_records,
-                           open_backend)
+from ._persistence import KEY, TENANT, TOMBSTONE, DuplicateKeyError, StoreBackend, StoreIOError, batch_of_records
+from ._persistence import open_backend
 from ._provenance import RecallResult, WhyNot
 from ._query import Cue, ModeQuotas, build_query
 from ._schema import (
@@ -82,7 +82,7 @@ DEFAULT_SYNCHRONOUS = "FULL"
 PathLike = Union[str, "os.PathLike[str]"]
 
 
-class MemoryStore:
+class MemoryStore(KeyedAccess):
     """Agent memory with multi-signal fused recall, provenance, tenants and SQLite persistence.
 
     Parameters
@@ -141,12 +141,7 @@ class MemoryStore:
         #: How far this store has caught up with its backend (:meth:`_refresh`).
         self._sync = SyncState()
         self._reinforce_failures = 0
-        #: External keys (``add(..., key=)``, :meth:`put`): (tenant, key) -> id of the live memory
-        #: holding it, and back; a file store reads them from the file's ``key`` column.
-        self._keys: dict[tuple[str, str], int] = {}
-        self._key_of: dict[int, tuple[str, str]] = {}
-        #: Moves at every add, update or forget applied to this store (:attr:`revision`).
-        self._revision = 0
+        self._keys, self._revision = KeyIndex(), 0  # external keys; the counter behind :attr:`revision`
         if path is None:
             if dim is None:
                 msg = "dim is required for an in-memory store (path=None)"
@@ -185,28 +180,9 @@ class MemoryStore:
         """The SQLite file, or None for an in-memory store."""
         return None if self._backend is None else self._backend.path
 
-    def __len__(self) -> int:
-        """Number of live (not forgotten) memories, with what other processes committed."""
-        with self._lock:
-            self._refresh()
-            return self._generation.n_live
-
-    def __contains__(self, memory_id: object) -> bool:
-        if not isinstance(memory_id, numbers.Integral):
-            return False
-        with self._lock:
-            self._refresh()
-            return int(memory_id) in self._generation.row_of
-
     def __repr__(self) -> str:
         where = "in memory" if self._backend is None else repr(self._backend.path)
         return f"MemoryStore({where}, dim={self._dim}, memories={len(self)})"
-
-    def tenants(self) -> tuple[str, ...]:
-        """Every tenant that has held a memory in the current generation, sorted."""
-        with self._lock:
-            self._refresh()
-            return tuple(sorted(self._generation.tenant_names))
 
     def __enter__(self) -> MemoryStore:
         return self
@@ -234,7 +210,7 @@ class MemoryStore:
             state = {"dim": self._dim, "params": self._params, "embedder": self._embedder,
                      "max_text_bytes": self._max_text_bytes,
                      "generation": self._generation.state(), "links": self._links.copy_of_weights(),
-                     "forgotten": set(self._forgotten), "next_id": self._next_id, "keys": dict(self._keys)}
+                     "forgotten": set(self._forgotten), "next_id": self._next_id, "keys": self._keys.held()}
             return MemoryStore._copied, (state,)
 
     @classmethod
@@ -246,8 +222,7 @@ class MemoryStore:
         store._links.update(state["links"])
         store._forgotten = state["forgotten"]
         store._next_id = state["next_id"]
-        for (tenant, key), memory_id in state.get("keys", {}).items():
-            store._bind_key(tenant, key, memory_id)
+        store._keys.restore(state.get("keys", {}))
         return store
 
     def _check_open(self) -> None:
@@ -285,7 +260,7 @@ class MemoryStore:
                 generation.tombstone(current)
                 del generation.row_of[memory_id]
             if record[KEY] is not None:
-                self._bind_key(record[TENANT], record[KEY], memory_id)
+                self._keys.bind(record[TENANT], record[KEY], memory_id)
             live.append(record)
         if live:
             generation.append(batch_of_records(live, self._dim, self._backend.path))
@@ -330,15 +305,8 @@ class MemoryStore:
         del self._generation.row_of[memory_id]
         self._forgotten.add(memory_id)
         self._links.drop(memory_id)
-        named = self._key_of.pop(memory_id, None)
-        if named is not None and self._keys.get(named) == memory_id:
-            del self._keys[named]
+        self._keys.drop(memory_id)
         self._revision += 1
-
-    def _bind_key(self, tenant: str, key: str, memory_id: int) -> None:
-        """Record that ``memory_id`` holds ``key`` in ``tenant`` (caller holds the lock)."""
-        self._keys[(tenant, key)] = memory_id
-        self._key_of[memory_id] = (tenant, key)
 
     # ------------------------------------------------------------------ writing
     def add(
@@ -383,19 +351,13 @@ class MemoryStore:
             replacing "Orion uses MySQL 5.7"). The stale memory stays recallable but always ranks
             below its replacement (docs/memory.md, "Updates").
         key : str, optional
-            An external name of the memory, unique among the live memories of its tenant (the
-            file enforces it, so two processes never both hold a key): :meth:`get_by_key`,
-            :meth:`forget_by_key` and :meth:`put` find it by this name. Forgetting frees the key.
+            An external name, unique among the live memories of the tenant (the file enforces it):
+            see :meth:`put`. A held key is a ``DuplicateKeyError`` (a ``ValueError``), nothing written.
 
         Returns
         -------
         int
             The new memory's id. With a file store the memory is committed before this returns.
-
-        Raises
-        ------
-        DuplicateKeyError
-            (a ``ValueError``) if a live memory of the tenant holds ``key``; nothing is written.
         """
         text = checked_text(text, self._max_text_bytes)
         if embedding is None:
@@ -444,9 +406,8 @@ class MemoryStore:
         happens before anything is written: either every memory is stored or none.
         ``last_access`` (default: ``created_at``) and ``recall_counts`` (default 0) restore a
         recall history, e.g. when importing memories from another system. ``sessions`` (one str
-        for all, or one str/None per memory), ``supersedes`` and ``keys`` (one id/None, one
-        str/None per memory) are as in :meth:`add` (a key held twice in the call, or already held by
-        a live memory of its tenant, is a :class:`DuplicateKeyError` and nothing is written).
+        for all, or one str/None per memory), ``supersedes`` and ``keys`` (one id/None, one str/None
+        per memory; no key twice) are as in :meth:`add`.
 
         Returns
         -------
@@ -460,7 +421,7 @@ class MemoryStore:
                         tiers=tiers, tags=tags, entities=entities, storage_strengths=storage_strengths,
                         created_at=created_at, last_access=last_access, recall_counts=recall_counts,
                         sessions=sessions, supersedes=supersedes)
-        key_list = _checked_keys(keys, rows.tenants)
+        key_list = checked_keys(keys, rows.tenants)
         if len(rows) == 0:
             return np.empty(0, dtype=np.int64)
         with self._lock:
@@ -472,12 +433,7 @@ class MemoryStore:
         """Give ``rows`` ids (in the backend's transaction, with one) and append them (caller holds the lock)."""
         stale_rows = stale_rows_of(self._generation, rows.supersedes, rows.tenants)
         n = len(rows)
-        named = [] if keys is None else [(offset, (rows.tenants[offset], key)) for offset, key in enumerate(keys)
-                                          if key is not None]
-        if self._backend is None:
-            for _, (tenant, key) in named:
-                if (tenant, key) in self._keys:
-                    raise DuplicateKeyError(key, tenant, self._keys[(tenant, key)])
+        named = self._keys.named(keys, rows.tenants, check_free=self._backend is None)
         if self._backend is not None:
             built: list[RowBatch] = []
 
@@ -487,7 +443,6 @@ class MemoryStore:
 
             pairs = [(r, offset) for offset, r in enumerate(rows.supersedes) if r is not None]
             try:
-                # keys only when a row has one: a backend without keys needs no change for plain adds
                 first, revision = self._backend.insert(built_batch, n, pairs, **({} if keys is None else {"keys": keys}))
             except DuplicateKeyError:  # another process holds the key: learn of it before raising
                 self._sync.look_again()
@@ -502,8 +457,7 @@ class MemoryStore:
         self._generation.append(batch)
         for offset, row in stale_rows:
             self._generation.mark_superseded(row, first + offset)
-        for offset, (tenant, key) in named:
-            self._bind_key(tenant, key, first + offset)
+        self._keys.bind_rows(named, first)
         self._revision += 1
         return batch.ids
 
@@ -587,117 +541,6 @@ class MemoryStore:
             generation.append(batch)
             self._revision += 1
             return generation.memory(generation.row_of[memory_id])
-
-    # ------------------------------------------------------------------ keys
-    def put(
-        self,
-        key: str,
-        text: str,
-        embedding: Optional[np.ndarray] = None,
-        *,
-        tenant: str = DEFAULT_TENANT,
-        tags: Iterable[str] = (),
-        entities: Iterable[str] = (),
-        importance: Optional[float] = None,
-        valence: Optional[float] = None,
-        tier: Optional[str] = None,
-        created_at: Optional[float] = None,
-    ) -> int:
-        """Store ``text`` under ``key``: replace in place the live memory of ``tenant`` that holds the
-        key (as :meth:`update`: same id and ``created_at``, new text, embedding, tags and entities),
-        or add one holding it (as :meth:`add`); returns the memory's id.
-
-        Safe with several writers on one file: the file keeps every key unique, so when another
-        process adds the key (or forgets its memory) between this store's look and its write, the
-        write is refused, the store catches up and tries again as a replace (or an add). Two
-        processes putting one key end with one memory holding the last put. ``importance``,
-        ``valence`` and ``tier`` (None: the default for a new memory, unchanged for a replaced
-        one) and ``created_at`` (a new memory only) are as in :meth:`add`.
-        """
-        key = check_tenant(key, "key")
-        tenant = check_tenant(tenant)
-        text = checked_text(text, self._max_text_bytes)
-        if embedding is None:
-            embedding = embedded(self._embedder, [text], "embedding")[0]
-        tags, entities = check_labels(tags, "tags"), check_labels(entities, "entities")
-        new_fields = {name: value for name, value in
-                      (("importance", importance), ("valence", valence), ("tier", tier)) if value is not None}
-        with self._lock:
-            for attempt in range(_PUT_ATTEMPTS):
-                self._check_open()
-                self._refresh()
-                holder = self._keys.get((tenant, key))
-                try:
-                    if holder is None:
-                        return self.add(text, embedding, tenant=tenant, tags=tags, entities=entities,
-                                        created_at=created_at, key=key, **new_fields)
-                    self.update(holder, text=text, embedding=embedding, tags=tags, entities=entities,
-                                tenant=tenant, **new_fields)
-                    return holder
-                except (DuplicateKeyError, KeyError):  # another process added the key / forgot its memory
-                    if attempt == _PUT_ATTEMPTS - 1:
-                        raise
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def get_by_key(self, key: str, *, tenant: str = DEFAULT_TENANT) -> Memory:
-        """The live memory of ``tenant`` that holds ``key`` (``add(..., key=)``, :meth:`put`).
-
-        Raises ``KeyError`` when none does (never held, or its memory was forgotten, in any process).
-        """
-        key, tenant = check_tenant(key, "key"), check_tenant(tenant)
-        with self._lock:
-            self._check_open()
-            self._refresh()
-            memory_id = self._keys.get((tenant, key))
-            if memory_id is None:
-                msg = f"no memory holds key {key!r} for tenant {tenant!r}"
-                raise KeyError(msg)
-            return self._generation.memory(self._generation.row_of[memory_id])
-
-    def forget_by_key(self, key: str, *, tenant: str = DEFAULT_TENANT) -> bool:
-        """Forget the live memory of ``tenant`` that holds ``key`` (as :meth:`forget`), freeing the key.
-
-        Returns True if this call forgot it, False if no live memory held the key (never held, or
-        already forgotten here or by another process).
-        """
-        key, tenant = check_tenant(key, "key"), check_tenant(tenant)
-        with self._lock:
-            self._check_open()
-            self._refresh()
-            memory_id = self._keys.get((tenant, key))
-            return memory_id is not None and self.forget(memory_id, tenant=tenant)
-
-    def ids(self, *, tenant: Optional[str] = None) -> np.ndarray:
-        """The ids of every live memory (of ``tenant``, or of all tenants), ascending, as int64.
-
-        What a caller lists the store by (``get`` each); one consistent view, with what other
-        processes committed before the call. A memory forgotten afterwards makes its ``get`` raise
-        ``KeyError``.
-        """
-        tenant = None if tenant is None else check_tenant(tenant)
-        with self._lock:
-            self._check_open()
-            self._refresh()
-            generation = self._generation
-            if tenant is None:
-                ids = list(generation.row_of)
-            else:
-                codes, names = generation.tenant_codes.buffer, generation.tenant_names
-                ids = [i for i, row in generation.row_of.items() if names[int(codes[row])] == tenant]
-            return np.sort(np.asarray(ids, dtype=np.int64))
-
-    @property
-    def revision(self) -> int:
-        """A counter that moves whenever a memory of this store is added, updated or forgotten (by
-        this store or, for a file store, by another process: applied before it answers).
-
-        Equal values read at two times: nothing was added, updated or forgotten in between (recall
-        bookkeeping does not count). What an adapter compares to know when a view it built from
-        the memories is stale. Not comparable between two store objects.
-        """
-        with self._lock:
-            self._refresh()
-            return self._revision
 
     def forget(self, memory_id: int, *, tenant: Optional[str] = None) -> bool:
         """Tombstone a memory: from now on no recall returns it, from any generator.
@@ -948,30 +791,6 @@ class MemoryStore:
             min_importance=min_importance, at_time=at_time, cue_tags=cue_tags, cue_entities=cue_entities,
             cue_valence=cue_valence, cue_time=cue_time))
         return pipeline.explain(trace, memory_id, forgotten, self._quotas.of(mode))
-
-
-#: How often :meth:`MemoryStore.put` retries when another process added or forgot the key meanwhile.
-_PUT_ATTEMPTS = 8
-
-
-def _checked_keys(keys: object, tenants: Sequence[str]) -> Optional[list[Optional[str]]]:
-    """``add_many``'s ``keys``: None, or one non-empty str / None per memory, no (tenant, key) twice."""
-    if keys is None:
-        return None
-    if isinstance(keys, (str, bytes)) or not isinstance(keys, Sequence):
-        msg = f"keys must be a sequence of str/None, one per memory, got {type(keys).__name__}"
-        raise TypeError(msg)
-    if len(keys) != len(tenants):
-        msg = f"keys must have one entry per memory ({len(tenants)}), got {len(keys)}"
-        raise ValueError(msg)
-    checked = [None if key is None else check_tenant(key, f"keys[{i}]") for i, key in enumerate(keys)]
-    seen: set[tuple[str, str]] = set()
-    for tenant, key in zip(tenants, checked):
-        if key is not None:
-            if (tenant, key) in seen:
-                raise DuplicateKeyError(key, tenant)
-            seen.add((tenant, key))
-    return checked
 
 
 def _reopened(path: str, params: MemoryParams, synchronous: str, embedder: Optional[Embedder],
