@@ -212,16 +212,20 @@ def embed_query(embedder: Embedder, text: str) -> np.ndarray:
     return check_embedded(embedder.embed_queries([text]), 1, embedder.dim, repr(embedder))[0]
 
 
+def _checked_rows(embedder: Embedder, texts: Sequence[str], queries: bool) -> np.ndarray:
+    items = _v.str_sequence(texts)
+    rows = embedder.embed_queries(items) if queries else embedder.embed_documents(items)
+    return check_embedded(rows, len(items), embedder.dim, repr(embedder))
+
+
 def embed_queries(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
     """The queries' (n, dim) float32 unit rows (checked)."""
-    items = _v.str_sequence(texts)
-    return check_embedded(embedder.embed_queries(items), len(items), embedder.dim, repr(embedder))
+    return _checked_rows(embedder, texts, queries=True)
 
 
 def embed_documents(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
     """The documents' (n, dim) float32 unit rows (checked)."""
-    items = _v.str_sequence(texts)
-    return check_embedded(embedder.embed_documents(items), len(items), embedder.dim, repr(embedder))
+    return _checked_rows(embedder, texts, queries=False)
 
 
 def check_embedder(embedder: object, name: str = "embedder") -> Optional[Embedder]:
