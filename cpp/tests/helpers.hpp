@@ -88,6 +88,30 @@ inline bool unique_ids(const IdVector& id) {
     return std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end();
 }
 
+// A term-major (CSC) index of float32 postings, as bm25.hpp and sparse.hpp score it. The default is a
+// small one: 3 terms over 6 documents (document 4 has no term).
+struct Postings {
+    std::vector<float> data{0.5f, 1.25f, 0.1f, 2.0f, 0.3f, 0.7f, 1e8f};
+    std::vector<std::int32_t> indices{0, 3, 1, 3, 5, 2, 3};
+    std::vector<Index> indptr{0, 2, 5, 7};
+};
+
+// Postings of n_terms terms over n_docs documents, weights in [0.01, 3) drawn from gen: term t holds
+// document doc when (7 doc + 13 t) % 5 == 0 (sorted documents, some terms and documents empty).
+inline Postings random_postings(std::mt19937_64& gen, Index n_docs, Index n_terms) {
+    std::uniform_real_distribution<float> value(0.01f, 3.0f);
+    Postings x{{}, {}, {0}};
+    for (Index t = 0; t < n_terms; ++t) {
+        for (Index doc = 0; doc < n_docs; ++doc)
+            if ((doc * 7 + t * 13) % 5 == 0) {
+                x.data.push_back(value(gen));
+                x.indices.push_back(static_cast<std::int32_t>(doc));
+            }
+        x.indptr.push_back(static_cast<Index>(x.data.size()));
+    }
+    return x;
+}
+
 }  // namespace fieldrank_test
 
 // A greedy selection over the whole corpus: `count` distinct ids, the query's own row `first_id`

@@ -5,19 +5,15 @@
 #include <random>
 #include <vector>
 
-#include "check.hpp"
+#include "helpers.hpp"
 
 using namespace fieldrank;
 
 namespace {
 
-struct Index3 {  // a small CSC index: 3 terms over 6 documents
-    std::vector<float> data{0.5f, 1.25f, 0.1f, 2.0f, 0.3f, 0.7f, 1e8f};
-    std::vector<std::int32_t> indices{0, 3, 1, 3, 5, 2, 3};
-    std::vector<Index> indptr{0, 2, 5, 7};
-};
+using fieldrank_test::Postings;
 
-RowMatrixXf score(const Index3& x, const std::vector<Index>& offsets, const std::vector<Index>& tokens,
+RowMatrixXf score(const Postings& x, const std::vector<Index>& offsets, const std::vector<Index>& tokens,
                   Index n_threads = 1, Index n_docs = 6, Index doc_begin = 0, Index doc_end = -1, bool sorted = false) {
     return bm25_scores_batch(x.data.data(), static_cast<Index>(x.data.size()), x.indices.data(),
                              static_cast<Index>(x.indices.size()), x.indptr.data(), static_cast<Index>(x.indptr.size()),
@@ -28,7 +24,7 @@ RowMatrixXf score(const Index3& x, const std::vector<Index>& offsets, const std:
 }  // namespace
 
 TEST_CASE("bm25: scores are the float32 sums of the postings in token order") {
-    const Index3 x;
+    const Postings x;
     // Query 0: terms 2, 0, 1, 0 (a repeat counts twice); query 1: no token; query 2: term 1.
     const RowMatrixXf s = score(x, {0, 4, 4, 5}, {2, 0, 1, 0, 1});
     REQUIRE(s.rows() == 3 && s.cols() == 6);
@@ -54,19 +50,7 @@ TEST_CASE("bm25: scores are the float32 sums of the postings in token order") {
 TEST_CASE("bm25: the batch does not depend on the thread count") {
     std::mt19937_64 gen(5);
     const Index n_docs = 300, n_terms = 40;
-    Index3 x;
-    x.data.clear();
-    x.indices.clear();
-    x.indptr = {0};
-    std::uniform_real_distribution<float> value(0.01f, 3.0f);
-    for (Index t = 0; t < n_terms; ++t) {
-        for (Index doc = 0; doc < n_docs; ++doc)
-            if ((doc * 7 + t * 13) % 5 == 0) {
-                x.data.push_back(value(gen));
-                x.indices.push_back(static_cast<std::int32_t>(doc));
-            }
-        x.indptr.push_back(static_cast<Index>(x.data.size()));
-    }
+    Postings x = fieldrank_test::random_postings(gen, n_docs, n_terms);
     std::vector<Index> offsets{0}, tokens;
     for (Index b = 0; b < 37; ++b) {
         for (Index i = 0; i < 1 + b % 6; ++i) tokens.push_back((b * 11 + i * 3) % n_terms);
@@ -80,7 +64,7 @@ TEST_CASE("bm25: the batch does not depend on the thread count") {
 }
 
 TEST_CASE("bm25: out-of-range tokens, postings and bad offsets are refused") {
-    Index3 x;
+    Postings x;
     CHECK_THROWS_AS(score(x, {0, 1}, {3}), std::out_of_range);
     CHECK_THROWS_AS(score(x, {0, 1}, {-1}), std::out_of_range);
     CHECK_THROWS_WITH(score(x, {0, 2}, {0}), std::invalid_argument, "token_offsets must end");

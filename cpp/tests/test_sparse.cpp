@@ -6,17 +6,13 @@
 #include <stdexcept>
 #include <vector>
 
-#include "check.hpp"
+#include "helpers.hpp"
 
 using namespace fieldrank;
 
 namespace {
 
-struct Postings {  // a small CSC index: 3 terms over 6 documents (document 4 has no term)
-    std::vector<float> data{0.5f, 1.25f, 0.1f, 2.0f, 0.3f, 0.7f, 1e8f};
-    std::vector<std::int32_t> indices{0, 3, 1, 3, 5, 2, 3};
-    std::vector<Index> indptr{0, 2, 5, 7};
-};
+using fieldrank_test::Postings;
 
 RowMatrixXf score(const Postings& x, const std::vector<Index>& offsets, const std::vector<std::int32_t>& terms,
                   const std::vector<float>& weights, Index n_threads = 1, Index n_docs = 6, Index doc_begin = 0,
@@ -55,19 +51,8 @@ TEST_CASE("sparse: scores are float32 sums of float32 products in query order") 
 TEST_CASE("sparse: the batch does not depend on the thread count") {
     std::mt19937_64 gen(11);
     const Index n_docs = 301, n_terms = 37;
-    Postings x;
-    x.data.clear();
-    x.indices.clear();
-    x.indptr = {0};
+    Postings x = fieldrank_test::random_postings(gen, n_docs, n_terms);
     std::uniform_real_distribution<float> value(0.01f, 3.0f);
-    for (Index t = 0; t < n_terms; ++t) {
-        for (Index doc = 0; doc < n_docs; ++doc)
-            if ((doc * 7 + t * 13) % 5 == 0) {
-                x.data.push_back(value(gen));
-                x.indices.push_back(static_cast<std::int32_t>(doc));
-            }
-        x.indptr.push_back(static_cast<Index>(x.data.size()));
-    }
     std::vector<Index> offsets{0};
     std::vector<std::int32_t> terms;
     std::vector<float> weights;

@@ -97,6 +97,21 @@ inline void check_query_offsets(const Index* offsets, Index n_offsets, Index n_i
     if (offsets[B] != n_items) fail(name, " must end at the number of ", items, " (", n_items, "), got ", offsets[B]);
 }
 
+// The float32 scores (B, doc_end − doc_begin) of B queries over a checked term index: rows start at
+// zero and accumulate(index, b, row) adds query b's postings into its row, one query per thread
+// (rows are independent, so the result does not depend on n_threads). BM25's and weighted
+// postings' batches differ only in what a query is and how it adds up.
+template <class Accumulate>
+RowMatrixXf term_index_scores(const float* data, Index n_data, const std::int32_t* indices, const Index* indptr,
+                              Index n_indptr, Index n_docs, Index B, Index doc_begin, Index doc_end, Index n_threads,
+                              Accumulate accumulate) {
+    const SparseTermIndex index{data, indices, indptr, n_indptr - 1, n_data, n_docs};
+    const Index width = doc_end - doc_begin;
+    RowMatrixXf out = RowMatrixXf::Zero(B, width);
+    parallel_for(0, B, n_threads, [&](Index b) { accumulate(index, b, out.data() + b * width); });
+    return out;
+}
+
 }  // namespace detail
 
 // Scores float32 of B queries over the index (data and indices: n_data entries each; indptr:
@@ -112,15 +127,12 @@ inline RowMatrixXf bm25_scores_batch(const float* data, Index n_data, const std:
                                      Index doc_end, bool sorted_postings, Index n_threads) {
     detail::check_term_index(n_data, n_indices, n_indptr, n_docs, doc_begin, doc_end);
     detail::check_query_offsets(token_offsets, n_offsets, n_token_ids, "token_offsets", "token ids");
-    const Index B = n_offsets - 1;
-    const SparseTermIndex index{data, indices, indptr, n_indptr - 1, n_data, n_docs};
-    const Index width = doc_end - doc_begin;
-    RowMatrixXf out = RowMatrixXf::Zero(B, width);
-    parallel_for(0, B, n_threads, [&](Index b) {
-        detail::bm25_accumulate(index, token_ids + token_offsets[b], token_offsets[b + 1] - token_offsets[b], doc_begin,
-                                doc_end, sorted_postings, out.data() + b * width);
-    });
-    return out;
+    return detail::term_index_scores(
+        data, n_data, indices, indptr, n_indptr, n_docs, n_offsets - 1, doc_begin, doc_end, n_threads,
+        [&](const SparseTermIndex& index, Index b, float* row) {
+            detail::bm25_accumulate(index, token_ids + token_offsets[b], token_offsets[b + 1] - token_offsets[b],
+                                    doc_begin, doc_end, sorted_postings, row);
+        });
 }
 
 }  // namespace fieldrank

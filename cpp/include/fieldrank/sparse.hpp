@@ -47,16 +47,13 @@ inline RowMatrixXf sparse_scores_batch(const float* data, Index n_data, const st
     if (n_query_weights != n_query_terms)
         fail("query_weights must have one entry per query term (", n_query_terms, "), got ", n_query_weights);
     detail::check_query_offsets(query_offsets, n_offsets, n_query_terms, "query_offsets", "query terms");
-    const Index B = n_offsets - 1;
-    const SparseTermIndex index{data, indices, indptr, n_indptr - 1, n_data, n_docs};
-    const Index width = doc_end - doc_begin;
-    RowMatrixXf out = RowMatrixXf::Zero(B, width);
-    parallel_for(0, B, n_threads, [&](Index b) {
-        const Index begin = query_offsets[b];
-        detail::sparse_accumulate(index, query_terms + begin, query_weights + begin, query_offsets[b + 1] - begin,
-                                  doc_begin, doc_end, sorted_postings, out.data() + b * width);
-    });
-    return out;
+    return detail::term_index_scores(
+        data, n_data, indices, indptr, n_indptr, n_docs, n_offsets - 1, doc_begin, doc_end, n_threads,
+        [&](const SparseTermIndex& index, Index b, float* row) {
+            const Index begin = query_offsets[b];
+            detail::sparse_accumulate(index, query_terms + begin, query_weights + begin, query_offsets[b + 1] - begin,
+                                      doc_begin, doc_end, sorted_postings, row);
+        });
 }
 
 }  // namespace fieldrank
