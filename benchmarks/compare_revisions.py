@@ -8,7 +8,8 @@ p50/p90 per preset on LoCoMo) and ``benchmarks/memory_latency.py`` (default-mode
 On a machine shared with other jobs one run's figure is noisy; the table therefore gives, per
 measure, each side's median over the rounds and its round-to-round spread (min-max), and
 whether the two sides' ranges overlap: "within noise" means the new median is no further from
-the base median than the rounds of either side are from each other::
+the base median than the rounds of either side are from each other. The last column is the
+ratio within each round (its two runs are adjacent), which cancels slow load drift::
 
     python benchmarks/compare_revisions.py --base ../base --new . --rounds 6 --queries 300
 
@@ -96,7 +97,11 @@ def summarize(runs: dict[str, list[dict[str, float]]]) -> list[dict]:
         base = [run[measure] for run in runs["base"]]
         new = [run[measure] for run in runs["new"]]
         b, n = statistics.median(base), statistics.median(new)
+        # A round's base and new runs are adjacent in the ABBA order: their ratio cancels slow load drift.
+        paired = [nv / bv for bv, nv in zip(base, new)]
         rows.append({"measure": measure, "base_median": b, "new_median": n, "ratio": n / b,
+                     "paired_median": statistics.median(paired), "paired_min": min(paired),
+                     "paired_max": max(paired),
                      "base_min": min(base), "base_max": max(base), "new_min": min(new), "new_max": max(new),
                      "overlap": min(base) <= max(new) and min(new) <= max(base)})
     return rows
@@ -104,12 +109,13 @@ def summarize(runs: dict[str, list[dict[str, float]]]) -> list[dict]:
 
 def format_table(rows: list[dict]) -> str:
     lines = ["| measure (ms) | base median | new median | new / base | base rounds min-max "
-             "| new rounds min-max | ranges overlap |",
-             "|---|---|---|---|---|---|---|"]
+             "| new rounds min-max | ranges overlap | per-round new / base, median (min-max) |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['measure']} | {r['base_median']:.3f} | {r['new_median']:.3f} | {r['ratio']:.2f} "
                      f"| {r['base_min']:.3f}-{r['base_max']:.3f} | {r['new_min']:.3f}-{r['new_max']:.3f} "
-                     f"| {'yes' if r['overlap'] else 'NO'} |")
+                     f"| {'yes' if r['overlap'] else 'NO'} "
+                     f"| {r['paired_median']:.2f} ({r['paired_min']:.2f}-{r['paired_max']:.2f}) |")
     return "\n".join(lines)
 
 
