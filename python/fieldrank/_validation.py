@@ -367,6 +367,19 @@ def non_negative_real(value: object, name: str) -> float:
     return v
 
 
+def str_sequence(value: object, name: str = "texts") -> list[str]:
+    """A list of the str of ``value``: a sequence of str, not one str (nor bytes)."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        msg = f"{name} must be a sequence of str, got {type(value).__name__}"
+        raise TypeError(msg)
+    out = list(value)
+    for i, text in enumerate(out):
+        if not isinstance(text, str):
+            msg = f"{name}[{i}] must be a str, got {type(text).__name__}"
+            raise TypeError(msg)
+    return out
+
+
 def one_of(value: object, name: str, options: Sequence[Any]) -> Any:
     """``value`` if it is one of ``options`` (the one tuple that lists them), else ``ValueError``."""
     if value not in options:

@@ -96,17 +96,6 @@ def check_embedded(vectors: object, n: int, dim: int, who: str) -> np.ndarray:
     return np.ascontiguousarray(arr)
 
 
-def _texts(texts: object) -> list[str]:
-    if isinstance(texts, (str, bytes)) or not isinstance(texts, Sequence):
-        msg = f"texts must be a sequence of str, got {type(texts).__name__}"
-        raise TypeError(msg)
-    for i, text in enumerate(texts):
-        if not isinstance(text, str):
-            msg = f"texts[{i}] must be a str, got {type(text).__name__}"
-            raise TypeError(msg)
-    return list(texts)
-
-
 class SentenceTransformerEmbedder:
     """An :class:`Embedder` backed by a ``sentence_transformers.SentenceTransformer``.
 
@@ -196,7 +185,7 @@ class SentenceTransformerEmbedder:
 
     def _encode(self, texts: Sequence[str], prefix: str, batch_size: Optional[int],
                 progress: Optional[bool]) -> np.ndarray:
-        items = _texts(texts)
+        items = _v.str_sequence(texts)
         size = self._batch_size if batch_size is None else _v.integer(batch_size, "batch_size", low=1)
         show = self._progress if progress is None else bool(progress)
         if show is None:
@@ -223,16 +212,20 @@ def embed_query(embedder: Embedder, text: str) -> np.ndarray:
     return check_embedded(embedder.embed_queries([text]), 1, embedder.dim, repr(embedder))[0]
 
 
+def _checked_rows(embedder: Embedder, texts: Sequence[str], queries: bool) -> np.ndarray:
+    items = _v.str_sequence(texts)
+    rows = embedder.embed_queries(items) if queries else embedder.embed_documents(items)
+    return check_embedded(rows, len(items), embedder.dim, repr(embedder))
+
+
 def embed_queries(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
     """The queries' (n, dim) float32 unit rows (checked)."""
-    items = _texts(texts)
-    return check_embedded(embedder.embed_queries(items), len(items), embedder.dim, repr(embedder))
+    return _checked_rows(embedder, texts, queries=True)
 
 
 def embed_documents(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
     """The documents' (n, dim) float32 unit rows (checked)."""
-    items = _texts(texts)
-    return check_embedded(embedder.embed_documents(items), len(items), embedder.dim, repr(embedder))
+    return _checked_rows(embedder, texts, queries=False)
 
 
 def check_embedder(embedder: object, name: str = "embedder") -> Optional[Embedder]:

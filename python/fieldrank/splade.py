@@ -189,7 +189,7 @@ class SpladeEncoder:
 
     def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
         """Token ids of each text ([CLS] … [SEP], at most ``max_length``)."""
-        texts = _texts(texts)
+        texts = _v.str_sequence(texts)
         return [list(e.ids) for e in self._tokenizer.encode_batch(texts)]
 
     def encode(self, texts: Sequence[str]) -> SparseRows:
@@ -284,17 +284,6 @@ def _bf16_is_fast(torch: Any) -> bool:
         return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
     except (AttributeError, RuntimeError):
         return False
-
-
-def _texts(texts: object) -> list[str]:
-    if isinstance(texts, str) or not isinstance(texts, Sequence):
-        msg = f"texts must be a sequence of str, got {type(texts).__name__}"
-        raise TypeError(msg)
-    for i, t in enumerate(texts):
-        if not isinstance(t, str):
-            msg = f"texts[{i}] must be a str, got {type(t).__name__}"
-            raise TypeError(msg)
-    return list(texts)
 
 
 def context_rows(rows: SparseRows, session: np.ndarray, window: int) -> SparseRows:

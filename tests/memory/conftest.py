@@ -14,7 +14,7 @@ import tempfile
 
 import pytest
 
-from tests.postgres_server import PostgresUnavailable, fresh_schema, start_postgres
+from tests.postgres_server import PostgresUnavailable, fresh_schema, start_postgres, stop_postgres
 
 BACKENDS = ("sqlite", "postgres")
 
@@ -30,11 +30,13 @@ def postgres_server():
     pytest.importorskip("psycopg", reason="the postgres extra (psycopg) is not installed")
     folder = tempfile.mkdtemp(prefix="fieldrank-postgres-")
     try:
-        yield start_postgres(folder)
+        uri = start_postgres(folder)
     except PostgresUnavailable as error:
-        pytest.skip(str(error))
-    finally:
         shutil.rmtree(folder, ignore_errors=True)
+        pytest.skip(str(error))
+    yield uri
+    stop_postgres(uri)  # before its data goes: a server whose folder is deleted under it keeps running
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(params=BACKENDS)

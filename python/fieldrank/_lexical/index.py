@@ -54,16 +54,8 @@ def check_query(query: object, name: str = "query") -> str:
     return query
 
 
-def check_texts(texts: object, name: str) -> list[str]:
-    if isinstance(texts, (str, bytes)) or not isinstance(texts, Sequence):
-        msg = f"{name} must be a sequence of str, got {type(texts).__name__}"
-        raise TypeError(msg)
-    out = list(texts)
-    for i, text in enumerate(out):
-        if not isinstance(text, str):
-            msg = f"{name}[{i}] must be a str, got {type(text).__name__}"
-            raise TypeError(msg)
-    return out
+#: Documents' or queries' texts: a sequence of str (the check every text-taking layer shares).
+check_texts = _v.str_sequence
 
 
 

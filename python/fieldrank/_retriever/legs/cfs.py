@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from typing import ClassVar, Optional
 
 from ... import _kernels
-from ... import _param_tables as _tables
 from .base import DEFAULT_WEIGHT, register_leg
 from .rerank import POOL_DENSE, PooledLeg
 
@@ -33,5 +32,3 @@ class CFSLeg(PooledLeg):
     pool: str = POOL_DENSE
     union_p: Optional[int] = None
     name: str = "cfs"
-
-    field_checks: ClassVar[tuple[_tables.Param, ...]] = _tables.operator_params("cfs")

@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from typing import ClassVar, Optional
 
 from ... import _kernels
-from ... import _param_tables as _tables
 from .base import DEFAULT_WEIGHT, register_leg
 from .rerank import POOL_DENSE, PooledLeg
 
@@ -50,5 +49,3 @@ class CFSRLeg(PooledLeg):
     pool: str = POOL_DENSE
     union_p: Optional[int] = None
     name: str = "cfsr"
-
-    field_checks: ClassVar[tuple[_tables.Param, ...]] = _tables.operator_params("cfsr")

@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ... import _kernels
-from ... import _param_tables as _tables
 from .base import DEFAULT_WEIGHT, register_leg
 from .rerank import PooledLeg
 
@@ -26,5 +25,3 @@ class MMRLeg(PooledLeg):
     p: int = _D["p"]
     mu: float = _D["mu"]
     name: str = "mmr"
-
-    field_checks: ClassVar[tuple[_tables.Param, ...]] = _tables.operator_params("mmr")

@@ -39,6 +39,13 @@ class RerankLeg(Leg):
     #: Whether the operator returns CFS-R's coefficients.
     has_coef: ClassVar[bool] = False
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # A reranking kind's parameters are its operator's table less ``k`` (``depth`` plays it):
+        # the one place that ties a kind to its table, so the kinds' modules only list the fields.
+        if "kind" in cls.__dict__:
+            cls.field_checks = _tables.operator_params(cls.kind)
+
     @property
     def pool_depth(self) -> int:
         """Size of the prefilter pool the operator reranks."""

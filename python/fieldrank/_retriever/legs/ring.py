@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from typing import ClassVar, Optional
 
 from ... import _kernels
-from ... import _param_tables as _tables
 from .base import DEFAULT_WEIGHT, register_leg
 from .rerank import RerankLeg
 
@@ -28,8 +27,6 @@ class RingLeg(RerankLeg):
     seed: int = _D["seed"]
     ablation: bool = False
     name: str = "ring"
-
-    field_checks: ClassVar[tuple[_tables.Param, ...]] = _tables.operator_params("ring")
 
     @property
     def pool_depth(self) -> int:
