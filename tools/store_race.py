@@ -279,8 +279,12 @@ def race_adapter(adapter: str, seconds: float, seed: int, path: Optional[str] = 
         workers.append((process, parent_end, stopped))
     for _, parent_end, _ in workers:
         assert parent_end.recv() == "ready"
-    for _, _, stopped in workers:
-        stopped.wait()
+    for process, _, stopped in workers:
+        while not stopped.wait(timeout=1.0):  # a worker that died never sets its event
+            if not process.is_alive():
+                release.set()
+                msg = f"a race worker exited with code {process.exitcode} before it stopped (its traceback is above)"
+                raise RuntimeError(msg)
     release.set()
     results = [parent_end.recv() for _, parent_end, _ in workers]
     for process, _, _ in workers:

@@ -9,8 +9,11 @@ import ast
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+
+import fieldrank
 
 from tests.helpers import REPO_ROOT
 
@@ -21,8 +24,10 @@ from tests.helpers import REPO_ROOT
 ])
 def test_two_processes_through_an_adapter_never_duplicate_or_revive_a_key(tmp_path, adapter, module, seconds):
     pytest.importorskip(module, reason="needs the integrations extra")
-    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT / "python"),
-                                                                 os.environ.get("PYTHONPATH", "")])}
+    # The subprocess imports the fieldrank this test imported (an installed package in CI, the
+    # source tree with its compiled core in development), never the uncompiled source tree.
+    package_root = str(Path(fieldrank.__file__).resolve().parents[1])
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([package_root, os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run([sys.executable, str(REPO_ROOT / "tools" / "store_race.py"), "--adapter", adapter,
                            "--seconds", str(seconds), "--seed", "34"], capture_output=True, text=True,
                           env=environment, cwd=tmp_path, timeout=600, check=False)

@@ -206,7 +206,9 @@ class KeyedAccess:
             self._check_open()
             self._refresh()
             memory_id = self._keys.holder(tenant, key)
-            return memory_id is not None and self.forget(memory_id, tenant=tenant)
+            # The key's holder is this tenant's, so forget() needs no tenant: with one, an id another
+            # process forgot since the lookup would raise KeyError instead of answering False.
+            return memory_id is not None and self.forget(memory_id)
 
     def ids(self, *, tenant: Optional[str] = None) -> np.ndarray:
         """The ids of every live memory (of ``tenant``, or of all tenants), ascending, as int64.
